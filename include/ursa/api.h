@@ -1,0 +1,110 @@
+/* The API machinery's vocabulary: resources, their strategies, field errors.
+ *
+ * An API server serves a table of struct api_resource. Everything that differs between
+ * resources lives in the resource's struct api_strategy (defaults, validation, printer
+ * columns, selectable fields); handlers, storage, watch cache, discovery, OpenAPI and Table
+ * printing are generic over the table. */
+#ifndef URSA_API_H
+#define URSA_API_H
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+enum api_scope {
+	SCOPE_CLUSTER,   /* /api/v1/{res}/{name}; stored at /registry/{res}/{name} */
+	SCOPE_TENANT,    /* /api/v1/tenants/{t}/{res}/{name}; /registry/{res}/{t}/{name} */
+	SCOPE_NAMESPACE, /* /api/v1/tenants/{t}/namespaces/{ns}/{res}/{name}; /registry/{res}/{t}/{ns}/{name} */
+};
+
+/* Subresources the generic server knows how to serve (bit set in api_resource.subresources). */
+enum {
+	SUB_STATUS = 1 << 0,   /* PUT/PATCH status only; main resource PUT keeps old status */
+	SUB_SCALE = 1 << 1,    /* autoscaling/v1 Scale over spec.replicas / status.replicas / selector */
+	SUB_BINDING = 1 << 2,  /* pods: POST Binding sets spec.nodeName and PodScheduled */
+	SUB_EVICTION = 1 << 3, /* pods: POST policy/v1 Eviction deletes the pod */
+	SUB_LOG = 1 << 4,      /* pods: GET log streamed from the node's kubelet */
+};
+
+/* One column of a Table response (meta.k8s.io/v1 TableColumnDefinition). */
+struct api_column {
+	const char *name;        /* "Name", "Ready", ... as upstream prints them */
+	const char *type;        /* "string", "integer", "date", "number" */
+	const char *format;      /* "name" for the name column, else "" */
+	const char *description;
+	int priority;            /* 0: shown by default; 1: only with -o wide */
+};
+
+/* A field-selector label and the dotted JSON path whose value it compares. */
+struct api_field {
+	const char *label; /* e.g. "spec.nodeName", "source" */
+	const char *path;  /* e.g. "spec.nodeName", "source.component" */
+};
+
+/* Validation errors collected as Kubernetes StatusCause objects. */
+struct field_errors {
+	json_t *causes; /* array of {"reason","message","field"}; NULL until the first error */
+};
+/* reason is a CauseType: "FieldValueRequired", "FieldValueInvalid", "FieldValueNotSupported",
+ * "FieldValueDuplicate", "FieldValueForbidden", "FieldValueTooLong", "FieldValueTypeInvalid".
+ * The message reads like upstream's: for Invalid, `Invalid value: "x": <detail>`. */
+void field_error_add(struct field_errors *e, const char *reason, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void field_error_required(struct field_errors *e, const char *field);
+void field_errors_release(struct field_errors *e);
+static inline bool field_errors_any(const struct field_errors *e) { return e->causes != NULL; }
+
+struct api_strategy {
+	/* Fills server-side defaults. Called on create and on every update of the main resource
+	 * (so PUT of a stripped object gets the same defaults). May be NULL. */
+	void (*defaults)(json_t *obj);
+	/* Prepares a new object before validation: e.g. status.phase = Pending, generation.
+	 * The generic code already set metadata uid, creationTimestamp, tenant, hashKey. May be NULL. */
+	void (*prepare_create)(json_t *obj);
+	/* Validates obj (after defaults); old is NULL on create. Generic metadata validation
+	 * (name, labels, annotations, namespace, tenant) is done by the caller. May be NULL. */
+	void (*validate)(const json_t *obj, const json_t *old, struct field_errors *errs);
+	/* Printer columns for Table responses (the first is always Name). */
+	const struct api_column *columns;
+	size_t ncolumns;
+	/* Appends exactly ncolumns cells for obj to the JSON array cells. */
+	void (*cells)(const json_t *obj, time_t now, json_t *cells);
+	/* Field-selector fields beyond metadata.name and metadata.namespace (always supported). */
+	const struct api_field *fields;
+	size_t nfields;
+};
+
+struct api_resource {
+	const char *group;    /* "" for the core group */
+	const char *version;  /* "v1" */
+	const char *plural;   /* "pods": URL segment and etcd key segment */
+	const char *singular; /* "pod" */
+	const char *kind;     /* "Pod"; lists are kind + "List" */
+	enum api_scope scope;
+	const char *short_names[4]; /* NULL-terminated, e.g. { "po", NULL } */
+	unsigned subresources;      /* SUB_* bits */
+	bool has_spec_generation;   /* metadata.generation tracks .spec changes (else any change but status) */
+	bool system_only;           /* only the system tenant may create/update/delete (tenants, nodes) */
+	const struct api_strategy *strategy;
+};
+
+/* Kinds in src/common/kinds/: one strategy each, shared by every API server that serves them. */
+extern const struct api_strategy strategy_tenant, strategy_namespace, strategy_pod, strategy_configmap,
+	strategy_secret, strategy_serviceaccount, strategy_event, strategy_service, strategy_deployment,
+	strategy_replicaset, strategy_lease;
+
+/* Generic metadata validation shared by all resources (src/common/api/validation.c). */
+bool valid_dns1123_label(const char *s);     /* [a-z0-9]([-a-z0-9]*[a-z0-9])?, <= 63 */
+bool valid_dns1123_subdomain(const char *s); /* labels joined by '.', <= 253 */
+/* Label key [prefix/]name and value syntax, as Kubernetes checks them. */
+bool valid_label_key(const char *s);
+bool valid_label_value(const char *s);
+/* Validates metadata of obj for resource r: name (DNS-1123 subdomain, or label for namespaces
+ * and tenants), labels, annotations (keys; total size <= 256 KiB), and that tenant/namespace are
+ * strings. Adds causes to errs. */
+void validate_object_meta(const struct api_resource *r, const json_t *obj, struct field_errors *errs);
+
+/* FNV-1a 64 of the uid, folded into [0, INT64_MAX], as Arktos's metadata.hashKey. */
+long long hash_key_of_uid(const char *uid);
+
+#endif

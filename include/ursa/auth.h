@@ -1,0 +1,45 @@
+/* Authentication: bearer tokens from a static token file and signed tokens (JWT, RS256 or
+ * ES256 with OpenSSL). Authorization helpers for tenant isolation. */
+#ifndef URSA_AUTH_H
+#define URSA_AUTH_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#define TENANT_SYSTEM "system"
+#define TENANT_ALL "all"
+#define GROUP_MASTERS "system:masters"
+
+struct identity {
+	char *user;
+	char *uid;
+	char *tenant;   /* never NULL once authenticated; "system" by default */
+	char **groups;  /* owned array of owned strings */
+	size_t ngroups;
+};
+void identity_release(struct identity *id);
+void identity_copy(const struct identity *src, struct identity *ret);
+bool identity_in_group(const struct identity *id, const char *group);
+/* A system:masters member of tenant system: may reach every tenant. */
+bool identity_is_system_admin(const struct identity *id);
+/* True if id may act inside tenant (its own tenant, or a system admin). */
+bool identity_may_access_tenant(const struct identity *id, const char *tenant);
+
+struct authn;
+/* token_file: CSV lines `token,user,uid,"group1,group2",tenant` (groups and tenant optional,
+ * tenant defaults to "system"; '#' comments). public_key_file: PEM public key verifying signed
+ * tokens. Either may be NULL. Returns 0 or E_BAD_REQUEST with a message in *ret_err (new string). */
+int authn_new(const char *token_file, const char *public_key_file, struct authn **ret, char **ret_err);
+void authn_free(struct authn *a);
+/* Authenticates a bearer token (without "Bearer "). E_UNAUTHORIZED if unknown, badly signed or
+ * expired. Thread-safe. */
+int authn_token(struct authn *a, const char *token, struct identity *ret);
+
+/* Signed tokens: header {"alg":"RS256"|"ES256","typ":"JWT"}, claims {"iss":"ursa","sub":user,
+ * "uid":..,"tenant":..,"groups":[..],"iat":..,"exp":..}. The key is a PEM private key file.
+ * ttl_s 0 means no expiry. Returns a new string, or NULL with a message in *ret_err. */
+char *jwt_sign_file(const char *private_key_file, const struct identity *id, int64_t ttl_s, char **ret_err);
+/* Generates an RSA-2048 key pair as PEM files (private mode 0600). 0 or -1. */
+int keypair_generate(const char *private_path, const char *public_path);
+
+#endif

@@ -1,0 +1,105 @@
+/* Client for etcd's v3 JSON gateway (etcd 3.4, /v3/...) over libcurl.
+ *
+ * Thread-safe: any thread may call any function; each thread uses its own keep-alive
+ * connection. endpoints is a comma-separated list of http(s)://host:port URLs of one etcd
+ * cluster; a request that fails to connect (or gets 503/Unavailable) is retried on the next
+ * member, and the member that answered is preferred afterwards.
+ * Errors: E_UNAVAILABLE when no member answers, E_NOT_FOUND, E_ALREADY_EXISTS, E_CONFLICT,
+ * E_GONE (revision compacted), E_TOO_LARGE (value over etcd's request limit), E_INTERNAL. */
+#ifndef URSA_ETCD_H
+#define URSA_ETCD_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct etcd;
+
+struct etcd_kv {
+	char *key;      /* owned, NUL-terminated */
+	char *value;    /* owned, NUL-terminated; value_len bytes (may contain NUL) */
+	size_t value_len;
+	int64_t create_rev;
+	int64_t mod_rev;
+	int64_t version;
+	int64_t lease;
+};
+void etcd_kv_release(struct etcd_kv *kv);
+
+struct etcd_range_result {
+	struct etcd_kv *kvs; /* owned array */
+	size_t n;
+	int64_t count;   /* total keys in the range (etcd's count, ignores limit) */
+	bool more;
+	int64_t revision; /* header revision the read was served at */
+};
+void etcd_range_result_release(struct etcd_range_result *r);
+
+struct etcd_options {
+	long timeout_ms;         /* per request; default 5000 */
+	long connect_timeout_ms; /* default 1000 */
+};
+
+/* Returns NULL if endpoints is empty or malformed. opts may be NULL. */
+struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts);
+void etcd_free(struct etcd *e);
+
+/* The end of the range covering every key with this prefix (last byte + 1); new heap string. */
+char *etcd_prefix_end(const char *prefix);
+
+/* Single key. E_NOT_FOUND if absent. ret_kv filled on success. */
+int etcd_get(struct etcd *e, const char *key, struct etcd_kv *ret_kv);
+/* Keys in [key, range_end); range_end NULL means the key alone. revision 0 = latest;
+ * limit 0 = no limit. keys_only drops values. E_GONE when revision is compacted. */
+int etcd_range(struct etcd *e, const char *key, const char *range_end, int64_t revision, int64_t limit,
+	       bool keys_only, struct etcd_range_result *ret);
+/* Current revision of the cluster (linearizable). */
+int etcd_current_revision(struct etcd *e, int64_t *ret_rev);
+
+/* Unconditional put. ret_rev (may be NULL) gets the new revision. */
+int etcd_put(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease, int64_t *ret_rev);
+/* Put only if the key does not exist: E_ALREADY_EXISTS otherwise. */
+int etcd_create(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease, int64_t *ret_rev);
+/* Put only if the key's mod_revision equals expect_rev: E_CONFLICT if it differs (ret_current,
+ * if not NULL, then holds the current kv), E_NOT_FOUND if the key is gone. */
+int etcd_update(struct etcd *e, const char *key, const char *value, size_t len, int64_t expect_rev,
+		int64_t *ret_rev, struct etcd_kv *ret_current);
+/* Delete the key; expect_rev 0 = unconditionally, else only at that mod_revision (E_CONFLICT).
+ * E_NOT_FOUND if absent. ret_prev (may be NULL) receives the deleted kv, ret_rev the revision. */
+int etcd_delete(struct etcd *e, const char *key, int64_t expect_rev, int64_t *ret_rev, struct etcd_kv *ret_prev);
+/* Compacts history up to rev. */
+int etcd_compact(struct etcd *e, int64_t rev);
+/* Leases (for heartbeats and elections). */
+int etcd_lease_grant(struct etcd *e, int64_t ttl_s, int64_t *ret_id);
+int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ret_ttl); /* E_NOT_FOUND if expired */
+int etcd_lease_revoke(struct etcd *e, int64_t id);
+/* True if some member answers /health with health true. */
+bool etcd_healthy(struct etcd *e);
+
+/* Watch ------------------------------------------------------------------------------------ */
+enum etcd_event_type { ETCD_EV_PUT, ETCD_EV_DELETE };
+struct etcd_event {
+	enum etcd_event_type type;
+	struct etcd_kv kv;      /* for DELETE only key and mod_rev are set */
+	struct etcd_kv prev_kv; /* set when prev_kv was requested and etcd sent it (key NULL otherwise) */
+};
+
+struct etcd_watch_handlers {
+	/* Events in revision order. The array and its contents are only valid during the call. */
+	void (*on_events)(void *ud, const struct etcd_event *ev, size_t n);
+	/* start revision (or the resume point) was compacted; the watch has stopped itself. The
+	 * owner re-lists and starts a new watch from compact_rev or later. */
+	void (*on_compacted)(void *ud, int64_t compact_rev);
+	/* Connection state changes: connected=false while no member answers (the watch keeps
+	 * retrying every second, resuming from the last revision seen + 1). May be NULL. */
+	void (*on_state)(void *ud, bool connected);
+};
+
+struct etcd_watch;
+/* Watches [key, range_end) from start_rev (0 = from now) on a thread of its own.
+ * Handlers run on that thread. */
+struct etcd_watch *etcd_watch_start(struct etcd *e, const char *key, const char *range_end, int64_t start_rev,
+				    bool prev_kv, const struct etcd_watch_handlers *h, void *ud);
+/* Stops and joins; no handler runs after it returns. NULL is fine. */
+void etcd_watch_stop(struct etcd_watch *w);
+
+#endif

@@ -1,0 +1,26 @@
+/* Small helpers over jansson. Unless stated, returned json_t pointers are borrowed. */
+#ifndef URSA_JSONUTIL_H
+#define URSA_JSONUTIL_H
+#include <jansson.h>
+#include <stdbool.h>
+#include "ursa/buf.h"
+
+/* Borrowed child at a dotted path ("spec.nodeName"); NULL if any step is missing. */
+json_t *json_path(const json_t *obj, const char *dotted);
+/* Borrowed string value of obj[key], or NULL if absent or not a string. */
+const char *json_str(const json_t *obj, const char *key);
+const char *json_path_str(const json_t *obj, const char *dotted);
+/* Object obj[key], created (as {}) if absent or not an object; borrowed. */
+json_t *json_obj_child(json_t *obj, const char *key);
+/* Renders a scalar at a dotted path the way field selectors compare it:
+ * strings as is, booleans "true"/"false", integers in decimal, absent/null as "".
+ * Appends to out. */
+void json_path_scalar(const json_t *obj, const char *dotted, struct buf *out);
+/* Serializes compactly (key order kept) and appends to out. */
+void json_dump_buf(const json_t *j, struct buf *out);
+/* Parses with a depth cap; returns a new reference or NULL (and err text in ret_err if given). */
+json_t *json_parse_limited(const char *data, size_t len, int max_depth, struct buf *ret_err);
+/* Depth of nesting of arrays/objects (scalar = 0). */
+int json_depth(const json_t *j);
+
+#endif

@@ -1,0 +1,46 @@
+/* Parses a request path into what it addresses, as Arktos's RequestInfo does, without
+ * knowing the resource table (the caller checks resource and scope against its table).
+ *
+ *   /api/{v}[/watch]/tenants/{t}/namespaces/{ns}/{res}[/{name}[/{sub}]]
+ *   /apis/{g}/{v}[/watch]/tenants/{t}/...        the same under a group
+ *   /api/v1/namespaces/{ns}/{res}/...            short paths: tenant is the caller's
+ *   /api/v1/tenants/{t}/{res}[/{name}[/{sub}]]   tenant-scoped resources (e.g. namespaces)
+ *   /api/v1/{res}[/{name}[/{sub}]]               cluster-scoped resources, or tenant-scoped ones in the
+ *                                                caller's tenant (e.g. /api/v1/namespaces/ns1)
+ *   /api/v1/tenants[/{name}[/{sub}]]             tenant objects: "tenants/{t}/status" and
+ *                                                "tenants/{t}/finalize" are subresources, not a prefix
+ *   /api/v1/namespaces/{ns}[/status|finalize]    the namespace object itself: resource "namespaces",
+ *                                                name {ns}, namespace_ NULL (same under tenants/{t}/)
+ * Everything else under /api or /apis (/api, /api/v1, /apis/{g}, /apis/{g}/{v}) is discovery.
+ * Non-API paths (/version, /healthz, /openapi/...) are not handled here. */
+#ifndef URSA_PATH_H
+#define URSA_PATH_H
+#include <stdbool.h>
+
+enum path_kind {
+	PATH_DISCOVERY_ROOT,  /* /api or /apis */
+	PATH_DISCOVERY_GROUP, /* /apis/{g} */
+	PATH_DISCOVERY_GV,    /* /api/v1 or /apis/{g}/{v} */
+	PATH_RESOURCE,        /* addresses a resource (collection or object) */
+};
+
+struct path_info {
+	enum path_kind kind;
+	bool legacy_core;  /* /api (core group) rather than /apis */
+	bool watch_prefix; /* ".../watch/..." form */
+	char *group;       /* "" for core; owned */
+	char *version;     /* owned; NULL for roots */
+	char *tenant;      /* from "tenants/{t}/..."; NULL when the path has none (short path) */
+	char *namespace_;  /* from "namespaces/{ns}/{res}"; NULL otherwise */
+	char *resource;    /* plural, e.g. "pods"; NULL for discovery */
+	char *name;        /* NULL for collections */
+	char *subresource; /* NULL unless .../{name}/{sub} */
+};
+
+/* Parses path (no query string; percent-decoding of segments is done here). Returns 0, or
+ * E_NOT_FOUND for paths that are not API paths or are malformed (empty segments, too many
+ * segments, segments longer than 253 bytes, "..", NUL bytes). ret is filled only on success. */
+int path_parse(const char *path, struct path_info *ret);
+void path_info_release(struct path_info *p);
+
+#endif

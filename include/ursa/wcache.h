@@ -1,0 +1,109 @@
+/* The watch cache of one resource: the current objects (fed by one etcd watch) plus a ring
+ * of recent events. It serves lists at resourceVersion 0 / NotOlderThan and every watch.
+ *
+ * Threads: the etcd watch thread applies changes; request threads list and register watchers;
+ * watchers are woken through a callback (e.g. to resume a suspended HTTP connection). All
+ * functions are thread-safe. */
+#ifndef URSA_WCACHE_H
+#define URSA_WCACHE_H
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "ursa/api.h"
+#include "ursa/etcd.h"
+#include "ursa/selector.h"
+
+/* An immutable, reference-counted cached object, shared by the store, the event ring and
+ * watchers. Built once per change, so serving it costs no parsing. */
+struct cobj {
+	atomic_int refs;
+	int64_t rv;           /* etcd mod_revision == metadata.resourceVersion */
+	char *key;            /* etcd key */
+	char *json;           /* the object, compact JSON, with metadata.resourceVersion set */
+	size_t json_len;
+	const char *tenant;   /* "" for cluster-scoped */
+	const char *ns;       /* "" unless namespaced */
+	const char *name;
+	json_t *labels;       /* metadata.labels (new ref owned by cobj) or NULL */
+	char **fields;        /* values of strategy->fields[i].path, rendered as json_path_scalar */
+	size_t nfields;
+};
+/* Builds a cobj from an etcd value (the stored JSON) at mod_rev; NULL if it does not parse.
+ * The returned reference is new (refs == 1). */
+struct cobj *cobj_new(const struct api_resource *r, const char *key, const char *value, size_t len, int64_t mod_rev);
+struct cobj *cobj_ref(struct cobj *o);
+void cobj_unref(struct cobj *o); /* NULL is fine */
+/* Value of a field-selector label for o ("" if absent); usable as a field_getter with ud = o
+ * after binding the resource: see wcache_field_get. */
+
+enum wev_type { WEV_ADDED, WEV_MODIFIED, WEV_DELETED, WEV_BOOKMARK, WEV_ERROR };
+struct wevent {
+	enum wev_type type;
+	int64_t rv;        /* revision of the event */
+	struct cobj *obj;  /* new ref; for DELETED the last state, with rv set to the deletion revision.
+			      NULL for BOOKMARK and ERROR */
+};
+void wevent_release(struct wevent *ev);
+
+/* What a list or watch selects. tenant NULL = all tenants; ns NULL = all namespaces.
+ * Selectors may be NULL. Borrowed for the duration of the call (copied by wcache_watch). */
+struct wfilter {
+	const char *tenant;
+	const char *ns;
+	const char *name;                    /* from fieldSelector metadata.name=X, or NULL */
+	const struct label_selector *labels;
+	const struct field_selector *fields;
+};
+
+struct wcache_options {
+	const char *key_prefix;   /* e.g. "/registry/pods/" */
+	size_t history_min;       /* ring size floor (default 1024) */
+	size_t history_max;       /* ring size cap (default 102400) */
+	int64_t history_window_ms;/* keep at least this much history when it fits (default 75000) */
+};
+
+struct wcache;
+/* Starts: lists the prefix from etcd, then watches from the list revision. Returns at once;
+ * wcache_ready() turns true after the first list. Relists by itself after a compaction. */
+struct wcache *wcache_new(const struct api_resource *r, struct etcd *etcd, const struct wcache_options *opts);
+void wcache_free(struct wcache *c);
+bool wcache_ready(const struct wcache *c);
+/* Revision the cache is current to (the last event or list revision applied). */
+int64_t wcache_revision(const struct wcache *c);
+/* Waits up to timeout_ms until wcache_revision >= rv. 0, or E_TIMEOUT. */
+int wcache_wait_for(struct wcache *c, int64_t rv, int64_t timeout_ms);
+
+/* Lists matching objects in key order (namespace, name). Fills *ret_objs with new refs
+ * (caller unrefs each and frees the array) and *ret_rv with the cache revision.
+ * E_UNAVAILABLE if the cache is not ready. */
+int wcache_list(struct wcache *c, const struct wfilter *f, struct cobj ***ret_objs, size_t *ret_n, int64_t *ret_rv);
+/* One object by its etcd key: new ref or NULL. */
+struct cobj *wcache_get(struct wcache *c, const char *key);
+/* Number of objects (all tenants). */
+size_t wcache_size(struct wcache *c);
+
+/* Watchers ------------------------------------------------------------------------------------ */
+struct watcher;
+/* from_rv semantics (as the Kubernetes API):
+ *   from_rv < 0 (unset) or 0: synthetic ADDED for every matching object, then changes after that
+ *                           state;
+ *   from_rv > 0: only changes after from_rv; E_GONE if from_rv is older than the ring's history.
+ * notify(ud) is called (from any thread, possibly with internal locks held: it must only
+ * signal, e.g. resume a connection) whenever events become available or the watcher is closed.
+ * Returns the watcher in *ret. A watcher whose queue overflows (slow reader; cap
+ * max_queue events) is closed: wcache_next then yields an ERROR, then end. */
+int wcache_watch(struct wcache *c, const struct wfilter *f, int64_t from_rv, size_t max_queue,
+		 void (*notify)(void *ud), void *ud, struct watcher **ret);
+/* Pops the next event: returns 1 with *ret filled, 0 when none is pending, -1 when the watcher
+ * has ended (closed by the cache, e.g. relist after compaction: the caller ends the stream).
+ * A queued ERROR event carries an E_GONE/410 meaning. */
+int watcher_next(struct watcher *w, struct wevent *ret);
+/* The revision of the last event handed out or of the cache when nothing matched (for bookmarks). */
+int64_t watcher_revision(struct watcher *w);
+/* Unregisters and frees; no notify call happens after it returns. */
+void watcher_close(struct watcher *w);
+/* Number of open watchers over all caches (for /metrics). */
+long wcache_watchers_total(void);
+
+#endif

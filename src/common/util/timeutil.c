@@ -1,0 +1,102 @@
+#include "ursa/timeutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void rfc3339_add(struct buf *out, time_t t)
+{
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	buf_addf(out, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, tm.tm_sec);
+}
+
+void rfc3339_micro_add(struct buf *out, int64_t unix_us)
+{
+	time_t t = (time_t)(unix_us / 1000000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	buf_addf(out, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(unix_us % 1000000));
+}
+
+int rfc3339_parse(const char *s, time_t *ret_t)
+{
+	int y, mo, d, h, mi, sec, n = 0;
+	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6)
+		return -1;
+	const char *p = s + n;
+	if (*p == '.') {
+		p++;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	long off = 0;
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int oh, om;
+		if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2)
+			return -1;
+		off = (oh * 3600L + om * 60L) * (*p == '+' ? 1 : -1);
+		p += 6;
+	} else {
+		return -1;
+	}
+	if (*p)
+		return -1;
+	struct tm tm = { 0 };
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	*ret_t = timegm(&tm) - off;
+	return 0;
+}
+
+void age_add(struct buf *out, time_t since, time_t now)
+{
+	long s = (long)(now - since);
+	if (s < 0)
+		s = 0;
+	if (s < 120)
+		buf_addf(out, "%lds", s);
+	else if (s < 600)
+		s % 60 ? buf_addf(out, "%ldm%lds", s / 60, s % 60) : buf_addf(out, "%ldm", s / 60);
+	else if (s < 3 * 3600)
+		s % 3600 / 60 ? buf_addf(out, "%ldh%ldm", s / 3600, s % 3600 / 60) : buf_addf(out, "%ldh", s / 3600);
+	else if (s < 8 * 3600 && (s % 3600) / 60)
+		buf_addf(out, "%ldh%ldm", s / 3600, s % 3600 / 60);
+	else if (s < 48 * 3600)
+		buf_addf(out, "%ldh", s / 3600);
+	else if (s < 8 * 86400 && (s % 86400) / 3600)
+		buf_addf(out, "%ldd%ldh", s / 86400, s % 86400 / 3600);
+	else if (s < 2L * 365 * 86400)
+		buf_addf(out, "%ldd", s / 86400);
+	else
+		buf_addf(out, "%ldy", s / (365 * 86400));
+}
