@@ -1,4 +1,5 @@
 #include "ursa/errors.h"
+#include <stddef.h>
 
 struct err_info {
 	int err;
