@@ -5,7 +5,11 @@
  * cluster; a request that fails to connect (or gets 503/Unavailable) is retried on the next
  * member, and the member that answered is preferred afterwards.
  * Errors: E_UNAVAILABLE when no member answers, E_NOT_FOUND, E_ALREADY_EXISTS, E_CONFLICT,
- * E_GONE (revision compacted), E_TOO_LARGE (value over etcd's request limit), E_INTERNAL. */
+ * E_GONE (revision compacted), E_TOO_LARGE (value over etcd's request limit), E_INTERNAL,
+ * E_TIMEOUT (a write whose outcome is unknown because the member stopped answering mid-request,
+ * or a read at a future revision), E_BAD_REQUEST (invalid arguments).
+ * Writes are only retried on another member when they cannot have been applied (connection
+ * refused, nothing sent, or etcd answered Unavailable); reads are retried on any failure. */
 #ifndef URSA_ETCD_H
 #define URSA_ETCD_H
 #include <stdbool.h>
@@ -43,12 +47,15 @@ struct etcd_options {
 struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts);
 void etcd_free(struct etcd *e);
 
-/* The end of the range covering every key with this prefix (last byte + 1); new heap string. */
+/* The end of the range covering every key with this prefix (last byte + 1); new heap string.
+ * Returns "" when no such end exists (prefix "" or all 0xff bytes): as a range_end, "" means
+ * "to the end of the keyspace" (etcd's "\0"). */
 char *etcd_prefix_end(const char *prefix);
 
 /* Single key. E_NOT_FOUND if absent. ret_kv filled on success. */
 int etcd_get(struct etcd *e, const char *key, struct etcd_kv *ret_kv);
-/* Keys in [key, range_end); range_end NULL means the key alone. revision 0 = latest;
+/* Keys in [key, range_end); range_end NULL means the key alone, "" means every key >= key.
+ * key "" with a range_end starts at the smallest key. revision 0 = latest;
  * limit 0 = no limit. keys_only drops values. E_GONE when revision is compacted. */
 int etcd_range(struct etcd *e, const char *key, const char *range_end, int64_t revision, int64_t limit,
 	       bool keys_only, struct etcd_range_result *ret);
@@ -60,7 +67,8 @@ int etcd_put(struct etcd *e, const char *key, const char *value, size_t len, int
 /* Put only if the key does not exist: E_ALREADY_EXISTS otherwise. */
 int etcd_create(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease, int64_t *ret_rev);
 /* Put only if the key's mod_revision equals expect_rev: E_CONFLICT if it differs (ret_current,
- * if not NULL, then holds the current kv), E_NOT_FOUND if the key is gone. */
+ * if not NULL, then holds the current kv; the caller releases it), E_NOT_FOUND if the key is gone.
+ * expect_rev 0 means any revision, but the key must exist (E_NOT_FOUND otherwise). */
 int etcd_update(struct etcd *e, const char *key, const char *value, size_t len, int64_t expect_rev,
 		int64_t *ret_rev, struct etcd_kv *ret_current);
 /* Delete the key; expect_rev 0 = unconditionally, else only at that mod_revision (E_CONFLICT).
@@ -90,7 +98,9 @@ struct etcd_watch_handlers {
 	 * owner re-lists and starts a new watch from compact_rev or later. */
 	void (*on_compacted)(void *ud, int64_t compact_rev);
 	/* Connection state changes: connected=false while no member answers (the watch keeps
-	 * retrying every second, resuming from the last revision seen + 1). May be NULL. */
+	 * retrying every second, resuming from the last revision seen + 1). connected=true once the
+	 * watch is established (also the first time: events after that call are not missed).
+	 * May be NULL. */
 	void (*on_state)(void *ud, bool connected);
 };
 
@@ -99,7 +109,9 @@ struct etcd_watch;
  * Handlers run on that thread. */
 struct etcd_watch *etcd_watch_start(struct etcd *e, const char *key, const char *range_end, int64_t start_rev,
 				    bool prev_kv, const struct etcd_watch_handlers *h, void *ud);
-/* Stops and joins; no handler runs after it returns. NULL is fine. */
+/* Stops and joins (promptly, even while blocked on the network); no handler runs after it
+ * returns. Must not be called from a handler of the same watch. NULL is fine. Call it before
+ * etcd_free of the client the watch uses. */
 void etcd_watch_stop(struct etcd_watch *w);
 
 #endif

@@ -1,0 +1,35 @@
+/* The generic Kubernetes-style API server shared by the tenant-partition and
+ * resource-manager API servers: give it a table of resources and options, and it serves
+ * them from its etcd with watch caches, discovery, OpenAPI, Tables, auth and metrics. */
+#ifndef URSA_APISERVER_H
+#define URSA_APISERVER_H
+#include <stdbool.h>
+#include <stddef.h>
+#include "ursa/api.h"
+
+struct apiserver;
+struct apiserver_options {
+	const char *component;       /* "tp-apiserver" (logs, metrics) */
+	const char *listen;          /* "127.0.0.1:7101" */
+	const char *tls_cert, *tls_key;
+	const char *etcd_servers;    /* comma-separated */
+	const char *etcd_prefix;     /* "/registry" */
+	const char *token_file;      /* static tokens (CSV) */
+	const char *token_public_key;/* verifies signed tokens */
+	const char *partition_id;
+	unsigned workers;
+	const struct api_resource *resources;
+	size_t nresources;
+	/* Called after an object was created through the API (e.g. a Tenant's namespaces). */
+	void (*on_created)(struct apiserver *s, const struct api_resource *r, const json_t *obj);
+};
+
+struct apiserver;
+/* Connects, starts the caches and the HTTP server. NULL with *ret_err (new string) on failure. */
+struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_err);
+void apiserver_stop(struct apiserver *s);
+/* Creates an object directly in storage, with the same defaulting and validation as the API
+ * (for server-side hooks). obj is borrowed. 0, E_ALREADY_EXISTS, E_INVALID, ... */
+int apiserver_create(struct apiserver *s, const char *plural, const char *tenant, const char *ns, const json_t *obj);
+
+#endif

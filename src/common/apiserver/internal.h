@@ -1,0 +1,153 @@
+/* Internals of the generic API server, shared by its files. */
+#ifndef URSA_APISERVER_INTERNAL_H
+#define URSA_APISERVER_INTERNAL_H
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include "ursa/api.h"
+#include "ursa/apiserver.h"
+#include "ursa/auth.h"
+#include "ursa/buf.h"
+#include "ursa/errors.h"
+#include "ursa/etcd.h"
+#include "ursa/http.h"
+#include "ursa/path.h"
+#include "ursa/selector.h"
+#include "ursa/wcache.h"
+
+#define MAX_JSON_DEPTH 64
+#define MAX_LIST_LIMIT 100000
+
+/* A resource as served: its table entry, its etcd prefix and its watch cache. */
+struct served {
+	const struct api_resource *r;
+	char *prefix;          /* "/registry/pods/" */
+	struct wcache *cache;
+	unsigned index;        /* position in the table (metrics) */
+};
+
+struct apiserver {
+	struct apiserver_options o;
+	struct etcd *etcd;
+	struct authn *authn;
+	struct http_server *http;
+	struct served *res;
+	size_t nres;
+	atomic_bool etcd_ok;
+	pthread_t ticker;
+	atomic_bool stopping;
+	struct metrics *metrics;
+};
+
+/* One API request being answered. */
+struct req {
+	struct apiserver *s;
+	struct http_request *http;
+	struct http_reply *reply;
+	struct identity id;
+	struct path_info path;
+	struct served *res;
+	const char *verb;  /* "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection" */
+	char *tenant;      /* effective tenant: "" for cluster scope, "all" for every tenant */
+	char *ns;          /* NULL unless a namespace is addressed */
+	bool table;        /* client asked for a meta.k8s.io Table */
+	bool rv_precondition; /* the client named a resourceVersion: a stale one is a 409, no retry */
+	/* Subresources answer with another representation (Scale, Status): when set, a successful
+	 * update replies with present(q, stored object) (new reference) and success_code. */
+	json_t *(*present)(struct req *q, const json_t *obj);
+	int success_code;
+	int replied_code;  /* the HTTP code of the reply, once sent (also without an HTTP request) */
+};
+
+/* status.c: Status error replies. kind_plural/name fill details when not NULL. */
+void reply_status(struct req *q, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void reply_status_details(struct req *q, int err, const char *name, json_t *causes /* stolen */, const char *fmt,
+			  ...) __attribute__((format(printf, 5, 6)));
+void reply_status_raw(struct http_reply *rp, int err, const char *message);
+/* Builds a Status object (new reference). */
+json_t *status_object(int err, const char *message, const char *name, const char *kind, json_t *causes);
+void reply_json(struct req *q, int code, const json_t *obj);
+void reply_buf(struct req *q, int code, struct buf *body);
+void reply_not_found(struct req *q, const char *name);
+struct served *served_by_plural(struct apiserver *s, const char *plural);
+
+/* storage.c -------------------------------------------------------------------------------- */
+/* The etcd key of an object: prefix + [tenant/][ns/]name. New string. */
+char *store_key(const struct served *sv, const char *tenant, const char *ns, const char *name);
+/* Prefix covering a collection (tenant and ns may be NULL for "all"). New string. */
+char *store_collection_prefix(const struct served *sv, const char *tenant, const char *ns);
+/* Reads one object; *ret is a new reference with metadata.resourceVersion set. */
+int store_get(struct apiserver *s, const char *key, json_t **ret, int64_t *ret_rev);
+/* Serializes obj (without resourceVersion) for etcd. */
+void store_encode(json_t *obj, struct buf *out);
+void set_resource_version(json_t *obj, int64_t rev);
+
+/* write.c: the shared update loop. mutate gets the current object (a copy it may change or
+ * replace) and returns 0 with *ret_new (new reference), or an error with the reply already
+ * sent through q. Retries on etcd conflicts when no resourceVersion precondition was given. */
+typedef int (*mutate_fn)(struct req *q, json_t *cur, void *ud, json_t **ret_new);
+enum update_mode { UPDATE_MAIN, UPDATE_STATUS, UPDATE_RAW };
+int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn fn, void *ud, bool create_if_missing,
+	      json_t *create_obj);
+/* Creates obj (new object from a client) in q's tenant/namespace. Replies. */
+void do_create(struct req *q, json_t *obj);
+/* Prepares an object for storage on create; 0 or replies with an error. */
+int prepare_new_object(struct req *q, json_t *obj);
+/* Checks apiVersion/kind against the resource (filling them when absent). 0 or replies. */
+int check_type_meta(struct req *q, json_t *obj, const char *want_kind, const char *want_api_version);
+json_t *parse_body(struct req *q);
+void api_version_of(const struct api_resource *r, struct buf *out);
+
+/* Verb handlers. */
+void handle_get(struct req *q);
+void handle_list(struct req *q);
+void handle_watch(struct req *q);
+void handle_create(struct req *q);
+void handle_update(struct req *q);
+void handle_patch(struct req *q);
+void handle_delete(struct req *q);
+void handle_deletecollection(struct req *q);
+void handle_subresource(struct req *q);
+/* Deletes name in q's scope honouring finalizers and pod grace; replies with the object. */
+int delete_object(struct req *q, const char *name, bool reply);
+/* Applies a PATCH body (parsed per its content type) to cur: 0 with *ret (new ref) or replies. */
+struct patch_doc {
+	const char *ctype;
+	json_t *doc;
+};
+int patch_doc_parse(struct req *q, struct patch_doc *p);
+int patch_doc_apply(struct req *q, const struct patch_doc *p, const json_t *cur, const char *kind, json_t **ret);
+
+/* Filters from query parameters: labelSelector, fieldSelector. 0 or replies 400. */
+struct req_filter {
+	struct label_selector *labels;
+	struct field_selector *fields;
+};
+int parse_filter(struct req *q, struct req_filter *f);
+void req_filter_release(struct req_filter *f);
+bool filter_matches_cobj(const struct served *sv, const struct req_filter *f, const struct cobj *o);
+const char *cobj_field_value(const struct served *sv, const struct cobj *o, const char *label);
+
+/* table.c */
+bool wants_table(struct req *q);
+/* Table with rows for objs (parsed objects), columnDefinitions when with_columns. New ref. */
+json_t *table_new(const struct api_resource *r, json_t **objs, size_t n, bool with_columns);
+void table_set_list_meta(json_t *table, int64_t rv, const char *cont, long long remaining);
+
+/* discovery.c */
+bool serve_nonresource(struct apiserver *s, struct http_request *hr, struct http_reply *rp);
+void serve_discovery(struct req *q);
+void serve_openapi(struct apiserver *s, const char *path, struct http_reply *rp);
+
+/* watch.c */
+void watch_ticker_start(struct apiserver *s);
+void watch_ticker_stop(struct apiserver *s);
+
+/* metrics.c */
+struct metrics *metrics_new(size_t nres);
+void metrics_free(struct metrics *m);
+void metrics_request(struct metrics *m, const char *verb, unsigned res_index, int code, int64_t usec);
+void metrics_etcd(struct metrics *m, const char *op, int64_t usec);
+void metrics_render(struct apiserver *s, struct buf *out);
+
+#endif

@@ -1,0 +1,357 @@
+/* GET and LIST: single objects from etcd; lists from the watch cache (resourceVersion 0 /
+ * NotOlderThan) or from etcd with limit/continue (consistent and exact reads). */
+#include "internal.h"
+#include "ursa/jsonutil.h"
+#include "ursa/timeutil.h"
+#include "ursa/xalloc.h"
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CACHE_WAIT_MS 3000
+
+int parse_filter(struct req *q, struct req_filter *f)
+{
+	struct buf err = BUF_INIT;
+	const struct api_strategy *st = q->res->r->strategy;
+	int rc = label_selector_parse(http_query(q->http, "labelSelector"), &f->labels, &err);
+	if (rc == 0)
+		rc = field_selector_parse(http_query(q->http, "fieldSelector"), &f->fields, &err);
+	if (rc == 0)
+		rc = field_selector_check(f->fields, st->fields, st->nfields, &err);
+	if (rc < 0)
+		reply_status(q, E_BAD_REQUEST, "%s", buf_cstr(&err));
+	buf_release(&err);
+	return rc < 0 ? -1 : 0;
+}
+
+void req_filter_release(struct req_filter *f)
+{
+	label_selector_free(f->labels);
+	field_selector_free(f->fields);
+	f->labels = NULL;
+	f->fields = NULL;
+}
+
+const char *cobj_field_value(const struct served *sv, const struct cobj *o, const char *label)
+{
+	if (strcmp(label, "metadata.name") == 0)
+		return o->name;
+	if (strcmp(label, "metadata.namespace") == 0)
+		return o->ns;
+	const struct api_strategy *st = sv->r->strategy;
+	for (size_t i = 0; i < st->nfields && i < o->nfields; i++)
+		if (strcmp(st->fields[i].label, label) == 0)
+			return o->fields[i] ? o->fields[i] : "";
+	return "";
+}
+
+struct getter_ctx {
+	const struct served *sv;
+	const struct cobj *o;
+};
+
+static const char *get_field(void *ud, const char *label)
+{
+	struct getter_ctx *g = ud;
+	return cobj_field_value(g->sv, g->o, label);
+}
+
+bool filter_matches_cobj(const struct served *sv, const struct req_filter *f, const struct cobj *o)
+{
+	if (f->labels && !label_selector_matches(f->labels, o->labels))
+		return false;
+	struct getter_ctx g = { sv, o };
+	return !f->fields || field_selector_matches(f->fields, get_field, &g);
+}
+
+void handle_get(struct req *q)
+{
+	char *key = store_key(q->res, q->tenant, q->ns, q->path.name);
+	json_t *obj = NULL;
+	int rc = store_get(q->s, key, &obj, NULL);
+	free(key);
+	if (rc == E_NOT_FOUND) {
+		reply_not_found(q, q->path.name);
+		return;
+	}
+	if (rc < 0) {
+		reply_status(q, rc, rc == E_UNAVAILABLE ? "storage is unavailable; please retry" : "storage error");
+		return;
+	}
+	if (q->table) {
+		json_t *t = table_new(q->res->r, &obj, 1, true);
+		table_set_list_meta(t, 0, NULL, 0);
+		json_object_del(json_object_get(t, "metadata"), "resourceVersion");
+		reply_json(q, 200, t);
+		json_decref(t);
+	} else {
+		reply_json(q, 200, obj);
+	}
+	json_decref(obj);
+}
+
+/* Continue tokens: base64url of {"v":"meta.k8s.io/v1","rv":R,"start":"<key suffix>"}. The
+ * suffix is relative to the collection prefix, so a token cannot reach outside it. */
+static char *continue_encode(int64_t rv, const char *start_suffix)
+{
+	json_t *t = json_pack("{s:s,s:I,s:s}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv, "start", start_suffix);
+	char *s = json_dumps(t, JSON_COMPACT);
+	json_decref(t);
+	size_t n = strlen(s);
+	char *out = xmalloc(4 * ((n + 2) / 3) + 1);
+	int len = EVP_EncodeBlock((unsigned char *)out, (unsigned char *)s, (int)n);
+	free(s);
+	while (len > 0 && out[len - 1] == '=')
+		len--;
+	out[len] = '\0';
+	for (int i = 0; i < len; i++)
+		out[i] = out[i] == '+' ? '-' : out[i] == '/' ? '_' : out[i];
+	return out;
+}
+
+static int continue_decode(const char *tok, int64_t *ret_rv, char **ret_suffix)
+{
+	size_t n = strlen(tok);
+	if (n == 0 || n > 4096)
+		return -1;
+	struct buf b = BUF_INIT;
+	for (size_t i = 0; i < n; i++) {
+		char c = tok[i] == '-' ? '+' : tok[i] == '_' ? '/' : tok[i];
+		buf_addch(&b, c);
+	}
+	while (b.len % 4)
+		buf_addch(&b, '=');
+	unsigned char *raw = xmalloc(b.len);
+	int len = EVP_DecodeBlock(raw, (unsigned char *)b.ptr, (int)b.len);
+	int rc = -1;
+	json_t *j = NULL;
+	if (len > 0) {
+		while (len > 0 && raw[len - 1] == '\0')
+			len--;
+		j = json_loadb((char *)raw, (size_t)len, 0, NULL);
+	}
+	const char *start = json_str(j, "start");
+	json_t *rv = json_object_get(j, "rv");
+	if (j && start && json_is_integer(rv) && json_integer_value(rv) > 0 && !strstr(start, "/") &&
+	    json_str(j, "v") && strcmp(json_str(j, "v"), "meta.k8s.io/v1") == 0) {
+		*ret_rv = json_integer_value(rv);
+		*ret_suffix = xstrdup(start);
+		rc = 0;
+	}
+	json_decref(j);
+	free(raw);
+	buf_release(&b);
+	return rc;
+}
+
+struct list_result {
+	struct cobj **objs;
+	size_t n, cap;
+	int64_t rv;
+	char *cont;
+	long long remaining;
+};
+
+static void result_push(struct list_result *lr, struct cobj *o)
+{
+	if (lr->n == lr->cap) {
+		lr->cap = lr->cap ? lr->cap * 2 : 64;
+		lr->objs = xrealloc(lr->objs, lr->cap * sizeof(*lr->objs));
+	}
+	lr->objs[lr->n++] = o;
+}
+
+static void result_release(struct list_result *lr)
+{
+	for (size_t i = 0; i < lr->n; i++)
+		cobj_unref(lr->objs[i]);
+	free(lr->objs);
+	free(lr->cont);
+}
+
+static const char *filter_name(const struct req_filter *f)
+{
+	return f->fields ? field_selector_exact(f->fields, "metadata.name") : NULL;
+}
+
+static int list_from_cache(struct req *q, const struct req_filter *f, int64_t min_rv, struct list_result *lr)
+{
+	if (min_rv > 0 && wcache_wait_for(q->res->cache, min_rv, CACHE_WAIT_MS) < 0) {
+		reply_status(q, E_TIMEOUT, "Too large resource version: %lld, current: %lld", (long long)min_rv,
+			     (long long)wcache_revision(q->res->cache));
+		return -1;
+	}
+	bool all = strcmp(q->tenant, TENANT_ALL) == 0 || q->res->r->scope == SCOPE_CLUSTER;
+	struct wfilter wf = {
+		.tenant = all ? NULL : q->tenant, .ns = q->ns, .name = filter_name(f),
+		.labels = f->labels, .fields = f->fields,
+	};
+	int rc = wcache_list(q->res->cache, &wf, &lr->objs, &lr->n, &lr->rv);
+	if (rc < 0) {
+		reply_status(q, E_UNAVAILABLE, "the watch cache is not ready yet; please retry");
+		return -1;
+	}
+	lr->cap = lr->n;
+	return 0;
+}
+
+/* Pages through etcd from start (skipping the key skip_key, where a previous page ended),
+ * filtering, until limit matching objects are found or the range ends. */
+static int list_from_etcd(struct req *q, const struct req_filter *f, int64_t exact_rv, long long limit,
+			  const char *cont, struct list_result *lr)
+{
+	char *prefix = store_collection_prefix(q->res, q->tenant, q->ns);
+	char *end = etcd_prefix_end(prefix);
+	char *start = NULL, *suffix = NULL, *skip = NULL;
+	size_t plen = strlen(prefix);
+	int64_t rev = exact_rv;
+	int rc = 0;
+	if (cont) {
+		if (continue_decode(cont, &rev, &suffix) < 0) {
+			reply_status(q, E_BAD_REQUEST, "continue key is not valid: the token is malformed");
+			rc = -1;
+			goto out;
+		}
+		start = xasprintf("%s%s", prefix, suffix);
+		skip = xstrdup(start);
+	} else {
+		start = xstrdup(prefix);
+	}
+	for (;;) {
+		struct etcd_range_result rr = { 0 };
+		long long want = limit ? limit - (long long)lr->n + 1 : 0;
+		int64_t t0 = mono_us();
+		rc = etcd_range(q->s->etcd, start, end, rev, want ? want + 1 : 0, false, &rr);
+		metrics_etcd(q->s->metrics, "list", mono_us() - t0);
+		if (rc == E_GONE) {
+			if (cont)
+				reply_status(q, E_GONE, "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.");
+			else
+				reply_status(q, E_GONE, "too old resource version: %lld", (long long)rev);
+			rc = -1;
+			goto out;
+		}
+		if (rc < 0) {
+			reply_status(q, rc, rc == E_UNAVAILABLE ? "storage is unavailable; please retry" : "storage error");
+			rc = -1;
+			goto out;
+		}
+		if (!rev)
+			rev = rr.revision;
+		long long seen = 0;
+		for (size_t i = 0; i < rr.n && !lr->cont; i++) {
+			const struct etcd_kv *kv = &rr.kvs[i];
+			if (skip && strcmp(kv->key, skip) == 0)
+				continue;
+			seen++;
+			if (limit && (long long)lr->n == limit) {
+				lr->cont = continue_encode(rev, lr->objs[lr->n - 1]->key + plen);
+				if (!f->labels && !f->fields)
+					lr->remaining = rr.count - (long long)i;
+				break;
+			}
+			struct cobj *o = cobj_new(q->res->r, kv->key, kv->value, kv->value_len, kv->mod_rev);
+			if (o && filter_matches_cobj(q->res, f, o))
+				result_push(lr, o);
+			else
+				cobj_unref(o);
+		}
+		bool stop = lr->cont || !rr.more || seen == 0;
+		if (!stop) {
+			free(start);
+			free(skip);
+			start = xstrdup(rr.kvs[rr.n - 1].key);
+			skip = xstrdup(start);
+		}
+		etcd_range_result_release(&rr);
+		if (stop)
+			break;
+	}
+	lr->rv = rev;
+out:
+	free(prefix);
+	free(end);
+	free(start);
+	free(skip);
+	free(suffix);
+	return rc;
+}
+
+static void reply_list(struct req *q, struct list_result *lr)
+{
+	if (q->table) {
+		json_t **objs = xcalloc(lr->n + 1, sizeof(*objs));
+		for (size_t i = 0; i < lr->n; i++)
+			objs[i] = json_loadb(lr->objs[i]->json, lr->objs[i]->json_len, 0, NULL);
+		json_t *t = table_new(q->res->r, objs, lr->n, true);
+		table_set_list_meta(t, lr->rv, lr->cont, lr->remaining);
+		reply_json(q, 200, t);
+		json_decref(t);
+		for (size_t i = 0; i < lr->n; i++)
+			json_decref(objs[i]);
+		free(objs);
+		return;
+	}
+	struct buf b = BUF_INIT, av = BUF_INIT;
+	size_t total = 256;
+	for (size_t i = 0; i < lr->n; i++)
+		total += lr->objs[i]->json_len + 1;
+	buf_grow(&b, total);
+	api_version_of(q->res->r, &av);
+	buf_addf(&b, "{\"kind\":\"%sList\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"",
+		 q->res->r->kind, buf_cstr(&av), (long long)lr->rv);
+	if (lr->cont)
+		buf_addf(&b, ",\"continue\":\"%s\"", lr->cont);
+	if (lr->remaining > 0)
+		buf_addf(&b, ",\"remainingItemCount\":%lld", lr->remaining);
+	buf_adds(&b, "},\"items\":[");
+	for (size_t i = 0; i < lr->n; i++) {
+		if (i)
+			buf_addch(&b, ',');
+		buf_add(&b, lr->objs[i]->json, lr->objs[i]->json_len);
+	}
+	buf_adds(&b, "]}");
+	reply_buf(q, 200, &b);
+	buf_release(&av);
+}
+
+void handle_list(struct req *q)
+{
+	struct req_filter f = { 0 };
+	struct list_result lr = { 0 };
+	if (parse_filter(q, &f) < 0)
+		goto out;
+	const char *rvs = http_query(q->http, "resourceVersion");
+	const char *match = http_query(q->http, "resourceVersionMatch");
+	const char *cont = http_query(q->http, "continue");
+	const char *lim = http_query(q->http, "limit");
+	long long limit = 0, rv = -1;
+	if (lim && *lim && (parse_int64(lim, &limit) < 0 || limit < 0)) {
+		reply_status(q, E_BAD_REQUEST, "limit must be a non-negative integer");
+		goto out;
+	}
+	if (limit > MAX_LIST_LIMIT)
+		limit = MAX_LIST_LIMIT;
+	if (rvs && *rvs && (parse_int64(rvs, &rv) < 0 || rv < 0)) {
+		reply_status(q, E_BAD_REQUEST, "resourceVersion must be a non-negative integer");
+		goto out;
+	}
+	if (match && *match && strcmp(match, "NotOlderThan") != 0 && strcmp(match, "Exact") != 0) {
+		reply_status(q, E_BAD_REQUEST, "resourceVersionMatch must be NotOlderThan or Exact");
+		goto out;
+	}
+	if (cont && *cont && rv > 0) {
+		reply_status(q, E_BAD_REQUEST, "specifying resource version is not allowed when using continue");
+		goto out;
+	}
+	bool exact = (match && strcmp(match, "Exact") == 0) || (rv > 0 && limit > 0 && !match);
+	bool from_cache = !(cont && *cont) && rv >= 0 && !exact;
+	int rc = from_cache ? list_from_cache(q, &f, rv, &lr)
+			    : list_from_etcd(q, &f, exact ? rv : 0, limit, cont && *cont ? cont : NULL, &lr);
+	if (rc == 0)
+		reply_list(q, &lr);
+out:
+	result_release(&lr);
+	req_filter_release(&f);
+}

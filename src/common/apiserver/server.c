@@ -1,0 +1,247 @@
+/* The API server's front: start-up, then for each request authentication, path
+ * resolution against the resource table, tenant scoping, authorization and verb dispatch. */
+#include "internal.h"
+#include "ursa/jsonutil.h"
+#include "ursa/log.h"
+#include "ursa/timeutil.h"
+#include "ursa/xalloc.h"
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static bool truthy(const char *v)
+{
+	return v && (strcmp(v, "true") == 0 || strcmp(v, "True") == 0 || strcmp(v, "1") == 0);
+}
+
+static struct served *find_resource(struct apiserver *s, const struct path_info *p)
+{
+	for (size_t i = 0; i < s->nres; i++) {
+		const struct api_resource *r = s->res[i].r;
+		if (strcmp(r->plural, p->resource) == 0 && strcmp(r->group, p->group) == 0 &&
+		    strcmp(r->version, p->version) == 0)
+			return &s->res[i];
+	}
+	return NULL;
+}
+
+static int authenticate(struct req *q)
+{
+	const char *h = http_header(q->http, "Authorization");
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0 || !q->s->authn)
+		return E_UNAUTHORIZED;
+	const char *tok = h + 7;
+	while (*tok == ' ')
+		tok++;
+	return authn_token(q->s->authn, tok, &q->id);
+}
+
+static const char *verb_of(struct req *q)
+{
+	const char *m = http_method(q->http);
+	bool named = q->path.name != NULL;
+	if (q->path.subresource)
+		return strcmp(m, "GET") == 0 ? "get" : strcmp(m, "POST") == 0 ? "create" : strcmp(m, "PUT") == 0 ? "update"
+		       : strcmp(m, "PATCH") == 0 ? "patch" : NULL;
+	if (strcmp(m, "GET") == 0) {
+		if (q->path.watch_prefix || truthy(http_query(q->http, "watch")))
+			return "watch";
+		return named ? "get" : "list";
+	}
+	if (strcmp(m, "POST") == 0)
+		return named ? NULL : "create";
+	if (strcmp(m, "PUT") == 0)
+		return named ? "update" : NULL;
+	if (strcmp(m, "PATCH") == 0)
+		return named ? "patch" : NULL;
+	if (strcmp(m, "DELETE") == 0)
+		return named ? "delete" : "deletecollection";
+	return NULL;
+}
+
+/* Works out the effective tenant and namespace, and whether the caller may touch them. */
+static int scope_request(struct req *q)
+{
+	const struct api_resource *r = q->res->r;
+	if (r->scope == SCOPE_CLUSTER) {
+		if (q->path.tenant || q->path.namespace_) {
+			reply_status(q, E_NOT_FOUND, "the server could not find the requested resource");
+			return -1;
+		}
+		q->tenant = xstrdup("");
+	} else {
+		q->tenant = xstrdup(q->path.tenant ? q->path.tenant : q->id.tenant);
+		if (r->scope == SCOPE_NAMESPACE && q->path.namespace_)
+			q->ns = xstrdup(q->path.namespace_);
+		if (r->scope == SCOPE_TENANT && q->path.namespace_) {
+			reply_status(q, E_NOT_FOUND, "the server could not find the requested resource");
+			return -1;
+		}
+	}
+	bool admin = identity_is_system_admin(&q->id);
+	if (strcmp(q->tenant, TENANT_ALL) == 0) {
+		bool collection = strcmp(q->verb, "list") == 0 || strcmp(q->verb, "watch") == 0;
+		if (!admin || !collection) {
+			reply_status(q, admin ? E_BAD_REQUEST : E_FORBIDDEN,
+				     admin ? "tenant \"all\" can only be listed or watched"
+					   : "user \"%s\" cannot access all tenants",
+				     q->id.user);
+			return -1;
+		}
+		return 0;
+	}
+	bool write = strcmp(q->verb, "get") != 0 && strcmp(q->verb, "list") != 0 && strcmp(q->verb, "watch") != 0;
+	if (r->scope == SCOPE_CLUSTER) {
+		/* Tenants may read their own Tenant object; everything else cluster-wide is the system's. */
+		bool own_tenant = strcmp(r->plural, "tenants") == 0 && q->path.name &&
+				  strcmp(q->path.name, q->id.tenant) == 0 && !write;
+		if (!admin && !own_tenant) {
+			reply_status(q, E_FORBIDDEN, "%s is forbidden: User \"%s\" of tenant \"%s\" cannot %s resource \"%s\" at the cluster scope",
+				     r->plural, q->id.user, q->id.tenant, q->verb, r->plural);
+			return -1;
+		}
+		return 0;
+	}
+	if (!identity_may_access_tenant(&q->id, q->tenant)) {
+		reply_status(q, E_FORBIDDEN, "%s is forbidden: User \"%s\" of tenant \"%s\" cannot %s resource \"%s\" in tenant \"%s\"",
+			     r->plural, q->id.user, q->id.tenant, q->verb, r->plural, q->tenant);
+		return -1;
+	}
+	if (write && r->system_only && !admin) {
+		reply_status(q, E_FORBIDDEN, "%s is forbidden: only system administrators may %s it", r->plural, q->verb);
+		return -1;
+	}
+	return 0;
+}
+
+static void dispatch(struct req *q)
+{
+	if (q->path.subresource) {
+		handle_subresource(q);
+		return;
+	}
+	static const struct {
+		const char *verb;
+		void (*fn)(struct req *q);
+	} verbs[] = {
+		{ "get", handle_get },       { "list", handle_list },     { "watch", handle_watch },
+		{ "create", handle_create }, { "update", handle_update }, { "patch", handle_patch },
+		{ "delete", handle_delete }, { "deletecollection", handle_deletecollection },
+	};
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (strcmp(verbs[i].verb, q->verb) == 0) {
+			verbs[i].fn(q);
+			return;
+		}
+}
+
+static void on_http(void *ud, struct http_request *hr, struct http_reply *rp)
+{
+	struct apiserver *s = ud;
+	if (serve_nonresource(s, hr, rp))
+		return;
+	struct req q = { .s = s, .http = hr, .reply = rp };
+	int rc = authenticate(&q);
+	if (rc < 0) {
+		reply_status_raw(rp, E_UNAUTHORIZED, "Unauthorized");
+		goto out;
+	}
+	if (path_parse(http_path(hr), &q.path) < 0) {
+		reply_status(&q, E_NOT_FOUND, "the server could not find the requested resource");
+		goto out;
+	}
+	if (q.path.kind != PATH_RESOURCE) {
+		serve_discovery(&q);
+		goto out;
+	}
+	q.res = find_resource(s, &q.path);
+	if (!q.res) {
+		reply_status(&q, E_NOT_FOUND, "the server could not find the requested resource");
+		goto out;
+	}
+	q.verb = verb_of(&q);
+	if (!q.verb) {
+		reply_status(&q, E_METHOD, "the server does not allow this method on the requested resource");
+		goto out;
+	}
+	if (scope_request(&q) < 0)
+		goto out;
+	q.table = wants_table(&q);
+	dispatch(&q);
+	if (strcmp(q.verb, "watch") != 0)
+		metrics_request(s->metrics, q.verb, q.res->index, http_reply_status(rp), mono_us() - http_started_us(hr));
+out:
+	identity_release(&q.id);
+	path_info_release(&q.path);
+	free(q.tenant);
+	free(q.ns);
+}
+
+static void served_init(struct apiserver *s)
+{
+	s->nres = s->o.nresources;
+	s->res = xcalloc(s->nres, sizeof(*s->res));
+	for (size_t i = 0; i < s->nres; i++) {
+		struct served *sv = &s->res[i];
+		sv->r = &s->o.resources[i];
+		sv->index = (unsigned)i;
+		sv->prefix = xasprintf("%s/%s/", s->o.etcd_prefix, sv->r->plural);
+		struct wcache_options wo = { .key_prefix = sv->prefix };
+		sv->cache = wcache_new(sv->r, s->etcd, &wo);
+	}
+}
+
+struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_err)
+{
+	struct apiserver *s = xcalloc(1, sizeof(*s));
+	s->o = *o;
+	if (!s->o.etcd_prefix)
+		s->o.etcd_prefix = "/registry";
+	s->etcd = etcd_new(o->etcd_servers, NULL);
+	if (!s->etcd) {
+		*ret_err = xasprintf("invalid --etcd-servers \"%s\"", o->etcd_servers ? o->etcd_servers : "");
+		goto fail;
+	}
+	if (o->token_file || o->token_public_key) {
+		char *err = NULL;
+		if (authn_new(o->token_file, o->token_public_key, &s->authn, &err) < 0) {
+			*ret_err = xasprintf("authentication setup: %s", err ? err : "failed");
+			free(err);
+			goto fail;
+		}
+	}
+	s->metrics = metrics_new(o->nresources);
+	atomic_store(&s->etcd_ok, etcd_healthy(s->etcd));
+	served_init(s);
+	struct http_server_options ho = {
+		.listen = o->listen, .tls_cert = o->tls_cert, .tls_key = o->tls_key, .threads = o->workers,
+	};
+	s->http = http_server_start(&ho, on_http, s, ret_err);
+	if (!s->http)
+		goto fail;
+	watch_ticker_start(s);
+	return s;
+fail:
+	apiserver_stop(s);
+	return NULL;
+}
+
+void apiserver_stop(struct apiserver *s)
+{
+	if (!s)
+		return;
+	atomic_store(&s->stopping, true);
+	if (s->http) {
+		watch_ticker_stop(s);
+		http_server_stop(s->http);
+	}
+	for (size_t i = 0; i < s->nres; i++) {
+		wcache_free(s->res[i].cache);
+		free(s->res[i].prefix);
+	}
+	free(s->res);
+	authn_free(s->authn);
+	etcd_free(s->etcd);
+	metrics_free(s->metrics);
+	free(s);
+}

@@ -1,0 +1,326 @@
+/* Subresources: status, scale, binding, eviction, log. Each is an entry in one table. */
+#include "internal.h"
+#include "ursa/jsonutil.h"
+#include "ursa/timeutil.h"
+#include "ursa/xalloc.h"
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *status_success(struct req *q, const json_t *obj)
+{
+	return json_pack("{s:s,s:s,s:{},s:s,s:i}", "kind", "Status", "apiVersion", "v1", "metadata", "status", "Success",
+			 "code", q->success_code ? q->success_code : 200);
+}
+
+/* status -------------------------------------------------------------------------------------- */
+static int mutate_status_put(struct req *q, json_t *cur, void *ud, json_t **ret_new)
+{
+	json_t *body = ud, *st = json_object_get(body, "status");
+	json_t *obj = json_deep_copy(cur);
+	if (st)
+		json_object_set(obj, "status", st);
+	const char *rv = json_path_str(body, "metadata.resourceVersion");
+	json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
+	if (rv && *rv)
+		json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion", json_string(rv));
+	*ret_new = obj;
+	return 0;
+}
+
+static int mutate_status_patch(struct req *q, json_t *cur, void *ud, json_t **ret_new)
+{
+	json_t *patched = NULL;
+	int rc = patch_doc_apply(q, ud, cur, q->res->r->kind, &patched);
+	if (rc < 0)
+		return rc;
+	rc = mutate_status_put(q, cur, patched, ret_new);
+	if (!q->rv_precondition)
+		json_object_del(json_object_get(*ret_new, "metadata"), "resourceVersion");
+	json_decref(patched);
+	return rc;
+}
+
+static void do_status(struct req *q)
+{
+	if (strcmp(q->verb, "get") == 0) {
+		handle_get(q);
+	} else if (strcmp(q->verb, "update") == 0) {
+		json_t *body = parse_body(q);
+		if (!body)
+			return;
+		const char *rv = json_path_str(body, "metadata.resourceVersion");
+		q->rv_precondition = rv && *rv;
+		do_update(q, q->path.name, UPDATE_STATUS, mutate_status_put, body, false, NULL);
+		json_decref(body);
+	} else if (strcmp(q->verb, "patch") == 0) {
+		struct patch_doc p = { 0 };
+		if (patch_doc_parse(q, &p) < 0)
+			return;
+		q->rv_precondition = json_is_object(p.doc) && json_path(p.doc, "metadata.resourceVersion");
+		do_update(q, q->path.name, UPDATE_STATUS, mutate_status_patch, &p, false, NULL);
+		json_decref(p.doc);
+	} else {
+		reply_status(q, E_METHOD, "the server does not allow this method on the requested resource");
+	}
+}
+
+/* scale (autoscaling/v1 Scale over spec.replicas) ------------------------------------------------ */
+static json_t *scale_of(struct req *q, const json_t *obj)
+{
+	const json_t *m = json_object_get(obj, "metadata");
+	json_t *meta = json_object();
+	static const char *const keep[] = { "name", "namespace", "tenant", "uid", "resourceVersion", "creationTimestamp" };
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		if (json_object_get(m, keep[i]))
+			json_object_set(meta, keep[i], json_object_get(m, keep[i]));
+	struct buf sel = BUF_INIT, err = BUF_INIT;
+	struct label_selector *ls = NULL;
+	if (label_selector_from_json(json_path(obj, "spec.selector"), &ls, &err) == 0)
+		label_selector_format(ls, &sel);
+	label_selector_free(ls);
+	json_t *spec_rep = json_path(obj, "spec.replicas");
+	json_t *st_rep = json_path(obj, "status.replicas");
+	json_t *s = json_pack("{s:s,s:s,s:o,s:{s:I},s:{s:I,s:s}}", "kind", "Scale", "apiVersion", "autoscaling/v1",
+			      "metadata", meta, "spec", "replicas", (json_int_t)json_integer_value(spec_rep), "status",
+			      "replicas", (json_int_t)json_integer_value(st_rep), "selector", buf_cstr(&sel));
+	buf_release(&sel);
+	buf_release(&err);
+	return s;
+}
+
+static int apply_replicas(struct req *q, json_t *cur, const json_t *scale, json_t **ret_new)
+{
+	json_t *rep = json_path(scale, "spec.replicas");
+	if (!json_is_integer(rep) || json_integer_value(rep) < 0) {
+		reply_status(q, E_INVALID, "Scale.autoscaling \"%s\" is invalid: spec.replicas: Invalid value: must be a non-negative integer",
+			     q->path.name);
+		return E_INVALID;
+	}
+	json_t *obj = json_deep_copy(cur);
+	json_object_set(json_obj_child(obj, "spec"), "replicas", rep);
+	json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
+	const char *rv = json_path_str(scale, "metadata.resourceVersion");
+	if (q->rv_precondition && rv)
+		json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion", json_string(rv));
+	*ret_new = obj;
+	return 0;
+}
+
+static int mutate_scale_put(struct req *q, json_t *cur, void *ud, json_t **ret_new)
+{
+	return apply_replicas(q, cur, ud, ret_new);
+}
+
+static int mutate_scale_patch(struct req *q, json_t *cur, void *ud, json_t **ret_new)
+{
+	json_t *scale = scale_of(q, cur), *patched = NULL;
+	int rc = patch_doc_apply(q, ud, scale, "Scale", &patched);
+	if (rc == 0)
+		rc = apply_replicas(q, cur, patched, ret_new);
+	json_decref(scale);
+	json_decref(patched);
+	return rc;
+}
+
+static void do_scale(struct req *q)
+{
+	q->present = scale_of;
+	if (strcmp(q->verb, "get") == 0) {
+		char *key = store_key(q->res, q->tenant, q->ns, q->path.name);
+		json_t *obj = NULL;
+		int rc = store_get(q->s, key, &obj, NULL);
+		free(key);
+		if (rc == E_NOT_FOUND)
+			reply_not_found(q, q->path.name);
+		else if (rc < 0)
+			reply_status(q, rc, "storage error");
+		else {
+			json_t *s = scale_of(q, obj);
+			reply_json(q, 200, s);
+			json_decref(s);
+		}
+		json_decref(obj);
+	} else if (strcmp(q->verb, "update") == 0) {
+		json_t *body = parse_body(q);
+		if (!body)
+			return;
+		if (check_type_meta(q, body, "Scale", "autoscaling/v1") == 0) {
+			const char *rv = json_path_str(body, "metadata.resourceVersion");
+			q->rv_precondition = rv && *rv;
+			do_update(q, q->path.name, UPDATE_RAW, mutate_scale_put, body, false, NULL);
+		}
+		json_decref(body);
+	} else if (strcmp(q->verb, "patch") == 0) {
+		struct patch_doc p = { 0 };
+		if (patch_doc_parse(q, &p) < 0)
+			return;
+		q->rv_precondition = json_is_object(p.doc) && json_path(p.doc, "metadata.resourceVersion");
+		do_update(q, q->path.name, UPDATE_RAW, mutate_scale_patch, &p, false, NULL);
+		json_decref(p.doc);
+	} else {
+		reply_status(q, E_METHOD, "the server does not allow this method on the requested resource");
+	}
+}
+
+/* binding: the scheduler's POST of a Binding sets spec.nodeName and PodScheduled ---------------- */
+static void set_condition(json_t *obj, const char *type, const char *status)
+{
+	json_t *st = json_obj_child(obj, "status");
+	json_t *conds = json_object_get(st, "conditions");
+	if (!json_is_array(conds)) {
+		conds = json_array();
+		json_object_set_new(st, "conditions", conds);
+	}
+	struct buf now = BUF_INIT;
+	rfc3339_add(&now, time(NULL));
+	json_t *c = json_pack("{s:s,s:s,s:n,s:s}", "type", type, "status", status, "lastProbeTime", "lastTransitionTime",
+			      buf_cstr(&now));
+	buf_release(&now);
+	size_t i;
+	json_t *v;
+	json_array_foreach(conds, i, v) {
+		if (json_str(v, "type") && strcmp(json_str(v, "type"), type) == 0) {
+			json_array_set_new(conds, i, c);
+			return;
+		}
+	}
+	json_array_append_new(conds, c);
+}
+
+static int mutate_bind(struct req *q, json_t *cur, void *ud, json_t **ret_new)
+{
+	const char *node = ud;
+	const char *bound = json_path_str(cur, "spec.nodeName");
+	if (bound && *bound) {
+		reply_status_details(q, E_CONFLICT, q->path.name, NULL, "Operation cannot be fulfilled on pods/binding \"%s\": pod %s is already assigned to node \"%s\"",
+				     q->path.name, q->path.name, bound);
+		return E_CONFLICT;
+	}
+	if (json_path(cur, "metadata.deletionTimestamp")) {
+		reply_status(q, E_CONFLICT, "pod %s is being deleted, cannot be assigned to a host", q->path.name);
+		return E_CONFLICT;
+	}
+	json_t *obj = json_deep_copy(cur);
+	json_object_set_new(json_obj_child(obj, "spec"), "nodeName", json_string(node));
+	set_condition(obj, "PodScheduled", "True");
+	json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
+	*ret_new = obj;
+	return 0;
+}
+
+static void do_binding(struct req *q)
+{
+	json_t *body = parse_body(q);
+	if (!body)
+		return;
+	const char *node = json_path_str(body, "target.name");
+	if (check_type_meta(q, body, "Binding", "v1") < 0)
+		goto out;
+	if (!node || !*node) {
+		reply_status(q, E_INVALID, "Binding \"%s\" is invalid: target.name: Required value", q->path.name);
+		goto out;
+	}
+	q->present = status_success;
+	q->success_code = 201;
+	do_update(q, q->path.name, UPDATE_RAW, mutate_bind, (void *)node, false, NULL);
+out:
+	json_decref(body);
+}
+
+static void do_eviction(struct req *q)
+{
+	json_t *body = parse_body(q);
+	if (!body)
+		return;
+	if (check_type_meta(q, body, "Eviction", "policy/v1") == 0) {
+		int rc = delete_object(q, q->path.name, false);
+		if (rc == E_NOT_FOUND)
+			reply_not_found(q, q->path.name);
+		else if (rc < 0)
+			reply_status(q, rc, "the pod could not be evicted");
+		else {
+			q->success_code = 201;
+			json_t *s = status_success(q, NULL);
+			reply_json(q, 201, s);
+			json_decref(s);
+		}
+	}
+	json_decref(body);
+}
+
+static void do_log(struct req *q)
+{
+	char *key = store_key(q->res, q->tenant, q->ns, q->path.name);
+	json_t *pod = NULL;
+	int rc = store_get(q->s, key, &pod, NULL);
+	free(key);
+	if (rc == E_NOT_FOUND)
+		reply_not_found(q, q->path.name);
+	else if (rc < 0)
+		reply_status(q, rc, "storage error");
+	else if (!json_path_str(pod, "spec.nodeName"))
+		reply_status(q, E_BAD_REQUEST, "pod %s does not have a host assigned", q->path.name);
+	else
+		reply_status(q, E_UNAVAILABLE, "no kubelet of node %s is reachable from this partition",
+			     json_path_str(pod, "spec.nodeName"));
+	json_decref(pod);
+}
+
+static const struct {
+	const char *name;
+	unsigned bit;
+	const char *verbs; /* allowed verbs, comma-separated */
+	void (*fn)(struct req *q);
+} subresources[] = {
+	{ "status", SUB_STATUS, "get,update,patch", do_status },
+	{ "scale", SUB_SCALE, "get,update,patch", do_scale },
+	{ "binding", SUB_BINDING, "create", do_binding },
+	{ "eviction", SUB_EVICTION, "create", do_eviction },
+	{ "log", SUB_LOG, "get", do_log },
+};
+
+void handle_subresource(struct req *q)
+{
+	for (size_t i = 0; i < sizeof(subresources) / sizeof(subresources[0]); i++) {
+		if (strcmp(subresources[i].name, q->path.subresource) != 0 || !(q->res->r->subresources & subresources[i].bit))
+			continue;
+		if (!strstr(subresources[i].verbs, q->verb)) {
+			reply_status(q, E_METHOD, "the server does not allow this method on the requested resource");
+			return;
+		}
+		subresources[i].fn(q);
+		return;
+	}
+	reply_status(q, E_NOT_FOUND, "the server could not find the requested resource");
+}
+
+void handle_deletecollection(struct req *q)
+{
+	struct req_filter f = { 0 };
+	if (parse_filter(q, &f) < 0)
+		return;
+	bool all = strcmp(q->tenant, TENANT_ALL) == 0 || q->res->r->scope == SCOPE_CLUSTER;
+	struct wfilter wf = { .tenant = all ? NULL : q->tenant, .ns = q->ns, .labels = f.labels, .fields = f.fields };
+	struct cobj **objs = NULL;
+	size_t n = 0;
+	int64_t rv;
+	if (wcache_list(q->res->cache, &wf, &objs, &n, &rv) < 0) {
+		reply_status(q, E_UNAVAILABLE, "the watch cache is not ready yet; please retry");
+		goto out;
+	}
+	char *saved_ns = q->ns, *saved_tenant = q->tenant;
+	for (size_t i = 0; i < n; i++) {
+		q->ns = (char *)objs[i]->ns;
+		q->tenant = (char *)objs[i]->tenant;
+		delete_object(q, objs[i]->name, false);
+		cobj_unref(objs[i]);
+	}
+	q->ns = saved_ns;
+	q->tenant = saved_tenant;
+	free(objs);
+	json_t *s = status_success(q, NULL);
+	reply_json(q, 200, s);
+	json_decref(s);
+out:
+	req_filter_release(&f);
+}

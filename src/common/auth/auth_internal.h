@@ -1,0 +1,71 @@
+/* Internals of the auth module, exposed for its unit tests, fuzz targets and ursactl.
+ * Nothing here is part of the daemon-facing API in include/ursa/auth.h. */
+#ifndef URSA_AUTH_INTERNAL_H
+#define URSA_AUTH_INTERNAL_H
+#include <openssl/evp.h>
+#include <stdint.h>
+#include <time.h>
+#include "ursa/auth.h"
+#include "ursa/buf.h"
+
+/* Caps on what a client or an operator controls. */
+#define AUTH_TOKEN_MAX (16 * 1024)          /* bearer token length, static or signed */
+#define AUTH_TOKEN_FILE_MAX (16 * 1024 * 1024)
+#define AUTH_FIELD_MAX 1024                 /* user, uid, tenant, one group name */
+#define AUTH_GROUPS_MAX 256
+#define AUTH_JSON_DEPTH 4                   /* header and claims: {"groups":[...]} is depth 2 */
+
+/* ---- base64url (RFC 4648 section 5, no padding) ---- */
+void b64url_encode(struct buf *out, const void *data, size_t len);
+/* Strict decode: only the url alphabet, no padding, no stray bits. Appends to out; 0 or -1. */
+int b64url_decode(struct sv in, struct buf *out);
+
+/* ---- identity helpers ---- */
+/* Checks one identity string (user, uid, tenant, group): not empty, at most AUTH_FIELD_MAX bytes,
+ * no control characters. */
+bool auth_field_ok(const char *s, size_t len);
+/* True if tenant is a name an identity may carry: a DNS label (at most 63 of [a-z0-9-], alphanumeric
+ * at both ends), and not "all". */
+bool auth_tenant_ok(const char *s, size_t len);
+/* Appends a copy of group to id->groups. */
+void identity_add_group(struct identity *id, const char *group, size_t len);
+
+/* ---- static token file ---- */
+struct tokentab;
+/* Parses token-file content from memory (see auth.h for the format). A duplicate token is an
+ * error. Returns 0 and a new table in *ret, or E_BAD_REQUEST with "line N: why" appended to err. */
+int tokentab_parse(const char *data, size_t len, struct tokentab **ret, struct buf *err);
+void tokentab_free(struct tokentab *t);
+size_t tokentab_count(const struct tokentab *t);
+/* Looks a token up (the comparison of digests is constant-time). Returns a borrowed identity
+ * owned by the table, or NULL. */
+const struct identity *tokentab_lookup(const struct tokentab *t, const char *token, size_t len);
+
+/* ---- files and keys ---- */
+/* Appends the whole file to out. Returns 0, or -1 with a new message (missing, unreadable,
+ * larger than cap bytes). */
+int auth_read_file(const char *path, size_t cap, struct buf *out, char **ret_err);
+/* Loads a PEM file: a public key, a certificate or an (unencrypted) private key. RSA keys must be
+ * at least 2048 bits, EC keys on P-256. Returns 0 and a new key, or -1 with a new message. */
+int auth_load_public_key(const char *path, EVP_PKEY **ret, char **ret_err);
+/* Loads an unencrypted PEM private key with the same restrictions. */
+int auth_load_private_key(const char *path, EVP_PKEY **ret, char **ret_err);
+/* "RS256" for RSA, "ES256" for P-256, NULL for anything else. Static string. */
+const char *jwt_alg_for_key(EVP_PKEY *key);
+
+/* ---- signed tokens ---- */
+/* Signs header.claims (both JSON texts, encoded here) with key using alg's digest and signature
+ * format, without checking that alg suits key: tests use it to build hostile tokens. alg must be
+ * "RS256" or "ES256". Returns a new string, or NULL. */
+char *jwt_sign_raw(EVP_PKEY *key, const char *alg, const char *header_json, const char *claims_json);
+/* Builds and signs the claims of id (see auth.h). ttl_s 0: no "exp"; a negative ttl gives an
+ * already expired token. Returns a new string, or NULL with a new message in *ret_err. */
+char *jwt_sign(EVP_PKEY *key, const struct identity *id, time_t now, int64_t ttl_s, char **ret_err);
+/* Verifies token against key at time now and fills *ret (written only on success).
+ * Returns 0 or E_UNAUTHORIZED. Safe to call from several threads with one key. */
+int jwt_verify(EVP_PKEY *key, const char *token, size_t len, time_t now, struct identity *ret);
+/* Validates decoded claims JSON (iss, sub, tenant, uid, groups, exp, nbf) at time now and fills
+ * *ret (only on success). Exposed for fuzzing. Returns 0 or E_UNAUTHORIZED. */
+int jwt_claims_identity(const char *json, size_t len, time_t now, struct identity *ret);
+
+#endif

@@ -1,0 +1,102 @@
+/* Identities and the tenant-isolation checks built on them. */
+#include "auth/auth_internal.h"
+#include "ursa/xalloc.h"
+#include <stdlib.h>
+#include <string.h>
+
+void identity_release(struct identity *id)
+{
+	if (!id)
+		return;
+	free(id->user);
+	free(id->uid);
+	free(id->tenant);
+	for (size_t i = 0; i < id->ngroups; i++)
+		free(id->groups[i]);
+	free(id->groups);
+	memset(id, 0, sizeof(*id));
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+void identity_copy(const struct identity *src, struct identity *ret)
+{
+	struct identity id = {
+		.user = dup_or_null(src->user),
+		.uid = dup_or_null(src->uid),
+		.tenant = dup_or_null(src->tenant),
+		.ngroups = src->ngroups,
+	};
+	if (src->ngroups) {
+		id.groups = xcalloc(src->ngroups, sizeof(*id.groups));
+		for (size_t i = 0; i < src->ngroups; i++)
+			id.groups[i] = xstrdup(src->groups[i]);
+	}
+	*ret = id;
+}
+
+void identity_add_group(struct identity *id, const char *group, size_t len)
+{
+	id->groups = xrealloc(id->groups, (id->ngroups + 1) * sizeof(*id->groups));
+	id->groups[id->ngroups++] = xstrndup(group, len);
+}
+
+bool identity_in_group(const struct identity *id, const char *group)
+{
+	if (!id || !group)
+		return false;
+	for (size_t i = 0; i < id->ngroups; i++)
+		if (id->groups[i] && strcmp(id->groups[i], group) == 0)
+			return true;
+	return false;
+}
+
+bool identity_is_system_admin(const struct identity *id)
+{
+	return id && id->tenant && strcmp(id->tenant, TENANT_SYSTEM) == 0 &&
+	       identity_in_group(id, GROUP_MASTERS);
+}
+
+bool identity_may_access_tenant(const struct identity *id, const char *tenant)
+{
+	if (!id || !id->tenant || !tenant)
+		return false;
+	if (identity_is_system_admin(id))
+		return true;
+	/* "all" never matches: an identity cannot carry it (auth_tenant_ok). */
+	return *tenant && strcmp(tenant, TENANT_ALL) != 0 && strcmp(id->tenant, tenant) == 0;
+}
+
+bool auth_field_ok(const char *s, size_t len)
+{
+	if (!s || len == 0 || len > AUTH_FIELD_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+static bool is_lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* Tenant names end up in etcd keys and URL paths, so they must be DNS labels (as Arktos
+ * validates them), never "all". */
+bool auth_tenant_ok(const char *s, size_t len)
+{
+	if (!s || len == 0 || len > 63)
+		return false;
+	if (!is_lower_alnum(s[0]) || !is_lower_alnum(s[len - 1]))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!is_lower_alnum(s[i]) && s[i] != '-')
+			return false;
+	return !(len == 3 && memcmp(s, TENANT_ALL, 3) == 0);
+}

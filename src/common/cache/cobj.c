@@ -1,0 +1,135 @@
+/* Cached objects. One allocation holds the struct, the field-value pointers, the key, tenant,
+ * namespace, name, the field values and the compact JSON, so a cached pod costs its JSON plus a
+ * little over a hundred bytes, plus its labels object. The parsed tree is freed right away. */
+#include <stdlib.h>
+#include <string.h>
+#include "ursa/buf.h"
+#include "ursa/jsonutil.h"
+#include "ursa/wcache.h"
+#include "ursa/xalloc.h"
+
+#define COBJ_MAX_DEPTH 64 /* stored objects were validated on write; this only bounds recursion */
+
+/* Tenant, namespace and name as the last segments of the key, by scope. */
+struct idparts {
+	struct sv tenant, ns, name;
+};
+
+static struct sv last_segment(const char *key, size_t *end)
+{
+	size_t e = *end, b = e;
+	while (b > 0 && key[b - 1] != '/')
+		b--;
+	*end = b > 0 ? b - 1 : 0;
+	return (struct sv){ key + b, e - b };
+}
+
+static void ids_from_key(const struct api_resource *r, const char *key, const json_t *meta, struct idparts *ret)
+{
+	size_t end = strlen(key);
+	struct sv empty = { "", 0 };
+	ret->tenant = ret->ns = empty;
+	ret->name = last_segment(key, &end);
+	if (r->scope == SCOPE_NAMESPACE)
+		ret->ns = last_segment(key, &end);
+	if (r->scope != SCOPE_CLUSTER)
+		ret->tenant = last_segment(key, &end);
+	/* a key too short for its scope: fall back to the object's own metadata */
+	if (end == 0 || ret->name.len == 0) {
+		ret->name = sv_from(json_str(meta, "name") ? json_str(meta, "name") : "");
+		if (r->scope == SCOPE_NAMESPACE)
+			ret->ns = sv_from(json_str(meta, "namespace") ? json_str(meta, "namespace") : "");
+		if (r->scope != SCOPE_CLUSTER)
+			ret->tenant = sv_from(json_str(meta, "tenant") ? json_str(meta, "tenant") : "");
+	}
+}
+
+static char *put_str(char **p, const char *s, size_t n)
+{
+	char *d = *p;
+	memcpy(d, s, n);
+	d[n] = '\0';
+	*p = d + n + 1;
+	return d;
+}
+
+static struct cobj *assemble(const struct api_resource *r, const char *key, const json_t *root,
+			     const struct idparts *id, struct buf *json)
+{
+	const struct api_strategy *st = r->strategy;
+	size_t nf = st && st->fields ? st->nfields : 0;
+	struct buf vals = BUF_INIT; /* field values, each NUL-terminated */
+	for (size_t i = 0; i < nf; i++) {
+		json_path_scalar(root, st->fields[i].path, &vals);
+		buf_addch(&vals, '\0');
+	}
+	size_t klen = strlen(key);
+	size_t sz = sizeof(struct cobj) + nf * sizeof(char *) + klen + 1 + id->tenant.len + 1 + id->ns.len + 1 +
+		    id->name.len + 1 + vals.len + json->len + 1;
+	struct cobj *o = xmalloc(sz);
+	char *p = (char *)(o + 1) + nf * sizeof(char *);
+	o->fields = nf ? (char **)(o + 1) : NULL;
+	o->nfields = nf;
+	o->key = put_str(&p, key, klen);
+	o->tenant = put_str(&p, id->tenant.ptr, id->tenant.len);
+	o->ns = put_str(&p, id->ns.ptr, id->ns.len);
+	o->name = put_str(&p, id->name.ptr, id->name.len);
+	const char *v = buf_cstr(&vals);
+	for (size_t i = 0; i < nf; i++) {
+		size_t n = strlen(v);
+		o->fields[i] = put_str(&p, v, n);
+		v += n + 1;
+	}
+	o->json_len = json->len;
+	o->json = put_str(&p, buf_cstr(json), json->len);
+	buf_release(&vals);
+	return o;
+}
+
+struct cobj *cobj_new(const struct api_resource *r, const char *key, const char *value, size_t len, int64_t mod_rev)
+{
+	struct cobj *o = NULL;
+	struct buf json = BUF_INIT;
+	json_t *root = json_parse_limited(value, len, COBJ_MAX_DEPTH, NULL);
+	if (!json_is_object(root))
+		goto out;
+	json_t *meta = json_obj_child(root, "metadata");
+	buf_addf(&json, "%lld", (long long)mod_rev);
+	json_object_set_new(meta, "resourceVersion", json_stringn(json.ptr, json.len));
+	buf_reset(&json);
+	json_dump_buf(root, &json);
+	struct idparts id;
+	ids_from_key(r, key, meta, &id);
+	o = assemble(r, key, root, &id, &json);
+	atomic_init(&o->refs, 1);
+	o->rv = mod_rev;
+	json_t *labels = json_object_get(meta, "labels");
+	o->labels = json_is_object(labels) ? json_incref(labels) : NULL;
+out:
+	json_decref(root);
+	buf_release(&json);
+	return o;
+}
+
+struct cobj *cobj_ref(struct cobj *o)
+{
+	if (o)
+		atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed);
+	return o;
+}
+
+void cobj_unref(struct cobj *o)
+{
+	if (!o || atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	json_decref(o->labels);
+	free(o);
+}
+
+void wevent_release(struct wevent *ev)
+{
+	if (!ev)
+		return;
+	cobj_unref(ev->obj);
+	ev->obj = NULL;
+}

@@ -1,0 +1,593 @@
+/* The watch cache's store (ordered map + spec.nodeName index), event ring and the application
+ * of lists and watch events. Watchers are in watcher.c. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cache/wcache_types.h"
+#include "ursa/errors.h"
+#include "ursa/xalloc.h"
+
+#define DEF_HISTORY_MIN 1024
+#define DEF_HISTORY_MAX 102400
+#define DEF_WINDOW_MS 75000
+#define RING_START 64
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* spec.nodeName index ------------------------------------------------------------------------ */
+
+static size_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return (size_t)h;
+}
+
+static struct nidx_ent **nidx_slot(const struct nidx *x, const char *node)
+{
+	struct nidx_ent **p = &x->b[hash_str(node) & (x->nb - 1)];
+	while (*p && strcmp((*p)->node, node) != 0)
+		p = &(*p)->next;
+	return p;
+}
+
+static void nidx_grow(struct nidx *x)
+{
+	size_t nb = x->nb * 2;
+	struct nidx_ent **b = xcalloc(nb, sizeof(*b));
+	for (size_t i = 0; i < x->nb; i++) {
+		struct nidx_ent *e = x->b[i];
+		while (e) {
+			struct nidx_ent *nx = e->next;
+			size_t h = hash_str(e->node) & (nb - 1);
+			e->next = b[h];
+			b[h] = e;
+			e = nx;
+		}
+	}
+	free(x->b);
+	x->b = b;
+	x->nb = nb;
+}
+
+static void nidx_put(struct nidx *x, const char *node, struct cobj *o)
+{
+	struct nidx_ent **p = nidx_slot(x, node);
+	if (!*p) {
+		struct nidx_ent *e = xcalloc(1, sizeof(*e));
+		e->node = xstrdup(node);
+		e->keys = omap_new();
+		*p = e;
+		if (++x->n > x->nb * 2)
+			nidx_grow(x);
+		p = nidx_slot(x, node);
+	}
+	omap_put((*p)->keys, o->key, o);
+}
+
+static void nidx_del(struct nidx *x, const char *node, const char *key)
+{
+	struct nidx_ent **p = nidx_slot(x, node);
+	if (!*p)
+		return;
+	omap_del((*p)->keys, key);
+	if (omap_size((*p)->keys) == 0) {
+		struct nidx_ent *e = *p;
+		*p = e->next;
+		omap_free(e->keys, NULL);
+		free(e->node);
+		free(e);
+		x->n--;
+	}
+}
+
+static struct omap *nidx_get(const struct nidx *x, const char *node)
+{
+	struct nidx_ent **p = nidx_slot(x, node);
+	return *p ? (*p)->keys : NULL;
+}
+
+static void nidx_init(struct nidx *x)
+{
+	x->nb = 64;
+	x->n = 0;
+	x->b = xcalloc(x->nb, sizeof(*x->b));
+}
+
+static void nidx_release(struct nidx *x)
+{
+	for (size_t i = 0; i < x->nb; i++) {
+		struct nidx_ent *e = x->b[i];
+		while (e) {
+			struct nidx_ent *nx = e->next;
+			omap_free(e->keys, NULL);
+			free(e->node);
+			free(e);
+			e = nx;
+		}
+	}
+	free(x->b);
+	x->b = NULL;
+	x->nb = x->n = 0;
+}
+
+/* Store ------------------------------------------------------------------------------------ */
+
+static const char *node_of(const struct wcache *c, const struct cobj *o)
+{
+	return o->fields[c->node_field];
+}
+
+/* Takes o's reference; returns the replaced object's reference (or NULL). */
+static struct cobj *store_put(struct wcache *c, struct cobj *o)
+{
+	struct cobj *old = omap_put(c->store, o->key, o);
+	if (c->node_field >= 0) {
+		if (old && strcmp(node_of(c, old), node_of(c, o)) != 0)
+			nidx_del(&c->nidx, node_of(c, old), old->key);
+		nidx_put(&c->nidx, node_of(c, o), o);
+	}
+	return old;
+}
+
+/* Returns the removed object's reference, or NULL. */
+static struct cobj *store_del(struct wcache *c, const char *key)
+{
+	struct cobj *old = omap_del(c->store, key);
+	if (old && c->node_field >= 0)
+		nidx_del(&c->nidx, node_of(c, old), key);
+	return old;
+}
+
+static void unref_void(void *o)
+{
+	cobj_unref(o);
+}
+
+/* Ring ------------------------------------------------------------------------------------- */
+
+static struct ev_rec *ring_at(const struct ring *g, size_t i)
+{
+	return &g->v[(g->head + i) % g->cap];
+}
+
+static void ev_rec_release(struct ev_rec *e)
+{
+	cobj_unref(e->obj);
+	cobj_unref(e->prev);
+	cobj_unref(e->prev_at_rv);
+	memset(e, 0, sizeof(*e));
+}
+
+static void ring_evict(struct wcache *c)
+{
+	struct ev_rec *e = ring_at(&c->ring, 0);
+	if (e->rv > c->hist_start)
+		c->hist_start = e->rv;
+	ev_rec_release(e);
+	c->ring.head = (c->ring.head + 1) % c->ring.cap;
+	c->ring.len--;
+}
+
+static void ring_grow(struct ring *g, size_t max)
+{
+	size_t cap = g->cap ? g->cap * 2 : RING_START;
+	if (cap > max)
+		cap = max;
+	struct ev_rec *v = xcalloc(cap, sizeof(*v));
+	for (size_t i = 0; i < g->len; i++)
+		v[i] = *ring_at(g, i);
+	free(g->v);
+	g->v = v;
+	g->cap = cap;
+	g->head = 0;
+}
+
+/* Keeps at least history_min events, at most history_max, and events beyond the minimum only
+ * while they are younger than the window. */
+static bool ring_too_old(const struct wcache *c, int64_t now)
+{
+	return c->ring.len > 0 && ring_at(&c->ring, 0)->ts_ms < now - c->window_ms;
+}
+
+static struct ev_rec *ring_push(struct wcache *c, const struct ev_rec *e)
+{
+	struct ring *g = &c->ring;
+	if (g->len >= c->history_max || (g->len >= c->history_min && ring_too_old(c, e->ts_ms)))
+		ring_evict(c);
+	if (g->len == g->cap)
+		ring_grow(g, c->history_max);
+	struct ev_rec *slot = ring_at(g, g->len);
+	*slot = *e;
+	g->len++;
+	return slot;
+}
+
+static void ring_trim(struct wcache *c, int64_t now)
+{
+	while (c->ring.len > c->history_min && ring_too_old(c, now))
+		ring_evict(c);
+}
+
+static void ring_release(struct ring *g)
+{
+	for (size_t i = 0; i < g->len; i++)
+		ev_rec_release(ring_at(g, i));
+	free(g->v);
+	memset(g, 0, sizeof(*g));
+}
+
+struct cobj *ev_prev_at_rv(struct wcache *c, struct ev_rec *e)
+{
+	if (!e->prev_at_rv) {
+		e->prev_at_rv = cobj_new(c->r, e->prev->key, e->prev->json, e->prev->json_len, e->rv);
+		if (!e->prev_at_rv)
+			e->prev_at_rv = cobj_ref(e->prev);
+	}
+	return e->prev_at_rv;
+}
+
+/* Lifecycle -------------------------------------------------------------------------------- */
+
+static int find_node_field(const struct api_resource *r)
+{
+	const struct api_strategy *st = r->strategy;
+	if (!st || !st->fields)
+		return -1;
+	for (size_t i = 0; i < st->nfields; i++)
+		if (strcmp(st->fields[i].label, "spec.nodeName") == 0)
+			return (int)i;
+	return -1;
+}
+
+struct wcache *wcache_new_detached(const struct api_resource *r, const struct wcache_options *opts)
+{
+	struct wcache *c = xcalloc(1, sizeof(*c));
+	c->r = r;
+	if (opts && opts->key_prefix)
+		c->key_prefix = xstrdup(opts->key_prefix);
+	else
+		c->key_prefix = xasprintf("/registry/%s/", r->plural);
+	c->history_min = opts && opts->history_min ? opts->history_min : DEF_HISTORY_MIN;
+	c->history_max = opts && opts->history_max ? opts->history_max : DEF_HISTORY_MAX;
+	if (c->history_max < c->history_min)
+		c->history_max = c->history_min;
+	c->window_ms = opts && opts->history_window_ms > 0 ? opts->history_window_ms : DEF_WINDOW_MS;
+	c->node_field = find_node_field(r);
+
+	pthread_rwlockattr_t ra;
+	pthread_rwlockattr_init(&ra);
+	/* a stream of lists must not starve the watch thread */
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&c->lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->rev_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&c->rev_mu, NULL);
+
+	c->store = omap_new();
+	nidx_init(&c->nidx);
+	atomic_init(&c->rev, 0);
+	atomic_init(&c->ready, false);
+	atomic_init(&c->refs, 1);
+	c->now_ms = mono_ms;
+	return c;
+}
+
+void wcache_unref(struct wcache *c)
+{
+	if (atomic_fetch_sub(&c->refs, 1) != 1)
+		return;
+	pthread_rwlock_destroy(&c->lock);
+	pthread_mutex_destroy(&c->rev_mu);
+	pthread_cond_destroy(&c->rev_cond);
+	free(c->key_prefix);
+	free(c);
+}
+
+void wcache_free(struct wcache *c)
+{
+	if (!c)
+		return;
+	if (c->driver_stop)
+		c->driver_stop(c->driver);
+	pthread_rwlock_wrlock(&c->lock);
+	c->dead = true;
+	atomic_store(&c->ready, false);
+	watchers_end_all(c, false);
+	struct omap *store = c->store;
+	struct ring ring = c->ring;
+	nidx_release(&c->nidx);
+	c->store = NULL;
+	memset(&c->ring, 0, sizeof(c->ring));
+	pthread_rwlock_unlock(&c->lock);
+	omap_free(store, unref_void);
+	ring_release(&ring);
+	wcache_unref(c);
+}
+
+void wcache_set_driver(struct wcache *c, void *driver, void (*stop)(void *driver))
+{
+	c->driver = driver;
+	c->driver_stop = stop;
+}
+
+const char *wcache_key_prefix(const struct wcache *c)
+{
+	return c->key_prefix;
+}
+
+const struct api_resource *wcache_resource(const struct wcache *c)
+{
+	return c->r;
+}
+
+void wcache_set_clock(struct wcache *c, int64_t (*now_ms)(void))
+{
+	pthread_rwlock_wrlock(&c->lock);
+	c->now_ms = now_ms ? now_ms : mono_ms;
+	pthread_rwlock_unlock(&c->lock);
+}
+
+size_t wcache_history_len(struct wcache *c)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	size_t n = c->ring.len;
+	pthread_rwlock_unlock(&c->lock);
+	return n;
+}
+
+int64_t wcache_history_start(struct wcache *c)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	int64_t r = c->hist_start;
+	pthread_rwlock_unlock(&c->lock);
+	return r;
+}
+
+bool wcache_ready(const struct wcache *c)
+{
+	return atomic_load((atomic_bool *)&c->ready);
+}
+
+int64_t wcache_revision(const struct wcache *c)
+{
+	return atomic_load((_Atomic int64_t *)&c->rev);
+}
+
+static void publish_rev(struct wcache *c, int64_t rev)
+{
+	pthread_mutex_lock(&c->rev_mu);
+	atomic_store(&c->rev, rev);
+	pthread_cond_broadcast(&c->rev_cond);
+	pthread_mutex_unlock(&c->rev_mu);
+}
+
+int wcache_wait_for(struct wcache *c, int64_t rv, int64_t timeout_ms)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	if (timeout_ms < 0)
+		timeout_ms = 0;
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (timeout_ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	int rc = 0;
+	pthread_mutex_lock(&c->rev_mu);
+	while (atomic_load(&c->rev) < rv) {
+		if (pthread_cond_timedwait(&c->rev_cond, &c->rev_mu, &dl) == ETIMEDOUT) {
+			rc = atomic_load(&c->rev) >= rv ? 0 : E_TIMEOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->rev_mu);
+	return rc;
+}
+
+/* Applying lists and events ------------------------------------------------------------------ */
+
+void wcache_install(struct wcache *c, struct cobj **objs, size_t n, int64_t rev)
+{
+	struct omap *store = omap_new();
+	for (size_t i = 0; i < n; i++)
+		cobj_unref(omap_put(store, objs[i]->key, objs[i]));
+	pthread_rwlock_wrlock(&c->lock);
+	if (c->dead) {
+		pthread_rwlock_unlock(&c->lock);
+		omap_free(store, unref_void);
+		return;
+	}
+	/* history is gone: watchers cannot be resumed consistently, so they start over (410) */
+	watchers_end_all(c, true);
+	struct omap *old = c->store;
+	struct ring ring = c->ring;
+	memset(&c->ring, 0, sizeof(c->ring));
+	c->store = store;
+	nidx_release(&c->nidx);
+	nidx_init(&c->nidx);
+	if (c->node_field >= 0)
+		for (struct omap_node *x = omap_first(store); x; x = omap_next(x))
+			nidx_put(&c->nidx, node_of(c, x->val), x->val);
+	c->list_rev = c->hist_start = rev;
+	atomic_store(&c->ready, true);
+	publish_rev(c, rev);
+	pthread_rwlock_unlock(&c->lock);
+	omap_free(old, unref_void);
+	ring_release(&ring);
+}
+
+void wcache_apply_list(struct wcache *c, const struct etcd_kv *kvs, size_t n, int64_t rev)
+{
+	struct cobj **objs = xcalloc(n ? n : 1, sizeof(*objs));
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct cobj *o = cobj_new(c->r, kvs[i].key, kvs[i].value, kvs[i].value_len, kvs[i].mod_rev);
+		if (o)
+			objs[k++] = o;
+	}
+	wcache_install(c, objs, k, rev);
+	free(objs);
+}
+
+/* Builds the ring record of one etcd event; false when it changes nothing visible. */
+static bool apply_one(struct wcache *c, const struct etcd_event *ev, int64_t now, struct ev_rec *ret)
+{
+	int64_t rv = ev->kv.mod_rev;
+	memset(ret, 0, sizeof(*ret));
+	ret->rv = rv;
+	ret->ts_ms = now;
+	if (ev->type == ETCD_EV_PUT) {
+		/* a value that does not parse is not ours to serve: the old state stays */
+		struct cobj *o = cobj_new(c->r, ev->kv.key, ev->kv.value, ev->kv.value_len, rv);
+		if (!o)
+			return false;
+		ret->prev = store_put(c, o);
+		ret->obj = cobj_ref(o);
+		ret->type = ret->prev ? WEV_MODIFIED : WEV_ADDED;
+		return true;
+	}
+	struct cobj *old = store_del(c, ev->kv.key);
+	if (!old)
+		return false;
+	ret->type = WEV_DELETED;
+	ret->obj = cobj_new(c->r, old->key, old->json, old->json_len, rv);
+	if (!ret->obj)
+		ret->obj = cobj_ref(old);
+	cobj_unref(old);
+	return true;
+}
+
+void wcache_apply_events(struct wcache *c, const struct etcd_event *evs, size_t n)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	if (c->dead) {
+		pthread_rwlock_unlock(&c->lock);
+		return;
+	}
+	int64_t now = c->now_ms();
+	int64_t rev = atomic_load(&c->rev);
+	for (size_t i = 0; i < n; i++) {
+		int64_t rv = evs[i].kv.mod_rev;
+		if (rv <= c->list_rev || rv < rev)
+			continue; /* already part of the list, or a replay */
+		struct ev_rec rec;
+		if (apply_one(c, &evs[i], now, &rec))
+			watchers_deliver(c, ring_push(c, &rec));
+		rev = rv;
+	}
+	ring_trim(c, now);
+	if (rev != atomic_load(&c->rev))
+		publish_rev(c, rev);
+	watchers_flush(c);
+	pthread_rwlock_unlock(&c->lock);
+}
+
+/* Reads -------------------------------------------------------------------------------------- */
+
+/* Appends the key prefix that m pins down; returns true when it pins tenant (and namespace) as
+ * far as the scope goes, so that prefix + name is a full key. */
+static bool match_prefix(const struct wcache *c, const struct wmatch *m, struct buf *out)
+{
+	buf_adds(out, c->key_prefix);
+	if (c->r->scope == SCOPE_CLUSTER)
+		return true;
+	if (!m->tenant)
+		return false;
+	buf_adds(out, m->tenant);
+	buf_addch(out, '/');
+	if (c->r->scope == SCOPE_TENANT)
+		return true;
+	if (!m->ns)
+		return false;
+	buf_adds(out, m->ns);
+	buf_addch(out, '/');
+	return true;
+}
+
+void wcache_scan(struct wcache *c, const struct wmatch *m, void (*fn)(void *ud, struct cobj *o), void *ud)
+{
+	struct buf prefix = BUF_INIT;
+	bool full = match_prefix(c, m, &prefix);
+	if (full && m->name) {
+		buf_adds(&prefix, m->name);
+		struct cobj *o = omap_get(c->store, buf_cstr(&prefix));
+		if (o && wmatch_test(c, m, o))
+			fn(ud, o);
+		goto out;
+	}
+	struct omap *map = c->store;
+	if (m->node && !(map = nidx_get(&c->nidx, m->node)))
+		goto out;
+	const char *p = buf_cstr(&prefix);
+	for (struct omap_node *x = omap_lower_bound(map, p); x; x = omap_next(x)) {
+		if (strncmp(x->key, p, prefix.len) != 0)
+			break;
+		if (wmatch_test(c, m, x->val))
+			fn(ud, x->val);
+	}
+out:
+	buf_release(&prefix);
+}
+
+struct collect {
+	struct cobj **v;
+	size_t n, alloc;
+};
+
+static void collect_one(void *ud, struct cobj *o)
+{
+	struct collect *a = ud;
+	if (a->n == a->alloc) {
+		a->alloc = a->alloc ? a->alloc * 2 : 64;
+		a->v = xrealloc(a->v, a->alloc * sizeof(*a->v));
+	}
+	a->v[a->n++] = cobj_ref(o);
+}
+
+int wcache_list(struct wcache *c, const struct wfilter *f, struct cobj ***ret_objs, size_t *ret_n, int64_t *ret_rv)
+{
+	struct wmatch m;
+	struct collect a = { NULL, 0, 0 };
+	wmatch_init(c, f, &m);
+	pthread_rwlock_rdlock(&c->lock);
+	if (!atomic_load(&c->ready)) {
+		pthread_rwlock_unlock(&c->lock);
+		return E_UNAVAILABLE;
+	}
+	wcache_scan(c, &m, collect_one, &a);
+	*ret_rv = atomic_load(&c->rev);
+	pthread_rwlock_unlock(&c->lock);
+	*ret_objs = a.v ? a.v : xcalloc(1, sizeof(*a.v));
+	*ret_n = a.n;
+	return 0;
+}
+
+struct cobj *wcache_get(struct wcache *c, const char *key)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	struct cobj *o = cobj_ref(omap_get(c->store, key));
+	pthread_rwlock_unlock(&c->lock);
+	return o;
+}
+
+size_t wcache_size(struct wcache *c)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	size_t n = omap_size(c->store);
+	pthread_rwlock_unlock(&c->lock);
+	return n;
+}

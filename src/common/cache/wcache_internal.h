@@ -1,0 +1,35 @@
+/* Internals of the watch cache shared by wcache.c (store, ring, watchers), wcache_etcd.c (the
+ * etcd list/watch driver) and the unit tests, which feed lists and events directly into a cache
+ * that has no etcd behind it. Not a public interface. */
+#ifndef URSA_CACHE_WCACHE_INTERNAL_H
+#define URSA_CACHE_WCACHE_INTERNAL_H
+#include "ursa/wcache.h"
+
+/* A cache without etcd: not ready until the first wcache_apply_list. Free with wcache_free.
+ * opts NULL or zero fields take the defaults; key_prefix defaults to "/registry/{plural}/". */
+struct wcache *wcache_new_detached(const struct api_resource *r, const struct wcache_options *opts);
+
+/* Replaces the whole content with kvs (a full listing of the prefix at revision rev; borrowed)
+ * and makes the cache ready. Values that do not parse are skipped. If the cache was already
+ * populated (a relist after compaction), the history is dropped and every open watcher gets an
+ * ERROR (410) and ends. */
+void wcache_apply_list(struct wcache *c, const struct etcd_kv *kvs, size_t n, int64_t rev);
+/* Same, taking ownership of n cobjs (references) built by the caller; objs may be freed after. */
+void wcache_install(struct wcache *c, struct cobj **objs, size_t n, int64_t rev);
+
+/* Applies watch events in revision order (borrowed): updates the store, appends to the event
+ * ring and delivers to watchers. Events at or below the list revision are ignored. */
+void wcache_apply_events(struct wcache *c, const struct etcd_event *evs, size_t n);
+
+/* Test hooks: the clock used for the history window (default CLOCK_MONOTONIC ms), and the
+ * number of events held in the ring and its lower revision bound (watches from rv >= it work). */
+void wcache_set_clock(struct wcache *c, int64_t (*now_ms)(void));
+size_t wcache_history_len(struct wcache *c);
+int64_t wcache_history_start(struct wcache *c);
+
+/* The driver (wcache_etcd.c) hooks itself here; wcache_free calls stop(driver) first. */
+void wcache_set_driver(struct wcache *c, void *driver, void (*stop)(void *driver));
+const char *wcache_key_prefix(const struct wcache *c);
+const struct api_resource *wcache_resource(const struct wcache *c);
+
+#endif

@@ -1,0 +1,118 @@
+/* The watch cache's private structures, shared by wcache.c (store, ring, event application)
+ * and watcher.c (filters, watcher queues, delivery). Not a public interface.
+ *
+ * Locking: c->lock (rwlock) guards the store, the node index, the ring, the watcher list and
+ * each watcher's filter and `pending`/`ended` flags (`ended` is also written under w->mu).
+ * Readers (list/get) take it shared; event application, watch registration and watcher_close
+ * take it exclusive. w->mu guards a watcher's queue, taken after c->lock, never before.
+ * c->rev is published (atomically) only after the events up to it were queued to watchers. */
+#ifndef URSA_CACHE_WCACHE_TYPES_H
+#define URSA_CACHE_WCACHE_TYPES_H
+#include <pthread.h>
+#include "cache/omap.h"
+#include "cache/wcache_internal.h"
+
+/* One applied change, as kept in the ring. */
+struct ev_rec {
+	enum wev_type type;      /* ADDED, MODIFIED or DELETED */
+	int64_t rv;
+	int64_t ts_ms;           /* when applied, for the history window */
+	struct cobj *obj;        /* new state; for DELETED the last state at the deletion revision */
+	struct cobj *prev;       /* MODIFIED: the state before (ref); NULL otherwise */
+	struct cobj *prev_at_rv; /* MODIFIED: prev's content at revision rv, built on first need: a
+				    watcher whose selector stops matching gets it as DELETED */
+};
+
+struct ring {
+	struct ev_rec *v;
+	size_t cap, head, len; /* logical i is v[(head + i) % cap]; rv is non-decreasing in i */
+};
+
+/* spec.nodeName -> ordered map key -> cobj (borrowed from the store). */
+struct nidx_ent {
+	char *node;
+	struct omap *keys;
+	struct nidx_ent *next;
+};
+struct nidx {
+	struct nidx_ent **b;
+	size_t nb, n;
+};
+
+/* A prepared filter. Strings NULL = any; scope-irrelevant parts are NULL. */
+struct wmatch {
+	const char *tenant, *ns, *name;
+	const struct label_selector *ls;
+	const struct field_selector *fs;
+	const char *node; /* spec.nodeName=X when the cache indexes it, else NULL */
+};
+
+struct watcher;
+
+struct wcache {
+	const struct api_resource *r;
+	char *key_prefix;
+	size_t history_min, history_max;
+	int64_t window_ms;
+	int node_field; /* index of the "spec.nodeName" field in r->strategy->fields, or -1 */
+
+	pthread_rwlock_t lock;
+	struct omap *store; /* key -> cobj (one ref each) */
+	struct nidx nidx;
+	struct ring ring;
+	int64_t list_rev;   /* revision of the last full list */
+	int64_t hist_start; /* watches from rv >= hist_start can be replayed */
+	struct watcher *watchers; /* doubly linked */
+	bool dead;          /* wcache_free ran; only watcher_close may still use the struct */
+
+	_Atomic int64_t rev;
+	atomic_bool ready;
+	atomic_int refs;    /* 1 for the owner + 1 per open watcher */
+
+	pthread_mutex_t rev_mu;
+	pthread_cond_t rev_cond;
+
+	int64_t (*now_ms)(void);
+	void *driver;
+	void (*driver_stop)(void *driver);
+};
+
+struct watcher {
+	struct wcache *c;
+	struct watcher *prev, *next;
+	struct wmatch m;
+	char *strs;                    /* owns m.tenant/ns/name/node */
+	struct label_selector *ls_own; /* owned copies behind m.ls/m.fs */
+	struct field_selector *fs_own;
+	int64_t from_rv;               /* live events at or below are skipped */
+	size_t max_queue;
+	void (*notify)(void *ud);
+	void *ud;
+	bool pending;                  /* got events in the current batch: notify at its end */
+	bool ended;                    /* no more events after the queue drains */
+
+	pthread_mutex_t mu;
+	struct wevent *q;
+	size_t qcap, qhead, qlen;
+	size_t initial_left;           /* queued synthetic/replayed events (not counted against the cap) */
+	int64_t last_rv;
+};
+
+/* wcache.c */
+void wcache_unref(struct wcache *c);
+struct cobj *ev_prev_at_rv(struct wcache *c, struct ev_rec *e);
+/* Calls fn on each object matching m, in key order (lock held by the caller). */
+void wcache_scan(struct wcache *c, const struct wmatch *m, void (*fn)(void *ud, struct cobj *o), void *ud);
+
+/* watcher.c */
+/* Fills m from f (borrowed pointers into f). */
+void wmatch_init(const struct wcache *c, const struct wfilter *f, struct wmatch *m);
+bool wmatch_test(const struct wcache *c, const struct wmatch *m, const struct cobj *o);
+/* Delivers one ring event to every watcher (exclusive lock held). */
+void watchers_deliver(struct wcache *c, struct ev_rec *e);
+/* Calls notify for watchers that got events in this batch (exclusive lock held). */
+void watchers_flush(struct wcache *c);
+/* Ends every watcher, with a queued ERROR if with_error (exclusive lock held). */
+void watchers_end_all(struct wcache *c, bool with_error);
+
+#endif

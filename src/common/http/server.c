@@ -1,0 +1,366 @@
+/* HTTP server on libmicrohttpd's internal epoll thread pool. */
+#include "ursa/http.h"
+#include "ursa/timeutil.h"
+#include "ursa/xalloc.h"
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#define MAX_REPLY_HEADERS 8
+
+struct http_stream {
+	pthread_mutex_t lock;
+	struct MHD_Connection *conn;
+	struct buf pending;
+	size_t off;
+	bool woken, suspended, ended;
+	int (*fill)(void *ud, struct buf *out, size_t max);
+	void (*done)(void *ud);
+	void *ud;
+};
+
+struct http_reply {
+	int status;
+	const char *content_type;
+	struct buf body;
+	char *hname[MAX_REPLY_HEADERS];
+	char *hvalue[MAX_REPLY_HEADERS];
+	unsigned nheaders;
+	struct http_stream *stream;
+};
+
+struct http_request {
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *path;
+	struct buf body;
+	bool too_large;
+	int64_t started_us;
+	char client[64];
+};
+
+struct http_server {
+	struct MHD_Daemon *mhd;
+	http_handler handler;
+	void *ud;
+	size_t max_body;
+	char *cert, *key; /* kept until stop: the TLS library may refer to them */
+};
+
+const char *http_method(const struct http_request *r) { return r->method; }
+const char *http_path(const struct http_request *r) { return r->path; }
+int64_t http_started_us(const struct http_request *r) { return r->started_us; }
+const char *http_client_addr(const struct http_request *r) { return r->client; }
+
+const char *http_query(const struct http_request *r, const char *key)
+{
+	if (!r)
+		return NULL;
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *http_header(const struct http_request *r, const char *name)
+{
+	if (!r)
+		return NULL;
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *http_body(const struct http_request *r, size_t *ret_len)
+{
+	if (ret_len)
+		*ret_len = r ? r->body.len : 0;
+	return r ? buf_cstr(&r->body) : "";
+}
+
+void http_reply_set(struct http_reply *rp, int status, const char *content_type, struct buf *body)
+{
+	rp->status = status;
+	rp->content_type = content_type;
+	buf_release(&rp->body);
+	if (body) {
+		rp->body = *body;
+		buf_init(body);
+	}
+}
+
+void http_reply_header(struct http_reply *rp, const char *name, const char *value)
+{
+	if (rp->nheaders == MAX_REPLY_HEADERS)
+		return;
+	rp->hname[rp->nheaders] = xstrdup(name);
+	rp->hvalue[rp->nheaders] = xstrdup(value);
+	rp->nheaders++;
+}
+
+int http_reply_status(const struct http_reply *rp) { return rp->status; }
+
+struct http_stream *http_reply_stream(struct http_reply *rp, int status, const char *content_type,
+				      int (*fill)(void *ud, struct buf *out, size_t max), void (*done)(void *ud),
+				      void *ud)
+{
+	struct http_stream *s = xcalloc(1, sizeof(*s));
+	pthread_mutex_init(&s->lock, NULL);
+	s->fill = fill;
+	s->done = done;
+	s->ud = ud;
+	rp->status = status;
+	rp->content_type = content_type;
+	rp->stream = s;
+	return s;
+}
+
+void http_stream_wake(struct http_stream *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->woken = true;
+	if (s->suspended) {
+		s->suspended = false;
+		MHD_resume_connection(s->conn);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+static ssize_t on_stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct http_stream *s = cls;
+	for (;;) {
+		if (s->off < s->pending.len) {
+			size_t n = s->pending.len - s->off;
+			if (n > max)
+				n = max;
+			memcpy(out, s->pending.ptr + s->off, n);
+			s->off += n;
+			if (s->off == s->pending.len) {
+				buf_reset(&s->pending);
+				s->off = 0;
+			}
+			return (ssize_t)n;
+		}
+		if (s->ended)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		pthread_mutex_lock(&s->lock);
+		s->woken = false;
+		pthread_mutex_unlock(&s->lock);
+		int r = s->fill(s->ud, &s->pending, max);
+		if (r < 0)
+			s->ended = true;
+		if (r != 0)
+			continue;
+		pthread_mutex_lock(&s->lock);
+		if (s->woken) {
+			pthread_mutex_unlock(&s->lock);
+			continue;
+		}
+		s->suspended = true;
+		MHD_suspend_connection(s->conn);
+		pthread_mutex_unlock(&s->lock);
+		return 0;
+	}
+}
+
+static void on_stream_free(void *cls)
+{
+	struct http_stream *s = cls;
+	s->done(s->ud);
+	buf_release(&s->pending);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+static void reply_release(struct http_reply *rp)
+{
+	buf_release(&rp->body);
+	for (unsigned i = 0; i < rp->nheaders; i++) {
+		free(rp->hname[i]);
+		free(rp->hvalue[i]);
+	}
+}
+
+static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_reply *rp)
+{
+	struct MHD_Response *resp;
+	if (rp->stream) {
+		rp->stream->conn = conn;
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, on_stream_read, rp->stream,
+							 on_stream_free);
+		MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+	} else {
+		size_t len;
+		char *body = buf_detach(&rp->body, &len);
+		resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	}
+	if (rp->content_type)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rp->content_type);
+	for (unsigned i = 0; i < rp->nheaders; i++)
+		MHD_add_response_header(resp, rp->hname[i], rp->hvalue[i]);
+	enum MHD_Result ret = MHD_queue_response(conn, (unsigned)rp->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static void fill_client(struct MHD_Connection *conn, struct http_request *r)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	r->client[0] = '\0';
+	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ci->client_addr;
+		inet_ntop(AF_INET, &in->sin_addr, r->client, sizeof(r->client));
+	}
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	struct http_server *srv = cls;
+	struct http_request *r = *con_cls;
+	if (!r) {
+		r = xcalloc(1, sizeof(*r));
+		r->conn = conn;
+		r->method = method;
+		r->path = url;
+		r->started_us = mono_us();
+		fill_client(conn, r);
+		*con_cls = r;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		if (r->body.len + *upload_data_size > srv->max_body)
+			r->too_large = true;
+		else
+			buf_add(&r->body, upload_data, *upload_data_size);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	struct http_reply rp = { .status = 500 };
+	if (r->too_large) {
+		struct buf b = BUF_INIT;
+		buf_addf(&b, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+			     "\"message\":\"the request body is larger than %zu bytes\",\"reason\":"
+			     "\"RequestEntityTooLarge\",\"code\":413}",
+			 srv->max_body);
+		http_reply_set(&rp, 413, "application/json", &b);
+	} else {
+		srv->handler(srv->ud, r, &rp);
+	}
+	enum MHD_Result ret = send_reply(conn, &rp);
+	reply_release(&rp);
+	return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode tc)
+{
+	struct http_request *r = *con_cls;
+	if (!r)
+		return;
+	buf_release(&r->body);
+	free(r);
+	*con_cls = NULL;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	struct buf b = BUF_INIT;
+	char tmp[4096];
+	size_t n;
+	while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
+		buf_add(&b, tmp, n);
+	fclose(f);
+	return buf_detach(&b, NULL);
+}
+
+static int parse_listen(const char *listen, struct sockaddr_in *ret)
+{
+	const char *colon = strrchr(listen, ':');
+	long long port;
+	if (!colon || parse_int64(colon + 1, &port) < 0 || port < 0 || port > 65535)
+		return -1;
+	char host[64];
+	size_t hl = (size_t)(colon - listen);
+	if (hl == 0 || hl >= sizeof(host))
+		return -1;
+	memcpy(host, listen, hl);
+	host[hl] = '\0';
+	memset(ret, 0, sizeof(*ret));
+	ret->sin_family = AF_INET;
+	ret->sin_port = htons((uint16_t)port);
+	if (strcmp(host, "localhost") == 0)
+		strcpy(host, "127.0.0.1");
+	return inet_pton(AF_INET, host, &ret->sin_addr) == 1 ? 0 : -1;
+}
+
+struct http_server *http_server_start(const struct http_server_options *o, http_handler h, void *ud, char **ret_err)
+{
+	struct sockaddr_in addr;
+	if (parse_listen(o->listen, &addr) < 0) {
+		*ret_err = xasprintf("invalid listen address \"%s\" (want IPv4:PORT)", o->listen);
+		return NULL;
+	}
+	raise_nofile();
+	struct http_server *s = xcalloc(1, sizeof(*s));
+	s->handler = h;
+	s->ud = ud;
+	s->max_body = o->max_body ? o->max_body : 3u << 20;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	char *cert = NULL, *key = NULL;
+	if (o->tls_cert && o->tls_key) {
+		cert = read_file(o->tls_cert);
+		key = read_file(o->tls_key);
+		if (!cert || !key) {
+			*ret_err = xasprintf("cannot read TLS certificate or key (%s, %s)", o->tls_cert, o->tls_key);
+			free(cert), free(key), free(s);
+			return NULL;
+		}
+		flags |= MHD_USE_TLS;
+	}
+	struct MHD_OptionItem tls_opts[] = {
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, cert },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, key },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+				  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads ? o->threads : 8),
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)60000,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(o->conn_timeout_s ? o->conn_timeout_s : 120),
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+				  MHD_OPTION_ARRAY, cert ? tls_opts : tls_opts + 2,
+				  MHD_OPTION_END);
+	s->cert = cert;
+	s->key = key;
+	if (!s->mhd) {
+		*ret_err = xasprintf("cannot listen on %s", o->listen);
+		free(cert), free(key), free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void http_server_stop(struct http_server *s)
+{
+	if (!s)
+		return;
+	MHD_stop_daemon(s->mhd);
+	free(s->cert);
+	free(s->key);
+	free(s);
+}

@@ -1,0 +1,90 @@
+/* ursactl: subcommand dispatch. Adding a subcommand is one entry in commands[] plus its run
+ * function and flag table (see ursactl.h). */
+#include "ursactl.h"
+#include <string.h>
+
+static const struct command commands[] = {
+	{
+		.name = "keygen",
+		.summary = "Generate the key pair that signs user tokens.",
+		.description = "Writes an RSA-2048 private key (PEM, mode 0600) and its public key. Give the\n"
+			       "public key to the API servers; keep the private key for 'ursactl token'.",
+		.flags = keygen_flags,
+		.run = cmd_keygen,
+	},
+	{
+		.name = "token",
+		.summary = "Print a signed bearer token for a user of a tenant.",
+		.description = "The signing key, when --signing-key is not given, comes from $URSA_SIGNING_KEY,\n"
+			       "else signing-key.pem in the region directory ($URSA_HOME, else the nearest\n"
+			       ".ursa directory above the current one).",
+		.flags = token_flags,
+		.run = cmd_token,
+	},
+	{
+		.name = "kubeconfig",
+		.summary = "Print a kubeconfig with a signed token for a user of a tenant.",
+		.description = "Defaults come from flags, else $URSA_SIGNING_KEY, $URSA_SERVER and $URSA_CA_FILE,\n"
+			       "else from the region directory ($URSA_HOME, else the nearest .ursa above the\n"
+			       "current directory): signing-key.pem, server (one line: the URL) and ca.crt.\n"
+			       "Without a CA, an https server is written with insecure-skip-tls-verify.",
+		.flags = kubeconfig_flags,
+		.run = cmd_kubeconfig,
+	},
+};
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+static void usage(FILE *out)
+{
+	fputs("Usage: ursactl COMMAND [flags]\n\nCommands:\n", out);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+	fputs("  help         Show help for a command.\n\n"
+	      "Run 'ursactl COMMAND --help' for the flags of a command.\n", out);
+}
+
+static int help(int argc, char **argv)
+{
+	if (argc < 1) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	const struct command *cmd = find_command(argv[0]);
+	if (!cmd)
+		return fail("unknown command \"%s\"; run 'ursactl --help'", argv[0]);
+	command_help(cmd, stdout);
+	return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	const char *name = argv[1];
+	if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0)
+		return help(argc - 2, argv + 2);
+	const struct command *cmd = find_command(name);
+	if (!cmd) {
+		fprintf(stderr, "ursactl: unknown command \"%s\"\n\n", name);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	struct flags f;
+	int r = flags_parse(cmd, argc - 2, argv + 2, &f);
+	if (r < 0)
+		return EXIT_OK; /* --help */
+	if (r != EXIT_OK)
+		return r;
+	r = cmd->run(cmd, &f);
+	flags_release(&f);
+	return r;
+}

@@ -1,0 +1,78 @@
+/* ursactl: the operator's command-line tool. A subcommand is one entry in the table in main.c
+ * (name, summary, flag table, run function); options.c parses flags and prints help from that
+ * table, region.c finds the defaults of the local region directory. */
+#ifndef URSACTL_H
+#define URSACTL_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "ursa/buf.h"
+
+/* Exit codes. */
+#define EXIT_OK 0
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
+
+struct flag_spec {
+	const char *name;     /* long name without "--" */
+	const char *metavar;  /* value placeholder for help; NULL for a boolean flag */
+	const char *help;
+	bool required;
+};
+
+struct flags;
+
+struct command {
+	const char *name;
+	const char *summary;      /* one line for `ursactl --help` */
+	const char *description;  /* paragraph for `ursactl NAME --help`; may be NULL */
+	const char *args_usage;   /* positional arguments in the usage line, e.g. "NAME"; may be NULL */
+	size_t max_args;          /* positional arguments accepted */
+	const struct flag_spec *flags; /* ends with an entry whose name is NULL */
+	int (*run)(const struct command *cmd, const struct flags *f);
+};
+
+/* ---- options.c ---- */
+struct flags {
+	const struct command *cmd;
+	const char **values;      /* parallel to cmd->flags; borrowed from argv; NULL if absent */
+	const char **args;        /* positional arguments, borrowed */
+	size_t nargs;
+};
+/* Parses argv (after the subcommand name). Returns EXIT_OK, EXIT_USAGE after printing why to
+ * stderr, or -1 when --help was asked and printed (the caller exits 0). */
+int flags_parse(const struct command *cmd, int argc, char **argv, struct flags *ret);
+void flags_release(struct flags *f);
+/* Value of a flag named in cmd's table (a name missing from the table is a bug: aborts), or
+ * NULL if not given. Booleans read "true". */
+const char *flag_get(const struct flags *f, const char *name);
+bool flag_bool(const struct flags *f, const char *name);
+void command_help(const struct command *cmd, FILE *out);
+
+/* Parses "24h", "90m", "1h30m", "7d", "45s" or "0" (no expiry) into seconds. 0 or -1. */
+int parse_duration(const char *s, int64_t *ret_s);
+
+/* ---- region.c ---- */
+/* The region directory: $URSA_HOME, else the nearest ".ursa" directory found by walking up from
+ * the current directory. New string, or NULL if there is none. */
+char *region_dir(void);
+/* Resolves a file setting: the flag value, else environment variable env, else file name inside
+ * the region directory if it exists. New string, or NULL (then *ret_hint, a new string, says
+ * how to provide it, naming flag_name such as "--signing-key"). */
+char *region_file(const char *flag_value, const char *flag_name, const char *env, const char *name,
+		  char **ret_hint);
+/* Resolves the server URL: flag, else $URSA_SERVER, else the first line of <region>/server.
+ * New string or NULL with a new hint. */
+char *region_server(const char *flag_value, char **ret_hint);
+
+/* ---- cmd_auth.c ---- */
+int cmd_keygen(const struct command *cmd, const struct flags *f);
+int cmd_token(const struct command *cmd, const struct flags *f);
+int cmd_kubeconfig(const struct command *cmd, const struct flags *f);
+extern const struct flag_spec keygen_flags[], token_flags[], kubeconfig_flags[];
+
+/* Prints "ursactl: <msg>" to stderr. Returns EXIT_FAIL. */
+int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,624 @@
+/* Watch cache behaviour on a detached cache fed with lists and events directly. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <time.h>
+#include <jansson.h>
+#include "cache_testlib.h"
+#include "ursa/errors.h"
+#include "ursa/selector.h"
+
+/* The standard data set: key order is t1/a/p1 t1/a/p3 t1/ab/p9 t1/b/p2 t10/a/p0 t2/a/p1. */
+static const struct {
+	const char *t, *ns, *name, *app, *node, *phase;
+} seed[] = {
+	{ "t1", "a", "p3", "x", "n1", "Running" },  { "t1", "a", "p1", "y", "n2", "Pending" },
+	{ "t1", "b", "p2", "x", "", "Pending" },    { "t2", "a", "p1", "x", "n1", "Running" },
+	{ "t10", "a", "p0", "x", "n2", "Running" }, { "t1", "ab", "p9", "z", "", "Failed" },
+};
+
+static struct wcache *seeded(const struct wcache_options *opts, int64_t rev)
+{
+	struct wcache *c = wcache_new_detached(&test_pods, opts);
+	struct evbuild eb = { 0 };
+	for (size_t i = 0; i < ARRAY_SIZE(seed); i++)
+		eb_put(&eb, pod_key(seed[i].t, seed[i].ns, seed[i].name),
+		       pod_json(seed[i].t, seed[i].ns, seed[i].name, seed[i].app, seed[i].node, seed[i].phase, 10),
+		       (int64_t)(i + 2));
+	struct etcd_kv *kvs = xcalloc(eb.n, sizeof(*kvs));
+	for (size_t i = 0; i < eb.n; i++)
+		kvs[i] = eb.v[i].kv;
+	wcache_apply_list(c, kvs, eb.n, rev);
+	free(kvs);
+	eb_release(&eb);
+	return c;
+}
+
+/* "t/ns/name,..." of a list with the filter built from the arguments (selectors may be NULL). */
+static char *list_str(struct wcache *c, const char *t, const char *ns, const char *name, const char *lsel,
+		      const char *fsel)
+{
+	struct label_selector *ls = NULL;
+	struct field_selector *fs = NULL;
+	if (lsel)
+		assert_int_equal(label_selector_parse(lsel, &ls, NULL), 0);
+	if (fsel)
+		assert_int_equal(field_selector_parse(fsel, &fs, NULL), 0);
+	struct wfilter f = { t, ns, name, ls, fs };
+	struct cobj **objs;
+	size_t n;
+	int64_t rv;
+	assert_int_equal(wcache_list(c, &f, &objs, &n, &rv), 0);
+	assert_int_equal(rv, wcache_revision(c));
+	struct buf b = BUF_INIT;
+	for (size_t i = 0; i < n; i++) {
+		buf_addf(&b, "%s%s/%s/%s", i ? "," : "", objs[i]->tenant, objs[i]->ns, objs[i]->name);
+		cobj_unref(objs[i]);
+	}
+	free(objs);
+	label_selector_free(ls);
+	field_selector_free(fs);
+	return buf_detach(&b, NULL);
+}
+
+#define assert_list(c, t, ns, name, ls, fs, want)                          \
+	do {                                                               \
+		char *_got = list_str(c, t, ns, name, ls, fs);             \
+		assert_string_equal(_got, want);                           \
+		free(_got);                                                \
+	} while (0)
+
+static void test_cobj_new(void **state)
+{
+	char *js = pod_json("t1", "a", "p1", "x", "n7", "Running", 5);
+	struct cobj *o = cobj_new(&test_pods, "/registry/pods/t1/a/p1", js, strlen(js), 42);
+	assert_non_null(o);
+	assert_int_equal(o->rv, 42);
+	assert_string_equal(o->tenant, "t1");
+	assert_string_equal(o->ns, "a");
+	assert_string_equal(o->name, "p1");
+	assert_string_equal(o->key, "/registry/pods/t1/a/p1");
+	assert_int_equal(o->nfields, 2);
+	assert_string_equal(o->fields[0], "n7");
+	assert_string_equal(o->fields[1], "Running");
+	assert_string_equal(json_string_value(json_object_get(o->labels, "app")), "x");
+	assert_int_equal(o->json_len, strlen(o->json));
+	json_t *j = json_loads(o->json, 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "metadata"), "resourceVersion")), "42");
+	assert_non_null(strstr(o->json, "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p1\""));
+	assert_null(strchr(o->json, ' '));
+	json_decref(j);
+	assert_true(cobj_ref(o) == o);
+	cobj_unref(o);
+	cobj_unref(o);
+	cobj_unref(NULL);
+	free(js);
+
+	assert_null(cobj_new(&test_pods, "/registry/pods/t1/a/p1", "{\"kind\":", 8, 3));
+	assert_null(cobj_new(&test_pods, "/registry/pods/t1/a/p1", "[1,2]", 5, 3));
+	/* cluster scope, no strategy fields, no labels */
+	o = cobj_new(&test_nodes, "/registry/nodes/n1", "{\"metadata\":{\"name\":\"n1\"}}", 26, 9);
+	assert_non_null(o);
+	assert_string_equal(o->tenant, "");
+	assert_string_equal(o->ns, "");
+	assert_string_equal(o->name, "n1");
+	assert_null(o->labels);
+	assert_null(o->fields);
+	assert_string_equal(o->json, "{\"metadata\":{\"name\":\"n1\",\"resourceVersion\":\"9\"}}");
+	cobj_unref(o);
+}
+
+static void test_not_ready(void **state)
+{
+	struct wcache *c = wcache_new_detached(&test_pods, NULL);
+	struct cobj **objs;
+	size_t n;
+	int64_t rv;
+	struct watcher *w;
+	assert_false(wcache_ready(c));
+	assert_int_equal(wcache_list(c, NULL, &objs, &n, &rv), E_UNAVAILABLE);
+	assert_int_equal(wcache_watch(c, NULL, 0, 10, NULL, NULL, &w), E_UNAVAILABLE);
+	wcache_apply_list(c, NULL, 0, 5);
+	assert_true(wcache_ready(c));
+	assert_int_equal(wcache_revision(c), 5);
+	assert_int_equal(wcache_size(c), 0);
+	wcache_free(c);
+}
+
+static void test_list_filters(void **state)
+{
+	struct wcache *c = seeded(NULL, 100);
+	assert_int_equal(wcache_size(c), 6);
+	assert_int_equal(wcache_revision(c), 100);
+	assert_list(c, NULL, NULL, NULL, NULL, NULL, "t1/a/p1,t1/a/p3,t1/ab/p9,t1/b/p2,t10/a/p0,t2/a/p1");
+	assert_list(c, "", "", NULL, NULL, NULL, "t1/a/p1,t1/a/p3,t1/ab/p9,t1/b/p2,t10/a/p0,t2/a/p1");
+	assert_list(c, "t1", NULL, NULL, NULL, NULL, "t1/a/p1,t1/a/p3,t1/ab/p9,t1/b/p2");
+	assert_list(c, "t1", "a", NULL, NULL, NULL, "t1/a/p1,t1/a/p3");
+	assert_list(c, "t1", "zz", NULL, NULL, NULL, "");
+	assert_list(c, "t3", NULL, NULL, NULL, NULL, "");
+	assert_list(c, NULL, "a", NULL, NULL, NULL, "t1/a/p1,t1/a/p3,t10/a/p0,t2/a/p1");
+	assert_list(c, NULL, NULL, "p1", NULL, NULL, "t1/a/p1,t2/a/p1");
+	assert_list(c, "t1", "a", "p3", NULL, NULL, "t1/a/p3");
+	assert_list(c, "t1", "a", "p2", NULL, NULL, "");
+	assert_list(c, NULL, NULL, NULL, "app=x", NULL, "t1/a/p3,t1/b/p2,t10/a/p0,t2/a/p1");
+	assert_list(c, "t1", NULL, NULL, "app in (y,z)", NULL, "t1/a/p1,t1/ab/p9");
+	assert_list(c, NULL, NULL, NULL, "app!=x,tier=web", NULL, "t1/a/p1,t1/ab/p9");
+	assert_list(c, NULL, NULL, NULL, "missing", NULL, "");
+	assert_list(c, NULL, NULL, NULL, NULL, "status.phase=Running", "t1/a/p3,t10/a/p0,t2/a/p1");
+	assert_list(c, NULL, NULL, NULL, NULL, "status.phase!=Running,metadata.namespace=a", "t1/a/p1");
+	assert_list(c, NULL, NULL, NULL, NULL, "metadata.name=p1", "t1/a/p1,t2/a/p1");
+	assert_list(c, NULL, NULL, NULL, "app=x", "status.phase=Running,metadata.name!=p0", "t1/a/p3,t2/a/p1");
+
+	struct cobj *o = wcache_get(c, "/registry/pods/t1/b/p2");
+	assert_non_null(o);
+	assert_string_equal(o->name, "p2");
+	assert_int_equal(o->rv, 4);
+	cobj_unref(o);
+	assert_null(wcache_get(c, "/registry/pods/t1/b/nope"));
+	wcache_free(c);
+}
+
+static void test_node_index(void **state)
+{
+	struct wcache *c = seeded(NULL, 100);
+	assert_list(c, NULL, NULL, NULL, NULL, "spec.nodeName=n1", "t1/a/p3,t2/a/p1");
+	assert_list(c, NULL, NULL, NULL, NULL, "spec.nodeName=n2", "t1/a/p1,t10/a/p0");
+	assert_list(c, NULL, NULL, NULL, NULL, "spec.nodeName=", "t1/ab/p9,t1/b/p2");
+	assert_list(c, NULL, NULL, NULL, NULL, "spec.nodeName=n9", "");
+	assert_list(c, "t1", NULL, NULL, NULL, "spec.nodeName=n1", "t1/a/p3");
+	assert_list(c, NULL, NULL, NULL, "app=x", "spec.nodeName=n2", "t10/a/p0");
+	assert_list(c, NULL, NULL, NULL, NULL, "spec.nodeName!=n1,spec.nodeName!=", "t1/a/p1,t10/a/p0");
+
+	/* bind t1/b/p2 to n1, move t1/a/p3 from n1 to n2, delete t2/a/p1 */
+	apply1(c, pod_key("t1", "b", "p2"), pod_json("t1", "b", "p2", "x", "n1", "Pending", 10), 101);
+	apply1(c, pod_key("t1", "a", "p3"), pod_json("t1", "a", "p3", "x", "n2", "Running", 10), 102);
+	apply1(c, pod_key("t2", "a", "p1"), NULL, 103);
+	assert_list(c, NULL, NULL, NULL, NULL, "spec.nodeName=n1", "t1/b/p2");
+	assert_list(c, NULL, NULL, NULL, NULL, "spec.nodeName=n2", "t1/a/p1,t1/a/p3,t10/a/p0");
+	assert_list(c, NULL, NULL, NULL, NULL, "spec.nodeName=", "t1/ab/p9");
+	/* same node, new content: the index points at the new object */
+	apply1(c, pod_key("t1", "b", "p2"), pod_json("t1", "b", "p2", "x", "n1", "Running", 10), 104);
+	assert_list(c, NULL, NULL, NULL, NULL, "spec.nodeName=n1,status.phase=Running", "t1/b/p2");
+	apply1(c, pod_key("t1", "b", "p2"), NULL, 105);
+	assert_list(c, NULL, NULL, NULL, NULL, "spec.nodeName=n1", "");
+	assert_int_equal(wcache_size(c), 4);
+	assert_int_equal(wcache_revision(c), 105);
+	wcache_free(c);
+}
+
+/* Watch helpers ------------------------------------------------------------------------------ */
+
+/* selector.h has no way yet to copy a field selector (see watcher.c): until the selector module
+ * provides field_selector_format, wcache_watch borrows the field selector, so the tests keep it
+ * alive until the end of the test instead of freeing it right after the call. */
+extern void field_selector_format(const struct field_selector *s, struct buf *out) __attribute__((weak));
+static struct field_selector *kept[4096];
+static size_t nkept;
+
+static void release_kept(void)
+{
+	while (nkept)
+		field_selector_free(kept[--nkept]);
+}
+
+struct wctx {
+	atomic_int notified;
+	atomic_bool closed;
+	atomic_int after_close;
+};
+
+static void on_notify(void *ud)
+{
+	struct wctx *x = ud;
+	if (atomic_load(&x->closed))
+		atomic_fetch_add(&x->after_close, 1);
+	atomic_fetch_add(&x->notified, 1);
+}
+
+static struct watcher *watch(struct wcache *c, const char *t, const char *ns, const char *lsel, const char *fsel,
+			     int64_t from, size_t maxq, struct wctx *x)
+{
+	struct label_selector *ls = NULL;
+	struct field_selector *fs = NULL;
+	if (lsel)
+		assert_int_equal(label_selector_parse(lsel, &ls, NULL), 0);
+	if (fsel)
+		assert_int_equal(field_selector_parse(fsel, &fs, NULL), 0);
+	struct wfilter f = { t, ns, NULL, ls, fs };
+	struct watcher *w = NULL;
+	assert_int_equal(wcache_watch(c, &f, from, maxq, on_notify, x, &w), 0);
+	/* the filter is borrowed only for the call */
+	label_selector_free(ls);
+	if (fs && !field_selector_format && nkept < ARRAY_SIZE(kept))
+		kept[nkept++] = fs;
+	else
+		field_selector_free(fs);
+	return w;
+}
+
+/* Drains w into "TYPE:t/ns/name@rv,..." */
+static char *drain(struct watcher *w)
+{
+	static const char *names[] = { "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR" };
+	struct buf b = BUF_INIT;
+	struct wevent ev;
+	int rc;
+	while ((rc = watcher_next(w, &ev)) == 1) {
+		if (b.len)
+			buf_addch(&b, ',');
+		if (ev.obj)
+			buf_addf(&b, "%s:%s/%s/%s@%lld", names[ev.type], ev.obj->tenant, ev.obj->ns, ev.obj->name,
+				 (long long)ev.rv);
+		else
+			buf_addf(&b, "%s@%lld", names[ev.type], (long long)ev.rv);
+		if (ev.obj)
+			assert_int_equal(ev.obj->rv, ev.type == WEV_ADDED && ev.obj->rv < ev.rv ? ev.obj->rv : ev.rv);
+		wevent_release(&ev);
+	}
+	if (rc < 0)
+		buf_adds(&b, b.len ? ",END" : "END");
+	return buf_detach(&b, NULL);
+}
+
+#define assert_drain(w, want)                              \
+	do {                                               \
+		char *_got = drain(w);                     \
+		assert_string_equal(_got, want);           \
+		free(_got);                                \
+	} while (0)
+
+static void test_watch_initial_and_live(void **state)
+{
+	struct wcache *c = seeded(NULL, 100);
+	struct wctx x = { 0 }, y = { 0 };
+	struct watcher *w = watch(c, "t1", NULL, "app=x", NULL, 0, 10, &x);
+	struct watcher *all = watch(c, NULL, NULL, NULL, NULL, -1, 10, &y);
+	assert_int_equal(wcache_watchers_total(), 2);
+	assert_true(atomic_load(&x.notified) >= 1);
+	assert_drain(w, "ADDED:t1/a/p3@2,ADDED:t1/b/p2@4");
+	assert_drain(all, "ADDED:t1/a/p1@3,ADDED:t1/a/p3@2,ADDED:t1/ab/p9@7,ADDED:t1/b/p2@4,ADDED:t10/a/p0@6,"
+			  "ADDED:t2/a/p1@5");
+	assert_int_equal(watcher_revision(w), 100);
+	int before = atomic_load(&x.notified);
+	apply1(c, pod_key("t1", "c", "new"), pod_json("t1", "c", "new", "x", "", "Pending", 10), 101);
+	apply1(c, pod_key("t2", "a", "other"), pod_json("t2", "a", "other", "x", "", "Pending", 10), 102);
+	assert_int_equal(atomic_load(&x.notified), before + 1);
+	assert_int_equal(watcher_revision(w), 100); /* 101 queued, not handed out yet */
+	assert_drain(w, "ADDED:t1/c/new@101");
+	assert_int_equal(watcher_revision(w), 102); /* nothing matched 102 */
+	assert_drain(all, "ADDED:t1/c/new@101,ADDED:t2/a/other@102");
+	watcher_close(w);
+	watcher_close(all);
+	assert_int_equal(wcache_watchers_total(), 0);
+	wcache_free(c);
+}
+
+static void test_watch_replay(void **state)
+{
+	struct wcache *c = seeded(NULL, 100);
+	struct wctx x = { 0 };
+	for (int i = 1; i <= 10; i++)
+		apply1(c, pod_key("t1", "a", "p1"), pod_json("t1", "a", "p1", "y", "n2", "Pending", i), 100 + i);
+	/* from the list revision: everything since */
+	struct watcher *w = watch(c, "t1", "a", NULL, NULL, 100, 100, &x);
+	assert_drain(w, "MODIFIED:t1/a/p1@101,MODIFIED:t1/a/p1@102,MODIFIED:t1/a/p1@103,MODIFIED:t1/a/p1@104,"
+			"MODIFIED:t1/a/p1@105,MODIFIED:t1/a/p1@106,MODIFIED:t1/a/p1@107,MODIFIED:t1/a/p1@108,"
+			"MODIFIED:t1/a/p1@109,MODIFIED:t1/a/p1@110");
+	watcher_close(w);
+	w = watch(c, NULL, NULL, NULL, NULL, 107, 100, &x);
+	assert_drain(w, "MODIFIED:t1/a/p1@108,MODIFIED:t1/a/p1@109,MODIFIED:t1/a/p1@110");
+	assert_int_equal(watcher_revision(w), 110);
+	watcher_close(w);
+	/* from the current revision: nothing, then live */
+	w = watch(c, NULL, NULL, NULL, NULL, 110, 100, &x);
+	assert_drain(w, "");
+	apply1(c, pod_key("t1", "a", "p1"), NULL, 111);
+	assert_drain(w, "DELETED:t1/a/p1@111");
+	watcher_close(w);
+	/* from the future: waits for newer events only */
+	w = watch(c, NULL, NULL, NULL, NULL, 113, 100, &x);
+	assert_int_equal(watcher_revision(w), 113);
+	apply1(c, pod_key("t1", "a", "q"), pod_json("t1", "a", "q", "y", "", "Pending", 1), 112);
+	apply1(c, pod_key("t1", "a", "q"), pod_json("t1", "a", "q", "y", "", "Running", 1), 113);
+	apply1(c, pod_key("t1", "a", "q"), pod_json("t1", "a", "q", "y", "", "Failed", 1), 114);
+	assert_drain(w, "MODIFIED:t1/a/q@114");
+	watcher_close(w);
+	wcache_free(c);
+}
+
+static int64_t fake_now;
+static int64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+static void test_watch_gone(void **state)
+{
+	struct wcache_options o = { .history_min = 4, .history_max = 8, .history_window_ms = 1000 };
+	struct wcache *c = seeded(&o, 100);
+	struct watcher *w;
+	struct wctx x = { 0 };
+	wcache_set_clock(c, fake_clock);
+	fake_now = 0;
+	assert_int_equal(wcache_watch(c, NULL, 99, 10, on_notify, &x, &w), E_GONE);
+	/* within the window the ring grows to history_max */
+	for (int i = 1; i <= 10; i++)
+		apply1(c, pod_key("t1", "a", "p1"), pod_json("t1", "a", "p1", "y", "", "Pending", i), 100 + i);
+	assert_int_equal(wcache_history_len(c), 8);
+	assert_int_equal(wcache_history_start(c), 102);
+	assert_int_equal(wcache_watch(c, NULL, 101, 10, on_notify, &x, &w), E_GONE);
+	assert_int_equal(wcache_watch(c, NULL, 102, 10, on_notify, &x, &w), 0);
+	assert_drain(w, "MODIFIED:t1/a/p1@103,MODIFIED:t1/a/p1@104,MODIFIED:t1/a/p1@105,MODIFIED:t1/a/p1@106,"
+			"MODIFIED:t1/a/p1@107,MODIFIED:t1/a/p1@108,MODIFIED:t1/a/p1@109,MODIFIED:t1/a/p1@110");
+	watcher_close(w);
+	/* past the window only history_min events stay */
+	fake_now = 5000;
+	apply1(c, pod_key("t1", "a", "p1"), pod_json("t1", "a", "p1", "y", "", "Pending", 1), 111);
+	assert_int_equal(wcache_history_len(c), 4);
+	assert_int_equal(wcache_history_start(c), 107);
+	assert_int_equal(wcache_watch(c, NULL, 106, 10, on_notify, &x, &w), E_GONE);
+	/* revisions of other prefixes between events: any rv after the last evicted event works */
+	assert_int_equal(wcache_watch(c, NULL, 107, 10, on_notify, &x, &w), 0);
+	assert_drain(w, "MODIFIED:t1/a/p1@108,MODIFIED:t1/a/p1@109,MODIFIED:t1/a/p1@110,MODIFIED:t1/a/p1@111");
+	watcher_close(w);
+	wcache_free(c);
+}
+
+static void test_selector_transitions(void **state)
+{
+	struct wcache *c = seeded(NULL, 100);
+	struct wctx x = { 0 }, y = { 0 };
+	struct watcher *w = watch(c, NULL, NULL, "app=x", NULL, 100, 10, &x);
+	struct watcher *k = watch(c, NULL, NULL, NULL, "spec.nodeName=n1", 100, 10, &y);
+	/* p1 (app=y, n2) gains app=x, then moves to n1, then loses app=x, then is deleted */
+	apply1(c, pod_key("t1", "a", "p1"), pod_json("t1", "a", "p1", "x", "n2", "Pending", 10), 101);
+	apply1(c, pod_key("t1", "a", "p1"), pod_json("t1", "a", "p1", "x", "n1", "Pending", 10), 102);
+	apply1(c, pod_key("t1", "a", "p1"), pod_json("t1", "a", "p1", "y", "n1", "Running", 10), 103);
+	apply1(c, pod_key("t1", "a", "p1"), NULL, 104);
+	assert_drain(w, "ADDED:t1/a/p1@101,MODIFIED:t1/a/p1@102,DELETED:t1/a/p1@103");
+	assert_drain(k, "ADDED:t1/a/p1@102,MODIFIED:t1/a/p1@103,DELETED:t1/a/p1@104");
+	watcher_close(w);
+	watcher_close(k);
+
+	/* the DELETED for a selector that stops matching carries the old content at the new rv */
+	w = watch(c, NULL, NULL, "app=x", NULL, 102, 10, &x);
+	struct wevent ev;
+	assert_int_equal(watcher_next(w, &ev), 1);
+	assert_int_equal(ev.type, WEV_DELETED);
+	assert_int_equal(ev.rv, 103);
+	assert_int_equal(ev.obj->rv, 103);
+	assert_non_null(strstr(ev.obj->json, "\"app\":\"x\""));
+	assert_non_null(strstr(ev.obj->json, "\"resourceVersion\":\"103\""));
+	assert_non_null(strstr(ev.obj->json, "\"phase\":\"Pending\""));
+	wevent_release(&ev);
+	assert_int_equal(watcher_next(w, &ev), 0);
+	watcher_close(w);
+
+	/* a real DELETED carries the last state, at the deletion revision */
+	w = watch(c, NULL, NULL, NULL, "status.phase=Running", 103, 10, &x);
+	assert_int_equal(watcher_next(w, &ev), 1);
+	assert_int_equal(ev.type, WEV_DELETED);
+	assert_int_equal(ev.rv, 104);
+	assert_int_equal(ev.obj->rv, 104);
+	assert_non_null(strstr(ev.obj->json, "\"phase\":\"Running\""));
+	assert_non_null(strstr(ev.obj->json, "\"app\":\"y\""));
+	assert_non_null(strstr(ev.obj->json, "\"resourceVersion\":\"104\""));
+	wevent_release(&ev);
+	watcher_close(w);
+	wcache_free(c);
+}
+
+static void test_overflow(void **state)
+{
+	struct wcache *c = seeded(NULL, 100);
+	struct wctx x = { 0 };
+	/* initial events do not count against the cap */
+	struct watcher *w = watch(c, NULL, NULL, NULL, NULL, 0, 3, &x);
+	for (int i = 1; i <= 3; i++)
+		apply1(c, pod_key("t1", "a", "p1"), pod_json("t1", "a", "p1", "y", "", "Pending", i), 100 + i);
+	struct wevent ev;
+	assert_int_equal(watcher_next(w, &ev), 1);
+	assert_int_equal(ev.type, WEV_ADDED);
+	wevent_release(&ev);
+	int n = atomic_load(&x.notified);
+	apply1(c, pod_key("t1", "a", "p1"), pod_json("t1", "a", "p1", "y", "", "Pending", 9), 104);
+	assert_int_equal(atomic_load(&x.notified), n + 1);
+	assert_drain(w, "ERROR@104,END");
+	/* ended: no more events, still -1 */
+	apply1(c, pod_key("t1", "a", "p1"), pod_json("t1", "a", "p1", "y", "", "Pending", 8), 105);
+	assert_int_equal(watcher_next(w, &ev), -1);
+	watcher_close(w);
+	wcache_free(c);
+}
+
+static void test_relist_closes_watchers(void **state)
+{
+	struct wcache *c = seeded(NULL, 100);
+	struct wctx x = { 0 };
+	struct watcher *w = watch(c, NULL, NULL, NULL, NULL, 100, 10, &x);
+	apply1(c, pod_key("t1", "a", "p1"), NULL, 101);
+	wcache_apply_list(c, NULL, 0, 200);
+	assert_drain(w, "DELETED:t1/a/p1@101,ERROR@101,END");
+	assert_int_equal(wcache_size(c), 0);
+	assert_int_equal(wcache_revision(c), 200);
+	assert_int_equal(wcache_history_len(c), 0);
+	struct watcher *w2;
+	assert_int_equal(wcache_watch(c, NULL, 150, 10, on_notify, &x, &w2), E_GONE);
+	/* events from before the list revision are ignored */
+	apply1(c, pod_key("t1", "a", "p1"), pod_json("t1", "a", "p1", "y", "", "Pending", 1), 150);
+	assert_int_equal(wcache_size(c), 0);
+	watcher_close(w);
+	wcache_free(c);
+}
+
+static void test_free_ends_watchers(void **state)
+{
+	struct wcache *c = seeded(NULL, 100);
+	struct wctx x = { 0 };
+	struct watcher *w = watch(c, NULL, NULL, NULL, NULL, 100, 10, &x);
+	wcache_free(c);
+	assert_drain(w, "END");
+	watcher_close(w);
+	assert_int_equal(wcache_watchers_total(), 0);
+}
+
+struct waiter {
+	struct wcache *c;
+	int rc;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *wt = arg;
+	wt->rc = wcache_wait_for(wt->c, 101, 5000);
+	return NULL;
+}
+
+static void test_wait_for(void **state)
+{
+	struct wcache *c = seeded(NULL, 100);
+	assert_int_equal(wcache_wait_for(c, 100, 0), 0);
+	assert_int_equal(wcache_wait_for(c, 101, 20), E_TIMEOUT);
+	struct waiter wt = { c, 1 };
+	pthread_t th;
+	pthread_create(&th, NULL, wait_thread, &wt);
+	apply1(c, pod_key("t1", "a", "p1"), NULL, 101);
+	pthread_join(th, NULL);
+	assert_int_equal(wt.rc, 0);
+	wcache_free(c);
+}
+
+/* Closing watchers while another thread applies events: no notify after close returns. */
+struct churn {
+	struct wcache *c;
+	atomic_bool stop;
+	atomic_int applied;
+};
+
+static void *apply_thread(void *arg)
+{
+	struct churn *ch = arg;
+	int64_t rev = 100;
+	while (!atomic_load(&ch->stop)) {
+		rev++;
+		apply1(ch->c, pod_key("t1", "a", "p1"), pod_json("t1", "a", "p1", "x", "n1", "Running", 3), rev);
+		atomic_fetch_add(&ch->applied, 1);
+	}
+	return NULL;
+}
+
+static void test_close_while_delivering(void **state)
+{
+	struct churn ch = { seeded(NULL, 100), false, 0 };
+	pthread_t th;
+	pthread_create(&th, NULL, apply_thread, &ch);
+	int violations = 0, got = 0;
+	time_t deadline = time(NULL) + 20;
+	/* the lock is not fair: go on until both sides made progress */
+	for (int i = 0; i < 2000 || (atomic_load(&ch.applied) < 500 && time(NULL) < deadline); i++) {
+		struct wctx *x = xcalloc(1, sizeof(*x));
+		struct watcher *w = watch(ch.c, "t1", NULL, NULL, NULL, -1, 4, x);
+		struct wevent ev;
+		for (int k = 0; k < 3; k++) {
+			int rc = watcher_next(w, &ev);
+			if (rc == 1) {
+				got++;
+				wevent_release(&ev);
+			}
+		}
+		watcher_close(w);
+		atomic_store(&x->closed, true);
+		/* give the apply thread a chance to (wrongly) notify */
+		for (int k = 0; k < 100; k++)
+			__asm__ volatile("" ::: "memory");
+		violations += atomic_load(&x->after_close);
+		free(x);
+	}
+	atomic_store(&ch.stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(violations, 0);
+	assert_true(got > 0);
+	assert_true(atomic_load(&ch.applied) >= 500);
+	assert_int_equal(wcache_watchers_total(), 0);
+	wcache_free(ch.c);
+}
+
+static void nop_notify(void *ud)
+{
+	(*(long *)ud)++;
+}
+
+/* 1,000 watchers x 1,000 events: delivery must stay pointer pushes. */
+static void test_fanout(void **state)
+{
+	struct wcache *c = seeded(NULL, 100);
+	enum { NW = 1000, NE = 1000 };
+	struct watcher **ws = xcalloc(NW, sizeof(*ws));
+	long notifies = 0;
+	struct label_selector *ls;
+	assert_int_equal(label_selector_parse("app=x", &ls, NULL), 0);
+	for (int i = 0; i < NW; i++) {
+		struct wfilter f = { i % 2 ? "t1" : NULL, NULL, NULL, i % 3 ? NULL : ls, NULL };
+		assert_int_equal(wcache_watch(c, &f, 100, NE + 10, nop_notify, &notifies, &ws[i]), 0);
+	}
+	char *js = pod_json("t1", "a", "hot", "x", "n1", "Running", 1000);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct evbuild eb = { 0 };
+	for (int i = 0; i < NE; i++)
+		eb_put(&eb, pod_key("t1", "a", "hot"), xstrdup(js), 101 + i);
+	for (int i = 0; i < NE; i += 10) /* batches of 10 as a watch stream would deliver them */
+		wcache_apply_events(c, eb.v + i, 10);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	print_message("fanout: %d watchers x %d events delivered in %.1f ms\n", NW, NE, ms);
+	long total = 0;
+	for (int i = 0; i < NW; i++) {
+		struct wevent ev;
+		int n = 0;
+		while (watcher_next(ws[i], &ev) == 1) {
+			assert_int_equal(ev.rv, 101 + n);
+			n++;
+			wevent_release(&ev);
+		}
+		assert_int_equal(n, NE);
+		total += n;
+		watcher_close(ws[i]);
+	}
+	assert_int_equal(total, (long)NW * NE);
+	assert_int_equal(notifies, (long)NW * (NE / 10));
+	assert_true(ms < 5000);
+	eb_release(&eb);
+	free(js);
+	free(ws);
+	label_selector_free(ls);
+	wcache_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cobj_new),
+		cmocka_unit_test(test_not_ready),
+		cmocka_unit_test(test_list_filters),
+		cmocka_unit_test(test_node_index),
+		cmocka_unit_test(test_watch_initial_and_live),
+		cmocka_unit_test(test_watch_replay),
+		cmocka_unit_test(test_watch_gone),
+		cmocka_unit_test(test_selector_transitions),
+		cmocka_unit_test(test_overflow),
+		cmocka_unit_test(test_relist_closes_watchers),
+		cmocka_unit_test(test_free_ends_watchers),
+		cmocka_unit_test(test_wait_for),
+		cmocka_unit_test(test_close_while_delivering),
+		cmocka_unit_test(test_fanout),
+	};
+	if (!field_selector_format)
+		print_message("note: field_selector_format missing: field selectors are borrowed by watchers\n");
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	release_kept();
+	return rc;
+}
