@@ -50,9 +50,10 @@ fi
 
 TMP=$(mktemp -d /tmp/ursa-bench.XXXXXX)
 PIDS=()
+RUN_PID=""
 cleanup() {
 	local pid
-	for pid in "${PIDS[@]}"; do
+	for pid in $RUN_PID "${PIDS[@]}"; do
 		kill "$pid" 2>/dev/null || true
 	done
 	for pid in "${PIDS[@]}"; do
@@ -163,7 +164,11 @@ run() {
 	local name=$1 limit=$2
 	shift 2
 	echo "## $name: ursa-load $*" >&2
-	timeout -k 10 "$limit" "$LOAD" "$@" >"$TMP/$name.out" 2>&1 || echo "# $name exited with $?" >&2
+	# In the background so that a signal to this script is handled at once (see cleanup).
+	timeout -k 10 "$limit" "$LOAD" "$@" >"$TMP/$name.out" 2>&1 &
+	RUN_PID=$!
+	wait "$RUN_PID" || echo "# $name exited with $?" >&2
+	RUN_PID=""
 	grep -v '^RESULT ' "$TMP/$name.out" >&2 || true
 }
 

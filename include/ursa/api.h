@@ -93,7 +93,7 @@ extern const struct api_strategy strategy_tenant, strategy_namespace, strategy_p
 	strategy_secret, strategy_serviceaccount, strategy_event, strategy_service, strategy_deployment,
 	strategy_replicaset, strategy_lease;
 
-/* Generic metadata validation shared by all resources (src/common/api/validation.c). */
+/* Name validators (src/common/selector/names.c) and generic metadata validation (src/common/api/validation.c). */
 bool valid_dns1123_label(const char *s);     /* [a-z0-9]([-a-z0-9]*[a-z0-9])?, <= 63 */
 bool valid_dns1123_subdomain(const char *s); /* labels joined by '.', <= 253 */
 /* Label key [prefix/]name and value syntax, as Kubernetes checks them. */

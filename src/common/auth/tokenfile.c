@@ -185,7 +185,7 @@ static int fields_to_entry(struct fields *fs, struct token_entry *e, const char 
 		return -1;
 	}
 	const char *tenant = fs->n >= 5 && f[4].len ? f[4].ptr : TENANT_SYSTEM;
-	if (!auth_tenant_ok(tenant, strlen(tenant)) || (fs->n >= 5 && strlen(f[4].ptr) != f[4].len)) {
+	if (!auth_tenant_ok(tenant, strlen(tenant))) {
 		*why = "tenant is not a DNS label (or is \"all\")";
 		return -1;
 	}

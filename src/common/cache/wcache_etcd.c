@@ -10,7 +10,7 @@
 #include "ursa/errors.h"
 #include "ursa/xalloc.h"
 
-#define LIST_PAGE 10000
+_Atomic long wcache_list_page_size = 10000;
 #define RETRY_MS 1000
 
 struct wdriver {
@@ -90,11 +90,12 @@ static int list_pages(struct wdriver *d, struct objvec *a, int64_t *ret_rev)
 {
 	struct buf start = BUF_INIT;
 	int64_t rev = 0;
+	long page = atomic_load(&wcache_list_page_size);
 	int rc;
 	buf_adds(&start, d->prefix);
 	for (;;) {
 		struct etcd_range_result res;
-		if ((rc = etcd_range(d->etcd, buf_cstr(&start), d->range_end, rev, LIST_PAGE, false, &res)))
+		if ((rc = etcd_range(d->etcd, buf_cstr(&start), d->range_end, rev, page, false, &res)))
 			goto out;
 		if (rev == 0)
 			rev = res.revision;

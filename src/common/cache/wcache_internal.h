@@ -27,6 +27,10 @@ void wcache_set_clock(struct wcache *c, int64_t (*now_ms)(void));
 size_t wcache_history_len(struct wcache *c);
 int64_t wcache_history_start(struct wcache *c);
 
+/* Keys per etcd range request while listing (default 10,000); tests lower it to cover paging.
+ * Read when a list starts. */
+extern _Atomic long wcache_list_page_size;
+
 /* The driver (wcache_etcd.c) hooks itself here; wcache_free calls stop(driver) first. */
 void wcache_set_driver(struct wcache *c, void *driver, void (*stop)(void *driver));
 const char *wcache_key_prefix(const struct wcache *c);

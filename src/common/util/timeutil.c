@@ -83,20 +83,23 @@ void age_add(struct buf *out, time_t since, time_t now)
 	long s = (long)(now - since);
 	if (s < 0)
 		s = 0;
+	long m = s / 60, h = m / 60;
 	if (s < 120)
 		buf_addf(out, "%lds", s);
-	else if (s < 600)
-		s % 60 ? buf_addf(out, "%ldm%lds", s / 60, s % 60) : buf_addf(out, "%ldm", s / 60);
-	else if (s < 3 * 3600)
-		s % 3600 / 60 ? buf_addf(out, "%ldh%ldm", s / 3600, s % 3600 / 60) : buf_addf(out, "%ldh", s / 3600);
-	else if (s < 8 * 3600 && (s % 3600) / 60)
-		buf_addf(out, "%ldh%ldm", s / 3600, s % 3600 / 60);
-	else if (s < 48 * 3600)
-		buf_addf(out, "%ldh", s / 3600);
-	else if (s < 8 * 86400 && (s % 86400) / 3600)
-		buf_addf(out, "%ldd%ldh", s / 86400, s % 86400 / 3600);
-	else if (s < 2L * 365 * 86400)
-		buf_addf(out, "%ldd", s / 86400);
+	else if (m < 10)
+		s % 60 ? buf_addf(out, "%ldm%lds", m, s % 60) : buf_addf(out, "%ldm", m);
+	else if (m < 180)
+		buf_addf(out, "%ldm", m);
+	else if (h < 8)
+		m % 60 ? buf_addf(out, "%ldh%ldm", h, m % 60) : buf_addf(out, "%ldh", h);
+	else if (h < 48)
+		buf_addf(out, "%ldh", h);
+	else if (h < 24 * 8)
+		h % 24 ? buf_addf(out, "%ldd%ldh", h / 24, h % 24) : buf_addf(out, "%ldd", h / 24);
+	else if (h < 24 * 365 * 2)
+		buf_addf(out, "%ldd", h / 24);
+	else if (h < 24 * 365 * 8)
+		(h / 24) % 365 ? buf_addf(out, "%ldy%ldd", h / 24 / 365, (h / 24) % 365) : buf_addf(out, "%ldy", h / 24 / 365);
 	else
-		buf_addf(out, "%ldy", s / (365 * 86400));
+		buf_addf(out, "%ldy", h / 24 / 365);
 }

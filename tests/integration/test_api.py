@@ -1,0 +1,372 @@
+#!/usr/bin/python3
+"""CRUD, list, patch, delete and watch semantics of ursa-tp-apiserver over raw HTTP.
+
+Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_api.py
+(URSA_TEST=test_a,test_b runs a subset after setup.)"""
+
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from ursa_harness import (ApiServer, Etcd, check, create_tenant, deployment_manifest,  # noqa: E402
+                          deployments_path, eq, expect_status, names, pod_manifest, pods_path, q,
+                          run, uniq)
+
+S = {}
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+def setup():
+    S["etcd"] = Etcd().start()
+    S["api"] = ApiServer(S["etcd"]).start()
+    S["admin"] = S["api"].admin()
+    S["t"] = uniq("api")
+    create_tenant(S["admin"], S["t"])
+
+
+def admin():
+    return S["admin"]
+
+
+def create_pod(name, labels=None, **meta):
+    r = admin().post(pods_path(S["t"]), pod_manifest(name, labels, **meta))
+    expect_status(r, 201, "create pod %s" % name)
+    return r.json
+
+
+def list_pods(**params):
+    r = admin().get(pods_path(S["t"]) + (q(**params) if params else ""))
+    expect_status(r, 200, "list pods %r" % params)
+    return r.json
+
+
+def test_create_returns_201_with_server_fields():
+    p = create_pod(uniq("create"), {"a": "b"})
+    m = p["metadata"]
+    eq(p.get("kind"), "Pod", "created object's kind")
+    eq(p.get("apiVersion"), "v1", "created object's apiVersion")
+    eq(m.get("namespace"), "default", "metadata.namespace")
+    eq(m.get("tenant"), S["t"], "metadata.tenant")
+    check(m.get("uid"), "metadata.uid missing: %r" % m)
+    check(isinstance(m.get("resourceVersion"), str) and m["resourceVersion"],
+          "metadata.resourceVersion must be a non-empty string: %r" % m)
+    check(RFC3339.match(m.get("creationTimestamp") or ""),
+          "creationTimestamp is not RFC 3339 UTC: %r" % m.get("creationTimestamp"))
+    hk = m.get("hashKey")
+    check(isinstance(hk, int) and not isinstance(hk, bool) and hk > 0,
+          "metadata.hashKey must be a positive integer: %r" % hk)
+    eq((p.get("status") or {}).get("phase"), "Pending", "status.phase of a new pod")
+    S["created"] = p
+
+
+def test_get_and_not_found():
+    p = S["created"]
+    name = p["metadata"]["name"]
+    r = admin().get(pods_path(S["t"], name=name))
+    expect_status(r, 200, "get pod")
+    eq(r.json["metadata"]["uid"], p["metadata"]["uid"], "uid of the fetched pod")
+    eq(r.json["metadata"]["resourceVersion"], p["metadata"]["resourceVersion"], "resourceVersion")
+    r = admin().get(pods_path(S["t"], name="no-such-pod"))
+    expect_status(r, 404, "get missing pod", "NotFound")
+    r = admin().post(pods_path(S["t"]), pod_manifest(name))
+    expect_status(r, 409, "create an existing pod", "AlreadyExists")
+
+
+def test_short_path_resolves_to_callers_tenant():
+    name = S["created"]["metadata"]["name"]
+    user = S["api"].user_client(S["t"], "alice")
+    r = user.get("/api/v1/namespaces/default/pods/" + name)
+    expect_status(r, 200, "GET short path as a user of the tenant")
+    eq(r.json["metadata"]["uid"], S["created"]["metadata"]["uid"], "uid via short path")
+    eq(r.json["metadata"]["tenant"], S["t"], "tenant via short path")
+
+
+def test_list_limit_and_continue():
+    run_id = uniq("page")
+    for i in range(5):
+        create_pod("%s-%d" % (run_id, i), {"page": run_id})
+    seen = []
+    first = list_pods(labelSelector="page=" + run_id, limit=2)
+    eq(first.get("kind"), "PodList", "list kind")
+    check(first["metadata"].get("resourceVersion"), "list has no metadata.resourceVersion: %r"
+          % first["metadata"])
+    eq(len(first["items"]), 2, "items on the first page (limit=2)")
+    check(first["metadata"].get("continue"), "first page has no continue token: %r" % first["metadata"])
+    seen += names(first)
+    # Created after the first page: a continued list is a snapshot at the first page's revision.
+    create_pod("%s-zz-late" % run_id, {"page": run_id})
+    token = first["metadata"]["continue"]
+    pages = 1
+    while token:
+        page = list_pods(labelSelector="page=" + run_id, limit=2, **{"continue": token})
+        check(len(page["items"]) <= 2, "page longer than limit: %r" % names(page))
+        seen += names(page)
+        token = page["metadata"].get("continue")
+        pages += 1
+        check(pages < 10, "continue tokens never end")
+    eq(sorted(seen), ["%s-%d" % (run_id, i) for i in range(5)],
+       "pods over all pages (no duplicates, nothing created after the first page)")
+    eq(len(names(list_pods(labelSelector="page=" + run_id))), 6, "pods in a fresh list")
+
+
+def test_label_selectors():
+    r = uniq("sel")
+    create_pod(r + "-a", {"run": r, "env": "prod", "tier": "fe"})
+    create_pod(r + "-b", {"run": r, "env": "dev"})
+    create_pod(r + "-c", {"run": r})
+    cases = [("env=prod", ["a"]), ("env==dev", ["b"]), ("env!=prod", ["b", "c"]),
+             ("env in (prod,dev)", ["a", "b"]), ("env notin (prod)", ["b", "c"]),
+             ("env", ["a", "b"]), ("!env", ["c"]), ("env=prod,tier=fe", ["a"]),
+             ("env=prod,tier=be", [])]
+    for sel, want in cases:
+        got = names(list_pods(labelSelector="run=%s,%s" % (r, sel)))
+        eq(got, ["%s-%s" % (r, x) for x in want], "labelSelector %r" % sel)
+
+
+def test_field_selectors():
+    r = uniq("fld")
+    for x in "abc":
+        create_pod("%s-%s" % (r, x), {"run": r})
+    sel = "run=" + r
+    eq(names(list_pods(labelSelector=sel, fieldSelector="metadata.name=%s-a" % r)), [r + "-a"],
+       "fieldSelector metadata.name=")
+    eq(names(list_pods(labelSelector=sel, fieldSelector="metadata.name!=%s-a" % r)),
+       [r + "-b", r + "-c"], "fieldSelector metadata.name!=")
+    eq(len(names(list_pods(labelSelector=sel, fieldSelector="status.phase=Pending"))), 3,
+       "fieldSelector status.phase=Pending")
+    eq(names(list_pods(labelSelector=sel, fieldSelector="status.phase!=Pending")), [],
+       "fieldSelector status.phase!=Pending")
+    eq(len(names(list_pods(labelSelector=sel, fieldSelector="spec.nodeName="))), 3,
+       "fieldSelector spec.nodeName= (unscheduled pods)")
+    eq(names(list_pods(labelSelector=sel, fieldSelector="metadata.namespace=default,metadata.name=%s-b" % r)),
+       [r + "-b"], "two field requirements")
+
+
+def test_update_with_stale_resource_version_conflicts():
+    p = create_pod(uniq("upd"), {"v": "0"})
+    path = pods_path(S["t"], name=p["metadata"]["name"])
+    old = admin().get(path).json
+    newer = dict(old)
+    newer["metadata"] = dict(old["metadata"], labels={"v": "1"})
+    r = admin().put(path, newer)
+    expect_status(r, 200, "PUT with the current resourceVersion")
+    check(r.json["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"],
+          "resourceVersion did not change on update")
+    eq(r.json["metadata"]["labels"], {"v": "1"}, "labels after PUT")
+    eq(r.json["metadata"].get("hashKey"), old["metadata"].get("hashKey"), "hashKey kept on update")
+    eq(r.json["metadata"].get("uid"), old["metadata"].get("uid"), "uid kept on update")
+    stale = dict(old)
+    stale["metadata"] = dict(old["metadata"], labels={"v": "stale"})
+    r = admin().put(path, stale)
+    expect_status(r, 409, "PUT with a stale resourceVersion", "Conflict")
+    eq(admin().get(path).json["metadata"]["labels"], {"v": "1"}, "labels after the rejected PUT")
+
+
+def test_merge_json_and_strategic_patches():
+    p = create_pod(uniq("patch"), {"keep": "yes"})
+    path = pods_path(S["t"], name=p["metadata"]["name"])
+    r = admin().patch(path, {"metadata": {"labels": {"m": "1"}}}, "application/merge-patch+json")
+    expect_status(r, 200, "merge patch")
+    eq(r.json["metadata"]["labels"], {"keep": "yes", "m": "1"}, "labels after merge patch")
+    r = admin().patch(path, [{"op": "add", "path": "/metadata/labels/j", "value": "2"},
+                             {"op": "remove", "path": "/metadata/labels/m"}],
+                      "application/json-patch+json")
+    expect_status(r, 200, "json patch")
+    eq(r.json["metadata"]["labels"], {"keep": "yes", "j": "2"}, "labels after json patch")
+    r = admin().patch(path, {"metadata": {"labels": {"s": "3", "j": None}}},
+                      "application/strategic-merge-patch+json")
+    expect_status(r, 200, "strategic merge patch")
+    eq(r.json["metadata"]["labels"], {"keep": "yes", "s": "3"}, "labels after strategic merge patch")
+
+    # Lists: strategic merge merges containers by name; merge patch replaces the list.
+    d = deployment_manifest(uniq("smp"))
+    r = admin().post(deployments_path(S["t"]), d)
+    expect_status(r, 201, "create deployment")
+    dpath = deployments_path(S["t"], name=d["metadata"]["name"])
+    side = {"spec": {"template": {"spec": {"containers": [{"name": "side", "image": "busybox:1.36"}]}}}}
+    r = admin().patch(dpath, side, "application/strategic-merge-patch+json")
+    expect_status(r, 200, "strategic merge patch of containers")
+    got = {c["name"]: c["image"] for c in r.json["spec"]["template"]["spec"]["containers"]}
+    eq(got, {"c": "nginx:1.25", "side": "busybox:1.36"}, "containers after strategic merge (merged by name)")
+    r = admin().patch(dpath, side, "application/merge-patch+json")
+    expect_status(r, 200, "merge patch of containers")
+    got = [c["name"] for c in r.json["spec"]["template"]["spec"]["containers"]]
+    eq(got, ["side"], "containers after merge patch (list replaced)")
+
+
+APPLY_YAML = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %(name)s
+  labels:
+    via: apply
+spec:
+  replicas: %(replicas)d
+  selector:
+    matchLabels:
+      app: %(name)s
+  template:
+    metadata:
+      labels:
+        app: %(name)s
+    spec:
+      containers:
+      - name: c
+        image: nginx:1.25
+"""
+
+
+def test_apply_patch_creates_missing_object():
+    name = uniq("applied")
+    path = deployments_path(S["t"], name=name) + q(fieldManager="ursa-test")
+    r = admin().patch(path, APPLY_YAML % {"name": name, "replicas": 2}, "application/apply-patch+yaml")
+    expect_status(r, 201, "apply-patch of a missing deployment")
+    eq(r.json["spec"]["replicas"], 2, "spec.replicas after apply")
+    eq(r.json["metadata"].get("labels"), {"via": "apply"}, "labels after apply")
+    eq(r.json["metadata"].get("generation"), 1, "generation of the applied deployment")
+    r = admin().patch(path, APPLY_YAML % {"name": name, "replicas": 3}, "application/apply-patch+yaml")
+    expect_status(r, 200, "apply-patch of an existing deployment")
+    eq(r.json["spec"]["replicas"], 3, "spec.replicas after second apply")
+    eq(r.json["metadata"].get("generation"), 2, "generation after a spec change by apply")
+
+
+def test_delete_returns_object():
+    p = create_pod(uniq("del"))
+    path = pods_path(S["t"], name=p["metadata"]["name"])
+    r = admin().delete(path)
+    expect_status(r, 200, "DELETE pod")
+    eq(r.json.get("kind"), "Pod", "DELETE answers with the object (kind)")
+    eq(r.json["metadata"].get("uid"), p["metadata"]["uid"], "DELETE answers with the object (uid)")
+    expect_status(admin().get(path), 404, "GET after DELETE", "NotFound")
+    expect_status(admin().delete(path), 404, "second DELETE", "NotFound")
+
+
+def test_finalizers_hold_deletion():
+    p = create_pod(uniq("fin"), finalizers=["ursa.test/keep"])
+    path = pods_path(S["t"], name=p["metadata"]["name"])
+    r = admin().delete(path)
+    expect_status(r, 200, "DELETE pod with a finalizer")
+    check(r.json["metadata"].get("deletionTimestamp"),
+          "DELETE answer lacks deletionTimestamp: %r" % r.json["metadata"])
+    r = admin().get(path)
+    expect_status(r, 200, "GET pod held by a finalizer")
+    check(r.json["metadata"].get("deletionTimestamp"), "deletionTimestamp not stored: %r" % r.json["metadata"])
+    eq(r.json["metadata"].get("finalizers"), ["ursa.test/keep"], "finalizers while terminating")
+    check(p["metadata"]["name"] in names(list_pods()), "terminating pod missing from the list")
+    r = admin().patch(path, {"metadata": {"finalizers": None}}, "application/merge-patch+json")
+    expect_status(r, 200, "removing the last finalizer")
+    expect_status(admin().get(path), 404, "GET after the last finalizer was removed", "NotFound")
+
+
+def test_deletecollection():
+    r = uniq("dc")
+    for i in range(3):
+        create_pod("%s-%d" % (r, i), {"dc": r})
+    create_pod(r + "-other", {"dc": r + "-x"})
+    resp = admin().delete(pods_path(S["t"]) + q(labelSelector="dc=" + r))
+    expect_status(resp, 200, "DELETE collection with labelSelector")
+    eq(names(list_pods(labelSelector="dc=" + r)), [], "pods left after deletecollection")
+    eq(names(list_pods(labelSelector="dc=%s-x" % r)), [r + "-other"],
+       "pods outside the selector survive deletecollection")
+
+
+def test_generation_bumps_only_on_spec_changes():
+    d = deployment_manifest(uniq("gen"))
+    r = admin().post(deployments_path(S["t"]), d)
+    expect_status(r, 201, "create deployment")
+    eq(r.json["metadata"].get("generation"), 1, "generation at create")
+    path = deployments_path(S["t"], name=d["metadata"]["name"])
+    r = admin().patch(path, {"metadata": {"labels": {"x": "y"}, "annotations": {"a": "b"}}})
+    expect_status(r, 200, "metadata patch")
+    eq(r.json["metadata"].get("generation"), 1, "generation after a metadata-only change")
+    r = admin().patch(path, {"spec": {"replicas": 4}})
+    expect_status(r, 200, "spec patch")
+    eq(r.json["metadata"].get("generation"), 2, "generation after a spec change")
+    r = admin().patch(path + "/status", {"status": {"observedGeneration": 2, "replicas": 0}})
+    expect_status(r, 200, "status patch")
+    eq(r.json["metadata"].get("generation"), 2, "generation after a status-only change")
+    eq(r.json["status"].get("observedGeneration"), 2, "status.observedGeneration stored via /status")
+    r = admin().patch(path, {"spec": {"replicas": 4}})
+    expect_status(r, 200, "no-op spec patch")
+    eq(r.json["metadata"].get("generation"), 2, "generation after a spec patch that changes nothing")
+
+
+def test_watch_without_resource_version_sends_synthetic_added():
+    r = uniq("wsyn")
+    create_pod(r + "-1", {"w": r})
+    create_pod(r + "-2", {"w": r})
+    start = time.monotonic()
+    w = admin().watch(pods_path(S["t"]) + q(watch="true", labelSelector="w=" + r, timeoutSeconds=3))
+    if w.status != 200:
+        raise AssertionError("watch: expected HTTP 200, got %r" % w.response)
+    w.drain(15)
+    check(w.ended, "watch with timeoutSeconds=3 still open after 15 s: %r" % w.summary())
+    check(time.monotonic() - start < 12, "watch with timeoutSeconds=3 lasted %.1fs" % (time.monotonic() - start))
+    eq(sorted(w.summary()), [("ADDED", r + "-1"), ("ADDED", r + "-2")], "events of a watch without resourceVersion")
+    for ev in w.events:
+        eq(ev["object"].get("kind"), "Pod", "kind of a watch event's object")
+    eq(w.bad_lines, [], "lines of the watch stream that are not JSON")
+
+
+def test_watch_from_resource_version_sends_only_later_events():
+    p = create_pod(uniq("wrv"))
+    name = p["metadata"]["name"]
+    w = admin().watch(pods_path(S["t"]) + q(watch="true", resourceVersion=p["metadata"]["resourceVersion"],
+                                            fieldSelector="metadata.name=" + name, timeoutSeconds=20))
+    if w.status != 200:
+        raise AssertionError("watch: expected HTTP 200, got %r" % w.response)
+    time.sleep(0.5)
+    expect_status(admin().patch(pods_path(S["t"], name=name), {"metadata": {"labels": {"w": "1"}}}), 200, "patch")
+    expect_status(admin().delete(pods_path(S["t"], name=name)), 200, "delete")
+    w.until(lambda ev: ev.get("type") == "DELETED", 15)
+    w.close()
+    eq([t for t, _ in w.summary()], ["MODIFIED", "DELETED"], "events after the watched resourceVersion")
+    eq(w.events[0]["object"]["metadata"].get("labels"), {"w": "1"}, "MODIFIED event's labels")
+
+
+def test_watch_bookmarks():
+    w = admin().watch(pods_path(S["t"]) + q(watch="true", allowWatchBookmarks="true",
+                                            labelSelector="none=" + uniq("bm"), timeoutSeconds=8))
+    if w.status != 200:
+        raise AssertionError("watch: expected HTTP 200, got %r" % w.response)
+    w.drain(25)
+    marks = [e for e in w.events if e.get("type") == "BOOKMARK"]
+    check(marks, "no BOOKMARK event before the watch ended (timeoutSeconds=8): %r" % w.events)
+    obj = marks[0]["object"]
+    eq(obj.get("kind"), "Pod", "BOOKMARK object's kind")
+    check((obj.get("metadata") or {}).get("resourceVersion"), "BOOKMARK lacks metadata.resourceVersion: %r" % obj)
+    eq([e.get("type") for e in w.events if e.get("type") != "BOOKMARK"], [],
+       "non-bookmark events for a selector that matches nothing")
+
+
+def test_table_responses():
+    p = create_pod(uniq("tbl"))
+    name = p["metadata"]["name"]
+    for accept in (TABLE, TABLE + ",application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"):
+        r = admin().get(pods_path(S["t"]), headers={"Accept": accept})
+        expect_status(r, 200, "Table list")
+        t = r.json
+        eq((t.get("kind"), t.get("apiVersion")), ("Table", "meta.k8s.io/v1"), "Table kind/apiVersion")
+        cols = [(c.get("name"), c.get("priority", 0)) for c in t.get("columnDefinitions", [])]
+        eq(cols, [("Name", 0), ("Ready", 0), ("Status", 0), ("Restarts", 0), ("Age", 0), ("IP", 1),
+                  ("Node", 1), ("Nominated Node", 1), ("Readiness Gates", 1)], "pod Table columns")
+        check(t.get("metadata", {}).get("resourceVersion"), "Table lacks metadata.resourceVersion")
+        rows = [row for row in t.get("rows", []) if row["cells"][0] == name]
+        eq(len(rows), 1, "Table rows for pod %s" % name)
+        row = rows[0]
+        eq(len(row["cells"]), len(cols), "cells in a row")
+        eq(row["cells"][1:3], ["0/1", "Pending"], "Ready and Status cells")
+        check(row["cells"][3] in (0, "0"), "Restarts cell: %r" % row["cells"][3])
+        eq(row["object"].get("kind"), "PartialObjectMetadata", "row object kind")
+        eq(row["object"]["metadata"].get("name"), name, "row object name")
+    r = admin().get(pods_path(S["t"], name=name), headers={"Accept": TABLE})
+    expect_status(r, 200, "Table get")
+    eq(r.json.get("kind"), "Table", "single-object Table kind")
+    eq([row["cells"][0] for row in r.json.get("rows", [])], [name], "single-object Table rows")
+
+
+if __name__ == "__main__":
+    run(globals())
