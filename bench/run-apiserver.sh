@@ -285,6 +285,7 @@ if [ "$ETCD_ONLY" = 0 ]; then
 | Streams established | $(field watch established) |
 | Updates (ok/s, p50 ms) | $(field watch updates_ok) ($(fmt %.0f "$(field watch updates_per_s)")/s, $(fmt %.2f "$(field watch update_p50_ms)") ms) |
 | Events delivered / expected | $(field watch events) / $(field watch expected) |
+| Duplicate events / streams ended early | $(field watch duplicates) / $(field watch ended_early) |
 | Delivery rate | $(fmt %.0f "$(field watch events_per_s)") events/s |
 | Lag p50 / p99 / max | $(fmt %.1f "$(field watch lag_p50_ms)") / $(fmt %.1f "$(field watch lag_p99_ms)") / $(fmt %.1f "$(field watch lag_max_ms)") ms |
 | Every watcher got every event | $(field watch all_delivered) |

@@ -32,4 +32,19 @@ void apiserver_stop(struct apiserver *s);
  * (for server-side hooks). obj is borrowed. 0, E_ALREADY_EXISTS, E_INVALID, ... */
 int apiserver_create(struct apiserver *s, const char *plural, const char *tenant, const char *ns, const json_t *obj);
 
+/* What distinguishes one API server daemon from another. */
+struct apiserver_daemon {
+	const char *program;           /* "ursa-tp-apiserver" */
+	const char *summary;           /* one line for --help */
+	const char *component;         /* "tp-apiserver" (logs) */
+	const char *default_listen;
+	const char *default_partition;
+	const struct api_resource *resources;
+	size_t nresources;
+	void (*on_created)(struct apiserver *s, const struct api_resource *r, const json_t *obj);
+	const char *const *system_namespaces; /* NULL-terminated; ensured in tenant system at start */
+};
+/* Parses the common flags (--help lists them), serves until SIGTERM/SIGINT. Exit code. */
+int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv);
+
 #endif

@@ -1,5 +1,6 @@
 /* The resources a tenant partition serves: one table entry each. */
 #include "tp.h"
+#include "ursa/region.h"
 
 const struct api_resource tp_resources[] = {
 	{ "", "v1", "tenants", "tenant", "Tenant", SCOPE_CLUSTER, { "te", NULL }, SUB_STATUS, false, true, &strategy_tenant },
@@ -21,5 +22,7 @@ const struct api_resource tp_resources[] = {
 	  true, false, &strategy_replicaset },
 	{ "coordination.k8s.io", "v1", "leases", "lease", "Lease", SCOPE_NAMESPACE, { NULL }, 0, false, false,
 	  &strategy_lease },
+	{ URSA_GROUP, "v1", "resourcemanagers", "resourcemanager", "ResourceManager", SCOPE_CLUSTER, { "rm", NULL }, 0,
+	  false, true, &strategy_resourcemanager },
 };
 const size_t tp_nresources = sizeof(tp_resources) / sizeof(tp_resources[0]);

@@ -13,8 +13,8 @@
  *  - timestamps stay the strings written (go-yaml would normalise them to RFC 3339);
  *  - explicit !!int, !!float, !!bool, !!null tags are honoured and fail if the text does not
  *    fit; other tags (!!binary, !!timestamp, local tags) give strings;
- *  - mapping keys are always strings (the scalar's text); duplicate keys and non-scalar keys
- *    are rejected; the merge key "<<" is an ordinary key.
+ *  - mapping keys are always strings (the scalar's text); duplicate keys, non-scalar keys and
+ *    keys holding NUL are rejected; the merge key "<<" is an ordinary key.
  * Aliases are expanded into copies; the nodes they add are capped (billion laughs). */
 #include "ursa/patch.h"
 #include "ursa/errors.h"
@@ -304,6 +304,9 @@ static int on_scalar(struct yd *y, const yaml_event_t *ev)
 
 	if (expecting_key(y)) {
 		struct frame *f = top(y);
+		/* jansson cannot parse such keys back, so JSON bodies cannot have them either */
+		if (memchr(s, '\0', len))
+			return yfail(y, "mapping key contains a NUL character", &ev->start_mark);
 		f->key = xmalloc(len + 1);
 		memcpy(f->key, s, len);
 		f->key[len] = '\0';

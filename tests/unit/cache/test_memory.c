@@ -13,13 +13,15 @@
 static long vm_rss_kb(void)
 {
 	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
+	char *line = NULL;
+	size_t cap = 0;
 	long kb = -1;
 	if (!f)
 		return -1;
-	while (fgets(line, sizeof(line), f))
+	while (getline(&line, &cap, f) > 0)
 		if (strncmp(line, "VmRSS:", 6) == 0)
 			kb = strtol(line + 6, NULL, 10);
+	free(line);
 	fclose(f);
 	return kb;
 }

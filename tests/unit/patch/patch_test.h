@@ -29,27 +29,27 @@ typedef int (*patch_fn)(const json_t *doc, const json_t *patch, const char *kind
 			struct buf *err);
 
 /* Parses test JSON; single quotes stand for double quotes so tables stay readable. */
-static json_t *J(const char *s)
+static inline json_t *J(const char *s)
 {
 	json_error_t e;
 	char *t = strdup(s);
 	for (char *p = t; *p; p++)
 		if (*p == '\'')
 			*p = '"';
-	json_t *j = json_loads(t, JSON_DECODE_ANY, &e);
+	json_t *j = json_loads(t, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
 	if (!j)
 		fail_msg("bad JSON in test: %s: %s", e.text, s);
 	free(t);
 	return j;
 }
 
-static char *dump(const json_t *j)
+static inline char *dump(const json_t *j)
 {
 	return json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
 }
 
 /* Fails unless got equals want exactly (array order and integer/real kind matter). */
-static void check_json(const char *what, const json_t *got, const char *want)
+static inline void check_json(const char *what, const json_t *got, const char *want)
 {
 	json_t *w = J(want);
 	if (!json_equal((json_t *)got, w)) {
@@ -63,7 +63,7 @@ static void check_json(const char *what, const json_t *got, const char *want)
 	json_decref(w);
 }
 
-static void run_cases(const struct pcase *cases, size_t n, patch_fn fn)
+static inline void run_cases(const struct pcase *cases, size_t n, patch_fn fn)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct pcase *c = &cases[i];

@@ -1,0 +1,111 @@
+/* The client library every Ursa component uses to talk to partitions' API servers:
+ * a REST client, informers (list + watch + local store), work queues and leader election.
+ * All of it is thread-safe unless stated. */
+#ifndef URSA_CLIENT_H
+#define URSA_CLIENT_H
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "ursa/buf.h"
+
+/* REST ------------------------------------------------------------------------------------- */
+struct rest_config {
+	const char *servers;    /* comma-separated base URLs of one partition ("https://127.0.0.1:7101") */
+	const char *token;      /* bearer token, or NULL */
+	const char *ca_file;    /* PEM CA bundle for https, or NULL (system default) */
+	const char *user_agent; /* default "ursa" */
+	long timeout_ms;        /* per non-streaming request; default 10000 */
+};
+struct rest_client;
+/* Copies the config. Returns NULL if servers is empty. */
+struct rest_client *rest_new(const struct rest_config *cfg);
+void rest_free(struct rest_client *c);
+/* Loads a kubeconfig file (current context: server, token, certificate-authority-data or
+ * certificate-authority) into a new client. NULL with *ret_err (new string) on failure. */
+struct rest_client *rest_from_kubeconfig(const char *path, char **ret_err);
+
+/* One request. path includes the query ("/api/v1/namespaces/default/pods?limit=1"). body may
+ * be NULL; content_type NULL means application/json. Returns the HTTP status (>= 100), or
+ * E_UNAVAILABLE when no server answered (fails over between servers), or E_TIMEOUT.
+ * *ret_body (may be NULL) gets the parsed JSON response (new reference) or NULL if the
+ * response was not JSON. */
+int rest_do(struct rest_client *c, const char *method, const char *path, const json_t *body,
+	    const char *content_type, json_t **ret_body);
+/* Same with a raw body and raw response (appended to ret_raw, which may be NULL). */
+int rest_do_raw(struct rest_client *c, const char *method, const char *path, const char *body, size_t len,
+		const char *content_type, struct buf *ret_raw);
+/* A streaming GET (watch, log follow). on_data gets bytes as they arrive and returns 0 to go
+ * on or non-zero to stop. Returns the HTTP status when the stream ends (or E_UNAVAILABLE),
+ * or E_TIMEOUT... The stream also ends within ~200 ms once *stop becomes true. */
+int rest_stream(struct rest_client *c, const char *path, int (*on_data)(void *ud, const char *data, size_t len),
+		void *ud, const atomic_bool *stop);
+
+/* Informer ---------------------------------------------------------------------------------- */
+/* Keeps a local copy of a collection: lists (in pages), then watches from the list's
+ * resourceVersion, resumes after a dropped stream from the last resourceVersion seen, and
+ * relists after 410 Expired (delivering the differences as add/update/delete). Runs on a
+ * thread of its own; handlers run on that thread, one at a time. Objects handed to
+ * handlers are borrowed for the call; the store's objects are immutable (share with
+ * json_incref, never modify). Keys are "tenant/namespace/name" (empty parts kept, e.g.
+ * "system//node-1" for cluster-scoped objects with tenant system). */
+struct informer_handlers {
+	void (*on_add)(void *ud, const json_t *obj);
+	void (*on_update)(void *ud, const json_t *old_obj, const json_t *new_obj);
+	void (*on_delete)(void *ud, const json_t *obj);
+	void (*on_synced)(void *ud);       /* after the first complete list (may be NULL) */
+};
+struct informer;
+/* path: the collection ("/api/v1/tenants/all/pods"); query: extra parameters without '?'
+ * ("fieldSelector=spec.nodeName%3Dn1") or NULL. */
+struct informer *informer_start(struct rest_client *c, const char *path, const char *query,
+				const struct informer_handlers *h, void *ud);
+void informer_stop(struct informer *inf); /* joins; no handler runs after it returns */
+bool informer_synced(struct informer *inf);
+/* Object by key: new reference or NULL. */
+json_t *informer_get(struct informer *inf, const char *key);
+/* Calls fn for every object (under the store's read lock: fn must not call back into inf). */
+void informer_foreach(struct informer *inf, void (*fn)(void *ud, const json_t *obj), void *ud);
+size_t informer_size(struct informer *inf);
+/* The store key of an object. New string. */
+char *object_key(const json_t *obj);
+
+/* Work queue -------------------------------------------------------------------------------- */
+/* A queue of string keys, de-duplicated while waiting, never handed to two workers at once,
+ * with per-key exponential back-off for retries. Fair between tenants: keys are
+ * "tenant/..." and the queue round-robins over tenants, so one tenant's burst does not
+ * delay another's single item by more than one item per busy tenant. */
+struct workqueue;
+struct workqueue *wq_new(void);
+void wq_free(struct workqueue *q);
+void wq_add(struct workqueue *q, const char *key);
+void wq_add_after(struct workqueue *q, const char *key, int64_t delay_ms);
+void wq_add_rate_limited(struct workqueue *q, const char *key); /* 5 ms doubling to 60 s */
+void wq_forget(struct workqueue *q, const char *key);           /* resets back-off */
+/* Blocks for the next key (new string; caller frees and calls wq_done). NULL after wq_shutdown. */
+char *wq_get(struct workqueue *q);
+void wq_done(struct workqueue *q, const char *key);
+void wq_shutdown(struct workqueue *q);
+size_t wq_len(struct workqueue *q);
+
+/* Leader election ---------------------------------------------------------------------------- */
+/* Campaigns for a coordination.k8s.io/v1 Lease (holderIdentity, leaseDurationSeconds,
+ * acquireTime, renewTime, leaseTransitions) with optimistic concurrency: acquires when the
+ * lease is free or expired, renews every retry period, and gives up leadership (calling
+ * on_stopped) if it cannot renew within the renew deadline. */
+struct leader_config {
+	const char *lease_path;  /* "/apis/coordination.k8s.io/v1/tenants/system/namespaces/kube-system/leases/ursa-scheduler" */
+	const char *identity;    /* unique per process, e.g. hostname_pid */
+	int lease_duration_s;    /* default 15 */
+	int renew_deadline_s;    /* default 10 */
+	int retry_period_s;      /* default 2 */
+	void (*on_started)(void *ud);
+	void (*on_stopped)(void *ud);
+	void *ud;
+};
+struct leader_elector;
+struct leader_elector *leader_start(struct rest_client *c, const struct leader_config *cfg);
+bool leader_is_leader(struct leader_elector *le);
+void leader_stop(struct leader_elector *le); /* releases the lease if held */
+
+#endif

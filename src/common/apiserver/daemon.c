@@ -1,0 +1,93 @@
+/* The main() of an API server daemon: flags, logging, signals, run until SIGTERM. */
+#include "internal.h"
+#include "ursa/log.h"
+#include "ursa/options.h"
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	stop_requested = 1;
+}
+
+static void set_level(const char *level)
+{
+	static const struct {
+		const char *name;
+		enum log_level lvl;
+	} levels[] = { { "debug", LOG_DEBUG }, { "info", LOG_INFO }, { "warn", LOG_WARN }, { "error", LOG_ERROR } };
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+		if (strcmp(levels[i].name, level) == 0)
+			log_set_level(levels[i].lvl);
+}
+
+/* Creates the system tenant's standard namespaces, retrying while etcd is unreachable. */
+static void ensure_system_namespaces(struct apiserver *s, const char *const *names)
+{
+	for (size_t i = 0; names && names[i]; i++) {
+		json_t *ns = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name",
+				       names[i]);
+		int rc = E_UNAVAILABLE;
+		for (int tries = 0; tries < 120 && rc < 0 && rc != E_ALREADY_EXISTS && !stop_requested; tries++) {
+			rc = apiserver_create(s, "namespaces", TENANT_SYSTEM, NULL, ns);
+			if (rc < 0 && rc != E_ALREADY_EXISTS)
+				usleep(500 * 1000);
+		}
+		if (rc < 0 && rc != E_ALREADY_EXISTS)
+			log_warn("cannot create system namespace", "namespace=%s err=%s", names[i], err_reason(rc));
+		json_decref(ns);
+	}
+}
+
+int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
+{
+	const char *listen = d->default_listen, *etcd = "http://127.0.0.1:2379", *prefix = "/registry";
+	const char *cert = NULL, *key = NULL, *tokens = NULL, *pubkey = NULL, *partition = d->default_partition;
+	const char *level = "info";
+	long long workers = 16;
+	const struct opt opts[] = {
+		{ "listen", OPT_STRING, &listen, "address and port to serve on (IPv4:PORT)" },
+		{ "etcd-servers", OPT_STRING, &etcd, "comma-separated client URLs of this partition's etcd cluster" },
+		{ "etcd-prefix", OPT_STRING, &prefix, "key prefix of all objects in etcd" },
+		{ "tls-cert-file", OPT_STRING, &cert, "PEM certificate; with --tls-private-key-file serves HTTPS" },
+		{ "tls-private-key-file", OPT_STRING, &key, "PEM private key of --tls-cert-file" },
+		{ "token-auth-file", OPT_STRING, &tokens, "static bearer tokens: CSV token,user,uid,\"groups\",tenant" },
+		{ "token-signing-public-key", OPT_STRING, &pubkey, "PEM public key verifying signed (JWT) tokens" },
+		{ "partition-id", OPT_STRING, &partition, "this partition's id in the region" },
+		{ "workers", OPT_INT, &workers, "HTTP worker threads" },
+		{ "log-level", OPT_STRING, &level, "debug, info, warn or error" },
+	};
+	if (opts_parse(d->program, d->summary, opts, (int)(sizeof(opts) / sizeof(opts[0])), argc, argv) < 0)
+		return 2;
+	log_set_component(d->component);
+	set_level(level);
+	signal(SIGPIPE, SIG_IGN);
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	struct apiserver_options o = {
+		.component = d->component, .listen = listen, .tls_cert = cert, .tls_key = key, .etcd_servers = etcd,
+		.etcd_prefix = prefix, .token_file = tokens, .token_public_key = pubkey, .partition_id = partition,
+		.workers = (unsigned)workers, .resources = d->resources, .nresources = d->nresources,
+		.on_created = d->on_created,
+	};
+	char *err = NULL;
+	struct apiserver *s = apiserver_start(&o, &err);
+	if (!s) {
+		log_error("cannot start", "err=\"%s\"", err ? err : "unknown");
+		free(err);
+		return 1;
+	}
+	ensure_system_namespaces(s, d->system_namespaces);
+	log_info("serving", "listen=%s tls=%s etcd=\"%s\" partition=%s", listen, cert ? "yes" : "no", etcd, partition);
+	while (!stop_requested)
+		pause();
+	log_info("stopping", "partition=%s", partition);
+	apiserver_stop(s);
+	return 0;
+}

@@ -1,0 +1,86 @@
+/* Internals of the client library shared between its files, its unit tests and its fuzz
+ * target: a string-keyed hash map, the watch-stream line splitter and event parser, and the
+ * extended REST constructor used by the kubeconfig loader. */
+#ifndef URSA_CLIENT_INTERNAL_H
+#define URSA_CLIENT_INTERNAL_H
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "ursa/buf.h"
+#include "ursa/client.h"
+
+/* String-keyed hash map ------------------------------------------------------------------- */
+struct strmap_ent {
+	struct strmap_ent *next;
+	uint64_t hash;
+	void *val;   /* owned by the user of the map */
+	int64_t num; /* free for the user too */
+	char key[];
+};
+struct strmap {
+	struct strmap_ent **b;
+	size_t nb, n;
+};
+void strmap_init(struct strmap *m);
+/* Frees every entry, calling free_val(val) first when free_val is not NULL. */
+void strmap_release(struct strmap *m, void (*free_val)(void *val));
+/* Borrowed entry or NULL. */
+struct strmap_ent *strmap_get(const struct strmap *m, const char *key);
+/* The entry for key, created (val NULL, num 0) if absent; *ret_created tells which. */
+struct strmap_ent *strmap_put(struct strmap *m, const char *key, bool *ret_created);
+/* Removes key; returns true if it was there and hands back its val in *ret_val (may be NULL). */
+bool strmap_del(struct strmap *m, const char *key, void **ret_val);
+/* Iteration: for (e = strmap_next(m, NULL, &i); e; e = strmap_next(m, e, &i)). Do not modify
+ * the map while iterating. */
+struct strmap_ent *strmap_next(const struct strmap *m, struct strmap_ent *cur, size_t *iter);
+
+/* Watch stream ------------------------------------------------------------------------------ */
+#define WATCH_MAX_LINE (16u << 20)  /* one event's JSON; larger ones break the stream */
+#define WATCH_MAX_DEPTH 64
+
+/* Splits a byte stream that arrives in arbitrary chunks into '\n'-terminated lines. */
+struct watch_lines {
+	struct buf partial; /* bytes of the line not yet terminated */
+	size_t max_line;    /* 0 means WATCH_MAX_LINE */
+};
+void watch_lines_init(struct watch_lines *wl);
+void watch_lines_release(struct watch_lines *wl);
+/* Feeds a chunk; calls on_line(ud, line, len) for every complete line (without the '\n' and
+ * a trailing '\r'; empty lines are skipped). Stops and returns on_line's non-zero result, or
+ * E_TOO_LARGE if a line grows past the cap (the splitter is then reset). 0 otherwise. */
+int watch_lines_feed(struct watch_lines *wl, const char *data, size_t len,
+		     int (*on_line)(void *ud, const char *line, size_t len), void *ud);
+
+enum watch_event_type { WEV_ADDED, WEV_MODIFIED, WEV_DELETED, WEV_BOOKMARK, WEV_ERROR };
+struct watch_event {
+	enum watch_event_type type;
+	json_t *object; /* new reference, always a JSON object */
+};
+/* Parses one line {"type":...,"object":{...}}. 0 on success (ev->object is a new reference),
+ * E_BAD_REQUEST if the line is not such an event. */
+int watch_event_parse(const char *line, size_t len, struct watch_event *ev);
+const char *watch_event_type_name(enum watch_event_type t);
+/* True when an ERROR event's Status says the resourceVersion is too old (410 Expired/Gone). */
+bool watch_status_expired(const json_t *status);
+
+/* REST ---------------------------------------------------------------------------------------- */
+/* Settings beyond struct rest_config (from a kubeconfig). Blobs are copied. */
+struct rest_extra {
+	const void *ca_blob; /* PEM bundle in memory */
+	size_t ca_blob_len;
+	const void *cert_blob; /* client certificate PEM */
+	size_t cert_blob_len;
+	const void *key_blob; /* client key PEM */
+	size_t key_blob_len;
+	bool insecure; /* skip TLS verification */
+};
+struct rest_client *rest_new_ext(const struct rest_config *cfg, const struct rest_extra *extra);
+
+/* Base64 (standard alphabet, padding optional, whitespace ignored) into out. 0 or -1. */
+int base64_decode_buf(const char *s, size_t len, struct buf *out);
+/* Converts a YAML document to JSON (mappings → objects, sequences → arrays, scalars →
+ * strings). New reference or NULL with a message in ret_err. */
+json_t *yaml_doc_to_json(const char *data, size_t len, struct buf *ret_err);
+
+#endif
