@@ -523,6 +523,7 @@ struct load_job {
 	uint64_t t0, deadline;
 	unsigned long long limit;       /* 0: run until the deadline */
 	atomic_ullong issued;
+	atomic_int stop;                /* set when the run must end early */
 };
 
 struct worker {
@@ -544,7 +545,7 @@ static void *worker_main(void *arg)
 
 	http_init(&c, j->o, j->kind->content_type);
 	for (;;) {
-		if (mono_now() >= j->deadline)
+		if (mono_now() >= j->deadline || atomic_load(&j->stop))
 			break;
 		if (j->limit && atomic_fetch_add(&j->issued, 1) >= j->limit)
 			break;
@@ -579,6 +580,7 @@ static int run_load(const struct load_kind *kind, struct opts *o, const char *ur
 	make_run_id(&j.run_id);
 	j.limit = (unsigned long long)o->count;
 	atomic_init(&j.issued, 0);
+	atomic_init(&j.stop, 0);
 	kind->prepare(&j);
 	j.t0 = mono_now();
 	j.deadline = j.t0 + (uint64_t)duration * 1000000u;
@@ -587,7 +589,7 @@ static int run_load(const struct load_kind *kind, struct opts *o, const char *ur
 		ws[i].id = i;
 		if (pthread_create(&ws[i].tid, NULL, worker_main, &ws[i])) {
 			fprintf(stderr, "ursa-load: pthread_create failed after %d threads\n", i);
-			j.deadline = 0;
+			atomic_store(&j.stop, 1);
 			break;
 		}
 	}

@@ -5,11 +5,12 @@
 # Variables set here (each may be overridden from the environment):
 #   URSA_ROOT       the repository root (the parent of deploy/)
 #   URSA_STATE      the local region's state directory (default $URSA_ROOT/.ursa)
-#   URSA_BUILD_DIR  the build directory used by local-up.sh (default $URSA_ROOT/build)
+#   URSA_BUILD_DIR  the normal build directory (default $URSA_ROOT/build; relative to the root)
 
 URSA_ROOT=${URSA_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 URSA_STATE=${URSA_STATE:-$URSA_ROOT/.ursa}
 URSA_BUILD_DIR=${URSA_BUILD_DIR:-$URSA_ROOT/build}
+case $URSA_BUILD_DIR in /*) ;; *) URSA_BUILD_DIR=$URSA_ROOT/$URSA_BUILD_DIR ;; esac
 URSA_PIDS=$URSA_STATE/pids
 
 # Debian packages needed to build, run and test Ursa.

@@ -40,6 +40,8 @@ bool field_selector_matches_obj(const struct field_selector *s, const json_t *ob
 bool field_selector_empty(const struct field_selector *s);
 /* The value of an equality requirement f=v on label, or NULL (borrowed). */
 const char *field_selector_exact(const struct field_selector *s, const char *label);
+/* Canonical string form (values escaped), appended to out; parses back to an equal selector. */
+void field_selector_format(const struct field_selector *s, struct buf *out);
 void field_selector_free(struct field_selector *s);
 
 #endif

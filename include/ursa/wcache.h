@@ -34,8 +34,6 @@ struct cobj {
 struct cobj *cobj_new(const struct api_resource *r, const char *key, const char *value, size_t len, int64_t mod_rev);
 struct cobj *cobj_ref(struct cobj *o);
 void cobj_unref(struct cobj *o); /* NULL is fine */
-/* Value of a field-selector label for o ("" if absent); usable as a field_getter with ud = o
- * after binding the resource: see wcache_field_get. */
 
 enum wev_type { WEV_ADDED, WEV_MODIFIED, WEV_DELETED, WEV_BOOKMARK, WEV_ERROR };
 struct wevent {

@@ -13,7 +13,6 @@ static atomic_long watchers_total;
 
 /* Not (yet) in selector.h: when the selector module provides it, field selectors are copied
  * through their canonical text like label selectors; otherwise the watcher borrows f->fields. */
-extern void field_selector_format(const struct field_selector *s, struct buf *out) __attribute__((weak));
 
 long wcache_watchers_total(void)
 {
@@ -110,7 +109,7 @@ static int wmatch_copy(struct watcher *w, const struct wmatch *m)
 		w->m.ls = w->ls_own;
 	}
 	w->m.fs = m->fs;
-	if (m->fs && field_selector_format) {
+	if (m->fs) {
 		buf_reset(&sel);
 		field_selector_format(m->fs, &sel);
 		if ((rc = field_selector_parse(buf_cstr(&sel), &w->fs_own, NULL)))

@@ -212,3 +212,23 @@ void field_selector_free(struct field_selector *s)
 	free(s->terms);
 	free(s);
 }
+
+static void add_escaped(struct buf *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == ',' || *s == '=' || *s == '!')
+			buf_addch(out, '\\');
+		buf_addch(out, *s);
+	}
+}
+
+void field_selector_format(const struct field_selector *s, struct buf *out)
+{
+	for (size_t i = 0; s && i < s->n; i++) {
+		if (i)
+			buf_addch(out, ',');
+		buf_adds(out, s->terms[i].field);
+		buf_adds(out, s->terms[i].neq ? "!=" : "=");
+		add_escaped(out, s->terms[i].value);
+	}
+}

@@ -1,0 +1,95 @@
+/* The container runtime interface of ursa-kubelet. Two implementations: "process" runs each
+ * container's command as a local child process (through a small shim, so containers survive
+ * a kubelet restart and their exit codes are recorded), "fake" reports containers running at
+ * once (hollow nodes, simulation). A runtime is used from one thread (the kubelet's pod
+ * worker) except runtime_log_path, which the log server may call from any thread. */
+#ifndef URSA_KUBELET_RUNTIME_H
+#define URSA_KUBELET_RUNTIME_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rt_env {
+	char *name, *value;
+};
+
+struct rt_container {
+	char *name;
+	char *image;        /* informational for "process": the command is what runs */
+	char **command;     /* NULL-terminated, may be NULL (then args[0] is the program) */
+	char **args;        /* NULL-terminated, may be NULL */
+	struct rt_env *env;
+	size_t nenv;
+	char *working_dir;  /* may be NULL */
+};
+
+enum rt_restart { RT_RESTART_ALWAYS, RT_RESTART_ON_FAILURE, RT_RESTART_NEVER };
+
+struct rt_pod {
+	char *uid;          /* identity of the pod across restarts */
+	char *tenant, *ns, *name;
+	enum rt_restart restart;
+	long long grace_s;  /* terminationGracePeriodSeconds */
+	struct rt_container *containers;
+	size_t ncontainers;
+};
+
+enum rt_state { RT_WAITING, RT_RUNNING, RT_TERMINATED };
+
+struct rt_container_status {
+	char name[64];
+	enum rt_state state;
+	char reason[64];        /* Waiting: ContainerCreating, CrashLoopBackOff, RunContainerError;
+				   Terminated: Completed, Error, OOMKilled... */
+	char message[256];
+	int exit_code;
+	int signal;
+	int64_t started_at;     /* unix seconds; 0 if never */
+	int64_t finished_at;
+	int restart_count;
+	char container_id[96];  /* "process://<id>" */
+	char image_id[128];     /* e.g. "process://<sha256 of command line>" */
+	bool ready;
+	/* last termination, for lastState.terminated */
+	bool has_last;
+	int last_exit_code;
+	char last_reason[64];
+	int64_t last_started_at, last_finished_at;
+};
+
+struct runtime;
+
+struct runtime_ops {
+	const char *name;
+	/* root_dir: where the runtime keeps state and logs (created if missing). NULL on error. */
+	struct runtime *(*create)(const char *root_dir, const char *self_exe);
+	void (*destroy)(struct runtime *rt);
+	/* Starts (or adopts, if it is already running from before a restart) the pod's containers.
+	 * Idempotent: calling it again for a running pod changes nothing. 0 or -1 with *ret_err
+	 * (new string) for a spec it cannot run (e.g. no command and no args). */
+	int (*start_pod)(struct runtime *rt, const struct rt_pod *pod, char **ret_err);
+	/* Stops the pod's containers: SIGTERM, then SIGKILL after grace_s. Forgets the pod once
+	 * everything exited (removes its state; logs are kept until remove_pod). */
+	int (*stop_pod)(struct runtime *rt, const char *uid, long long grace_s);
+	/* Frees everything of a stopped pod, logs included. */
+	void (*remove_pod)(struct runtime *rt, const char *uid);
+	/* Fills up to max statuses for the pod's containers (in spec order); returns the count,
+	 * or -1 if the pod is unknown. */
+	int (*status)(struct runtime *rt, const char *uid, struct rt_container_status *out, size_t max);
+	/* Reaps exits and restarts containers per the restart policy with back-off (10 s doubling
+	 * to 300 s). Returns true if any container's status changed since the last call. */
+	bool (*sync)(struct runtime *rt);
+	/* uids of pods the runtime knows (after create: those recovered from root_dir). New array
+	 * of new strings via *ret; returns the count. */
+	size_t (*list_pods)(struct runtime *rt, char ***ret);
+	/* Path of a container's log file (new string) or NULL. Thread-safe. Log lines are
+	 * "<RFC3339Nano timestamp> <stdout|stderr> <F|P> <text>\n" (the CRI format). */
+	char *(*log_path)(struct runtime *rt, const char *tenant, const char *ns, const char *pod, const char *container);
+};
+
+extern const struct runtime_ops runtime_process, runtime_fake;
+
+/* Frees the contents of a pod spec. */
+void rt_pod_release(struct rt_pod *p);
+
+#endif
