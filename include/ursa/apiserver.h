@@ -17,6 +17,8 @@ struct apiserver_options {
 	const char *token_file;      /* static tokens (CSV) */
 	const char *token_public_key;/* verifies signed tokens */
 	const char *partition_id;
+	const char *region_token_file; /* bearer token this server uses towards other partitions and kubelets */
+	const char *region_ca_file;    /* CA bundle for those connections */
 	unsigned workers;
 	const struct api_resource *resources;
 	size_t nresources;

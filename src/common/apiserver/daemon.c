@@ -48,7 +48,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 {
 	const char *listen = d->default_listen, *etcd = "http://127.0.0.1:2379", *prefix = "/registry";
 	const char *cert = NULL, *key = NULL, *tokens = NULL, *pubkey = NULL, *partition = d->default_partition;
-	const char *level = "info";
+	const char *level = "info", *region_token = NULL, *region_ca = NULL;
 	long long workers = 16;
 	const struct opt opts[] = {
 		{ "listen", OPT_STRING, &listen, "address and port to serve on (IPv4:PORT)" },
@@ -59,6 +59,8 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		{ "token-auth-file", OPT_STRING, &tokens, "static bearer tokens: CSV token,user,uid,\"groups\",tenant" },
 		{ "token-signing-public-key", OPT_STRING, &pubkey, "PEM public key verifying signed (JWT) tokens" },
 		{ "partition-id", OPT_STRING, &partition, "this partition's id in the region" },
+		{ "region-token-file", OPT_STRING, &region_token, "bearer token for reaching the region's other partitions and kubelets" },
+		{ "region-ca-file", OPT_STRING, &region_ca, "CA bundle for those connections" },
 		{ "workers", OPT_INT, &workers, "HTTP worker threads" },
 		{ "log-level", OPT_STRING, &level, "debug, info, warn or error" },
 	};
@@ -73,7 +75,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 	struct apiserver_options o = {
 		.component = d->component, .listen = listen, .tls_cert = cert, .tls_key = key, .etcd_servers = etcd,
 		.etcd_prefix = prefix, .token_file = tokens, .token_public_key = pubkey, .partition_id = partition,
-		.workers = (unsigned)workers, .resources = d->resources, .nresources = d->nresources,
+		.region_token_file = region_token, .region_ca_file = region_ca, .workers = (unsigned)workers, .resources = d->resources, .nresources = d->nresources,
 		.on_created = d->on_created,
 	};
 	char *err = NULL;

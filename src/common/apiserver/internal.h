@@ -37,6 +37,7 @@ struct apiserver {
 	pthread_t ticker;
 	atomic_bool stopping;
 	struct metrics *metrics;
+	char *region_token; /* read from o.region_token_file */
 };
 
 /* One API request being answered. */
@@ -127,6 +128,9 @@ int parse_filter(struct req *q, struct req_filter *f);
 void req_filter_release(struct req_filter *f);
 bool filter_matches_cobj(const struct served *sv, const struct req_filter *f, const struct cobj *o);
 const char *cobj_field_value(const struct served *sv, const struct cobj *o, const char *label);
+
+/* logproxy.c: streams a bound pod's container log from its kubelet. Replies. */
+void proxy_pod_log(struct req *q, const json_t *pod);
 
 /* table.c */
 bool wants_table(struct req *q);

@@ -5,6 +5,7 @@
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -210,6 +211,19 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 			goto fail;
 		}
 	}
+	if (o->region_token_file) {
+		FILE *f = fopen(o->region_token_file, "r");
+		char line[16384];
+		if (!f || !fgets(line, sizeof(line), f)) {
+			*ret_err = xasprintf("cannot read --region-token-file %s", o->region_token_file);
+			if (f)
+				fclose(f);
+			goto fail;
+		}
+		fclose(f);
+		line[strcspn(line, "\r\n")] = '\0';
+		s->region_token = xstrdup(line);
+	}
 	s->metrics = metrics_new(o->nresources);
 	atomic_store(&s->etcd_ok, etcd_healthy(s->etcd));
 	served_init(s);
@@ -243,5 +257,6 @@ void apiserver_stop(struct apiserver *s)
 	authn_free(s->authn);
 	etcd_free(s->etcd);
 	metrics_free(s->metrics);
+	free(s->region_token);
 	free(s);
 }

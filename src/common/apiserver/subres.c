@@ -261,8 +261,7 @@ static void do_log(struct req *q)
 	else if (!json_path_str(pod, "spec.nodeName"))
 		reply_status(q, E_BAD_REQUEST, "pod %s does not have a host assigned", q->path.name);
 	else
-		reply_status(q, E_UNAVAILABLE, "no kubelet of node %s is reachable from this partition",
-			     json_path_str(pod, "spec.nodeName"));
+		proxy_pod_log(q, pod);
 	json_decref(pod);
 }
 

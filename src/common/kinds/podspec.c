@@ -62,7 +62,7 @@ static void requests_from_limits(json_t *c)
 	json_t *v;
 	json_object_foreach(limits, k, v)
 		if (!json_object_get(req, k))
-			json_object_set(req, k, v);
+			json_object_set_new(req, k, json_deep_copy(v));
 }
 
 /* DefaultTolerationSeconds admission: does an existing toleration cover key:NoExecute? */

@@ -29,7 +29,7 @@ static void service_defaults(json_t *obj)
 		bool unset = !tp || json_is_null(tp) || (json_is_integer(tp) && json_integer_value(tp) == 0) ||
 			     (json_is_string(tp) && json_string_length(tp) == 0);
 		if (unset && json_is_integer(port))
-			json_object_set(p, "targetPort", port);
+			json_object_set_new(p, "targetPort", json_deep_copy(port));
 	}
 }
 
