@@ -80,6 +80,9 @@ int etcd_compact(struct etcd *e, int64_t rev);
 int etcd_lease_grant(struct etcd *e, int64_t ttl_s, int64_t *ret_id);
 int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ret_ttl); /* E_NOT_FOUND if expired */
 int etcd_lease_revoke(struct etcd *e, int64_t id);
+/* Conditional writes (creates, updates) are group-committed: concurrent ones share a txn.
+ * Totals since start of txns sent and of writes they carried. */
+void etcd_write_stats(struct etcd *e, unsigned long long *ret_txns, unsigned long long *ret_ops);
 /* True if some member answers /health with health true. */
 bool etcd_healthy(struct etcd *e);
 

@@ -1,5 +1,6 @@
-/* HTTP server over libmicrohttpd: a small pool of epoll threads; request bodies are
- * collected (capped) before the handler runs; long responses (watch, log -f) are streams
+/* HTTP server over libmicrohttpd: two epoll threads that never block, and a pool of worker
+ * threads running handlers (the connection sleeps meanwhile); request bodies are collected
+ * (capped) before the handler runs; long responses (watch, log -f) are streams
  * whose connection is suspended while no data is pending, so thousands of them need no threads. */
 #ifndef URSA_HTTP_H
 #define URSA_HTTP_H
@@ -19,7 +20,7 @@ struct http_server_options {
 	const char *listen;     /* "127.0.0.1:7101" */
 	const char *tls_cert;   /* PEM files; both or neither */
 	const char *tls_key;
-	unsigned threads;       /* worker threads (default 8) */
+	unsigned threads;       /* handler worker threads (default 16) */
 	size_t max_body;        /* default 3 MiB; larger bodies get 413 before the handler */
 	unsigned conn_timeout_s;/* idle keep-alive timeout (default 120) */
 };

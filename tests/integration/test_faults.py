@@ -13,8 +13,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from ursa_harness import (ApiServer, Etcd, check, create_tenant, eq, expect_status,  # noqa: E402
-                          names, pod_manifest, pods_path, q, run, uniq)
+from ursa_harness import (ApiServer, Etcd, Response, check, create_tenant, eq,  # noqa: E402
+                          expect_status, names, pod_manifest, pods_path, q, run, uniq)
 
 S = {}
 MiB = 1024 * 1024
@@ -89,7 +89,6 @@ def raw_post(path, body):
     try:
         r = http.client.HTTPResponse(sock, method="POST")
         r.begin()
-        from ursa_harness import Response
         return Response(r.status, r.reason, r.getheaders(), r.read())
     except (OSError, http.client.HTTPException) as e:
         raise AssertionError("no HTTP answer to a %d-byte body (send error: %r, read error: %r)"

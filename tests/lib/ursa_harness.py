@@ -761,10 +761,6 @@ def eq(actual, expected, what):
         raise AssertionError("%s: expected %r, got %r" % (what, expected, actual))
 
 
-def status_of(resp_or_obj):
-    return resp_or_obj.json if isinstance(resp_or_obj, Response) else resp_or_obj
-
-
 def expect_status(resp, code, what, reason=None):
     """resp has HTTP status code; for errors, the body is a v1 Status with that code (and reason)."""
     if resp.status != code:

@@ -127,6 +127,11 @@ void metrics_render(struct apiserver *s, struct buf *out)
 	for (size_t i = 0; i < s->nres; i++)
 		buf_addf(out, "ursa_apiserver_cache_objects{resource=\"%s\"} %zu\n", s->res[i].r->plural,
 			 wcache_size(s->res[i].cache));
+	unsigned long long txns, ops;
+	etcd_write_stats(s->etcd, &txns, &ops);
+	buf_addf(out, "# HELP ursa_etcd_write_txns_total etcd txns carrying conditional writes.\n# TYPE ursa_etcd_write_txns_total counter\n"
+		      "ursa_etcd_write_txns_total %llu\n# HELP ursa_etcd_writes_total Conditional writes sent (group-committed).\n"
+		      "# TYPE ursa_etcd_writes_total counter\nursa_etcd_writes_total %llu\n", txns, ops);
 	buf_addf(out, "# HELP ursa_etcd_up Whether etcd answers health checks.\n# TYPE ursa_etcd_up gauge\nursa_etcd_up %d\n",
 		 atomic_load(&s->etcd_ok) ? 1 : 0);
 }

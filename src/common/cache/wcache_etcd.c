@@ -1,5 +1,5 @@
 /* The etcd side of a watch cache: one thread per cache lists the prefix (pages of 10,000 pinned
- * to the first page's revision), starts a watch from the list revision + 1 with prev_kv, and
+ * to the first page's revision), starts a watch from the list revision + 1 (without prev_kv: the store holds every previous state), and
  * relists when etcd reports the watch's revision compacted. It is the only place that calls
  * etcd, so caches built with wcache_new_detached (the unit tests) never link the client in. */
 #include <pthread.h>
@@ -137,7 +137,7 @@ static int list_and_watch(struct wdriver *d)
 	}
 	wcache_install(d->c, a.v, a.n, rev);
 	free(a.v);
-	d->watch = etcd_watch_start(d->etcd, d->prefix, d->range_end, rev + 1, true, &handlers, d);
+	d->watch = etcd_watch_start(d->etcd, d->prefix, d->range_end, rev + 1, false, &handlers, d);
 	return d->watch ? 0 : E_UNAVAILABLE;
 }
 

@@ -77,6 +77,9 @@ struct rest_extra {
 };
 struct rest_client *rest_new_ext(const struct rest_config *cfg, const struct rest_extra *extra);
 
+/* Informer internals for tests: how many complete lists and watch requests it made. */
+void informer_counts(struct informer *inf, unsigned *ret_lists, unsigned *ret_watches);
+
 /* Base64 (standard alphabet, padding optional, whitespace ignored) into out. 0 or -1. */
 int base64_decode_buf(const char *s, size_t len, struct buf *out);
 /* Converts a YAML document to JSON (mappings → objects, sequences → arrays, scalars →

@@ -79,6 +79,7 @@ struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts)
 	e->connect_timeout_ms = opts && opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : 1000;
 	e->headers = curl_slist_append(NULL, "Expect:");
 	e->headers = curl_slist_append(e->headers, "Content-Type: application/json");
+	e->gc = etcd_gc_new();
 	return e;
 }
 
@@ -94,6 +95,7 @@ void etcd_free(struct etcd *e)
 	free(e->endpoints);
 	curl_slist_free_all(e->headers);
 	pthread_mutex_destroy(&e->pool_lock);
+	etcd_gc_free(e->gc);
 	free(e);
 }
 
@@ -237,7 +239,7 @@ out:
 
 /* Sends body to path on the preferred member, failing over to the others. Returns 0 with *ret
  * (a new reference the caller must json_decref), or an E_* code. */
-static int call(struct etcd *e, const char *path, const struct buf *body, bool idempotent, json_t **ret)
+int etcd_call(struct etcd *e, const char *path, const struct buf *body, bool idempotent, json_t **ret)
 {
 	CURL *c = handle_take(e);
 	size_t start = atomic_load(&e->preferred);
@@ -373,7 +375,7 @@ int etcd_range(struct etcd *e, const char *key, const char *range_end, int64_t r
 	if (keys_only)
 		buf_adds(&b, ",\"keys_only\":true");
 	buf_addch(&b, '}');
-	rc = call(e, "/v3/kv/range", &b, true, &resp);
+	rc = etcd_call(e, "/v3/kv/range", &b, true, &resp);
 	if (rc == 0)
 		rc = etcd_parse_range(resp, ret);
 	json_decref(resp);
@@ -407,7 +409,7 @@ int etcd_current_revision(struct etcd *e, int64_t *ret_rev)
 	buf_addch(&b, '{');
 	add_bytes(&b, "key", "", 1);
 	buf_adds(&b, ",\"count_only\":true}");
-	rc = call(e, "/v3/kv/range", &b, true, &resp);
+	rc = etcd_call(e, "/v3/kv/range", &b, true, &resp);
 	if (rc == 0)
 		rc = ret_header_rev(resp, ret_rev);
 	json_decref(resp);
@@ -424,7 +426,7 @@ int etcd_put(struct etcd *e, const char *key, const char *value, size_t len, int
 	if (!key)
 		return E_BAD_REQUEST;
 	put_op(&b, key, value, len, lease);
-	rc = call(e, "/v3/kv/put", &b, false, &resp);
+	rc = etcd_call(e, "/v3/kv/put", &b, false, &resp);
 	if (rc == 0)
 		rc = ret_header_rev(resp, ret_rev);
 	json_decref(resp);
@@ -440,11 +442,13 @@ int etcd_create(struct etcd *e, const char *key, const char *value, size_t len, 
 
 	if (!key)
 		return E_BAD_REQUEST;
+	if (e->gc)
+		return etcd_gc_put(e, key, value, len, lease, -1, ret_rev);
 	txn_compare(&b, key, "CREATE", "EQUAL", 0);
 	buf_adds(&b, ",\"success\":[{\"request_put\":");
 	put_op(&b, key, value, len, lease);
 	buf_adds(&b, "}]}");
-	rc = call(e, "/v3/kv/txn", &b, false, &resp);
+	rc = etcd_call(e, "/v3/kv/txn", &b, false, &resp);
 	if (rc == 0)
 		rc = etcd_json_bool(resp, "succeeded") ? ret_header_rev(resp, ret_rev) : E_ALREADY_EXISTS;
 	json_decref(resp);
@@ -461,6 +465,8 @@ int etcd_update(struct etcd *e, const char *key, const char *value, size_t len, 
 
 	if (!key || expect_rev < 0)
 		return E_BAD_REQUEST;
+	if (e->gc && expect_rev > 0 && !ret_current)
+		return etcd_gc_put(e, key, value, len, 0, expect_rev, ret_rev);
 	if (expect_rev)
 		txn_compare(&b, key, "MOD", "EQUAL", expect_rev);
 	else
@@ -469,7 +475,7 @@ int etcd_update(struct etcd *e, const char *key, const char *value, size_t len, 
 	put_op(&b, key, value, len, 0);
 	buf_adds(&b, "}]");
 	txn_failure_range(&b, key);
-	rc = call(e, "/v3/kv/txn", &b, false, &resp);
+	rc = etcd_call(e, "/v3/kv/txn", &b, false, &resp);
 	if (rc == 0)
 		rc = etcd_json_bool(resp, "succeeded") ? ret_header_rev(resp, ret_rev) : txn_failed(resp, ret_current);
 	json_decref(resp);
@@ -511,7 +517,7 @@ int etcd_delete(struct etcd *e, const char *key, int64_t expect_rev, int64_t *re
 		buf_addch(&b, '{');
 		etcd_body_key(&b, key, NULL);
 		buf_adds(&b, ",\"prev_kv\":true}");
-		rc = call(e, "/v3/kv/deleterange", &b, false, &resp);
+		rc = etcd_call(e, "/v3/kv/deleterange", &b, false, &resp);
 		if (rc == 0)
 			rc = delete_result(resp, resp, ret_rev, ret_prev);
 		goto out;
@@ -521,7 +527,7 @@ int etcd_delete(struct etcd *e, const char *key, int64_t expect_rev, int64_t *re
 	etcd_body_key(&b, key, NULL);
 	buf_adds(&b, ",\"prev_kv\":true}}]");
 	txn_failure_range(&b, key);
-	rc = call(e, "/v3/kv/txn", &b, false, &resp);
+	rc = etcd_call(e, "/v3/kv/txn", &b, false, &resp);
 	if (rc < 0)
 		goto out;
 	if (!etcd_json_bool(resp, "succeeded")) {
@@ -545,7 +551,7 @@ int etcd_compact(struct etcd *e, int64_t rev)
 	if (rev <= 0)
 		return E_BAD_REQUEST;
 	buf_addf(&b, "{\"revision\":\"%" PRId64 "\",\"physical\":true}", rev);
-	rc = call(e, "/v3/kv/compaction", &b, true, &resp);
+	rc = etcd_call(e, "/v3/kv/compaction", &b, true, &resp);
 	json_decref(resp);
 	buf_release(&b);
 	return rc;
@@ -563,7 +569,7 @@ int etcd_lease_grant(struct etcd *e, int64_t ttl_s, int64_t *ret_id)
 	if (ttl_s <= 0)
 		return E_BAD_REQUEST;
 	buf_addf(&b, "{\"TTL\":\"%" PRId64 "\"}", ttl_s);
-	rc = call(e, "/v3/lease/grant", &b, false, &resp);
+	rc = etcd_call(e, "/v3/lease/grant", &b, false, &resp);
 	if (rc == 0) {
 		rc = etcd_json_i64(resp, "ID", &id);
 		if (rc == 0 && id == 0)
@@ -585,7 +591,7 @@ int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ret_ttl)
 	int rc;
 
 	buf_addf(&b, "{\"ID\":\"%" PRId64 "\"}", id);
-	rc = call(e, "/v3/lease/keepalive", &b, true, &resp);
+	rc = etcd_call(e, "/v3/lease/keepalive", &b, true, &resp);
 	if (rc < 0)
 		goto out;
 	/* a stream: one {"result":LeaseKeepAliveResponse} line; a gone lease has TTL omitted */
@@ -613,7 +619,7 @@ int etcd_lease_revoke(struct etcd *e, int64_t id)
 	int rc;
 
 	buf_addf(&b, "{\"ID\":\"%" PRId64 "\"}", id);
-	rc = call(e, "/v3/lease/revoke", &b, false, &resp);
+	rc = etcd_call(e, "/v3/lease/revoke", &b, false, &resp);
 	json_decref(resp);
 	buf_release(&b);
 	return rc;

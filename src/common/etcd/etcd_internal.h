@@ -25,7 +25,21 @@ struct etcd {
 	CURL **pool; /* idle easy handles, each keeping its own keep-alive connections */
 	size_t n_pool;
 	size_t pool_alloc;
+	struct etcd_gc *gc; /* group commit of conditional writes (batch.c) */
 };
+
+/* One request to the member that answered last, failing over to the others. 0 with *ret (the
+ * parsed response) or an E_* code. Non-idempotent requests are retried only when they
+ * certainly did not reach a member. */
+int etcd_call(struct etcd *e, const char *path, const struct buf *body, bool idempotent, json_t **ret);
+
+/* Group commit (batch.c): a conditional put that shares one txn with concurrent callers'.
+ * expect_rev < 0: create-if-absent (E_ALREADY_EXISTS); else put only at that mod_revision
+ * (E_CONFLICT, E_NOT_FOUND). */
+struct etcd_gc *etcd_gc_new(void);
+void etcd_gc_free(struct etcd_gc *gc);
+int etcd_gc_put(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease, int64_t expect_rev,
+		int64_t *ret_rev);
 
 /* Applies the options every handle of e uses (keep-alive, TCP_NODELAY, HTTP/1.1, no Expect:,
  * connect timeout). */

@@ -40,8 +40,12 @@ struct http_request {
 	const char *path;
 	struct buf body;
 	bool too_large;
+	bool queued;   /* handed to a worker; the connection sleeps until the reply is ready */
+	bool answered; /* the worker filled reply */
+	struct http_reply reply;
 	int64_t started_us;
 	char client[64];
+	struct http_request *next_job;
 };
 
 struct http_server {
@@ -49,6 +53,13 @@ struct http_server {
 	http_handler handler;
 	void *ud;
 	size_t max_body;
+	/* Handlers run on workers so that the poll threads never block (handlers wait on etcd). */
+	pthread_mutex_t jobs_lock;
+	pthread_cond_t jobs_cond;
+	struct http_request *jobs_head, *jobs_tail;
+	bool stopping;
+	pthread_t *workers;
+	unsigned nworkers;
 	char *cert, *key; /* kept until stop: the TLS library may refer to them */
 };
 
@@ -238,20 +249,57 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	struct http_reply rp = { .status = 500 };
+	if (r->queued && !r->answered)
+		return MHD_YES; /* spurious call while the worker runs */
+	if (!r->queued && !r->too_large) {
+		r->queued = true;
+		r->reply.status = 500;
+		MHD_suspend_connection(conn);
+		pthread_mutex_lock(&srv->jobs_lock);
+		if (srv->jobs_tail)
+			srv->jobs_tail->next_job = r;
+		else
+			srv->jobs_head = r;
+		srv->jobs_tail = r;
+		pthread_cond_signal(&srv->jobs_cond);
+		pthread_mutex_unlock(&srv->jobs_lock);
+		return MHD_YES;
+	}
 	if (r->too_large) {
 		struct buf b = BUF_INIT;
 		buf_addf(&b, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
 			     "\"message\":\"the request body is larger than %zu bytes\",\"reason\":"
 			     "\"RequestEntityTooLarge\",\"code\":413}",
 			 srv->max_body);
-		http_reply_set(&rp, 413, "application/json", &b);
-	} else {
-		srv->handler(srv->ud, r, &rp);
+		http_reply_set(&r->reply, 413, "application/json", &b);
 	}
-	enum MHD_Result ret = send_reply(conn, &rp);
-	reply_release(&rp);
+	enum MHD_Result ret = send_reply(conn, &r->reply);
+	reply_release(&r->reply);
+	memset(&r->reply, 0, sizeof(r->reply));
 	return ret;
+}
+
+static void *worker_main(void *arg)
+{
+	struct http_server *srv = arg;
+	for (;;) {
+		pthread_mutex_lock(&srv->jobs_lock);
+		while (!srv->jobs_head && !srv->stopping)
+			pthread_cond_wait(&srv->jobs_cond, &srv->jobs_lock);
+		struct http_request *r = srv->jobs_head;
+		if (!r) {
+			pthread_mutex_unlock(&srv->jobs_lock);
+			return NULL;
+		}
+		srv->jobs_head = r->next_job;
+		if (!srv->jobs_head)
+			srv->jobs_tail = NULL;
+		r->next_job = NULL;
+		pthread_mutex_unlock(&srv->jobs_lock);
+		srv->handler(srv->ud, r, &r->reply);
+		r->answered = true;
+		MHD_resume_connection(r->conn);
+	}
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode tc)
@@ -260,8 +308,22 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!r)
 		return;
 	buf_release(&r->body);
+	reply_release(&r->reply);
 	free(r);
 	*con_cls = NULL;
+}
+
+static void stop_workers(struct http_server *s)
+{
+	pthread_mutex_lock(&s->jobs_lock);
+	s->stopping = true;
+	pthread_cond_broadcast(&s->jobs_cond);
+	pthread_mutex_unlock(&s->jobs_lock);
+	for (unsigned i = 0; i < s->nworkers; i++)
+		pthread_join(s->workers[i], NULL);
+	free(s->workers);
+	pthread_mutex_destroy(&s->jobs_lock);
+	pthread_cond_destroy(&s->jobs_cond);
 }
 
 static void raise_nofile(void)
@@ -316,6 +378,12 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 	}
 	raise_nofile();
 	struct http_server *s = xcalloc(1, sizeof(*s));
+	pthread_mutex_init(&s->jobs_lock, NULL);
+	pthread_cond_init(&s->jobs_cond, NULL);
+	s->nworkers = o->threads ? o->threads : 16;
+	s->workers = xcalloc(s->nworkers, sizeof(*s->workers));
+	for (unsigned i = 0; i < s->nworkers; i++)
+		pthread_create(&s->workers[i], NULL, worker_main, s);
 	s->handler = h;
 	s->ud = ud;
 	s->max_body = o->max_body ? o->max_body : 3u << 20;
@@ -338,7 +406,7 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 	};
 	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-				  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads ? o->threads : 8),
+				  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)2,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)60000,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(o->conn_timeout_s ? o->conn_timeout_s : 120),
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
@@ -349,6 +417,7 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 	s->key = key;
 	if (!s->mhd) {
 		*ret_err = xasprintf("cannot listen on %s", o->listen);
+		stop_workers(s);
 		free(cert), free(key), free(s);
 		return NULL;
 	}
@@ -360,6 +429,7 @@ void http_server_stop(struct http_server *s)
 	if (!s)
 		return;
 	MHD_stop_daemon(s->mhd);
+	stop_workers(s);
 	free(s->cert);
 	free(s->key);
 	free(s);

@@ -15,7 +15,7 @@
 #define JSON_PATCH_MAX_DEPTH 512
 /* Node visits spent checking and duplicating values of copy/move ops, per patch: copies could
  * otherwise double the document with every op. */
-#define JSON_PATCH_BUDGET 4000000L
+#define JSON_PATCH_BUDGET 1000000L
 
 struct ptr {
 	struct buf *tok; /* unescaped reference tokens */

@@ -15,6 +15,7 @@
 #include <ftw.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -786,6 +787,82 @@ static void test_failover(void **state)
 	cluster_stop(&c);
 }
 
+
+/* Group commit: concurrent creates and compare-and-swap updates from many threads share txns
+ * and still get exactly the per-key outcomes of one-at-a-time writes. */
+#define GC_THREADS 16
+#define GC_KEYS 100
+#define GC_INCS 30
+
+static atomic_int gc_dup_wins, gc_dup_exists;
+
+static void *gc_worker(void *arg)
+{
+	long id = (long)arg;
+	char key[64];
+	for (int i = 0; i < GC_KEYS; i++) {
+		snprintf(key, sizeof(key), "/gc/t%ld/k%d", id, i);
+		int64_t rev = 0;
+		if (etcd_create(g_e, key, "v", 1, 0, &rev) != 0 || rev <= 0)
+			return (void *)1;
+	}
+	int rc = etcd_create(g_e, "/gc/shared", "x", 1, 0, NULL);
+	if (rc == 0)
+		atomic_fetch_add(&gc_dup_wins, 1);
+	else if (rc == E_ALREADY_EXISTS)
+		atomic_fetch_add(&gc_dup_exists, 1);
+	for (int i = 0; i < GC_INCS; i++) {
+		for (;;) {
+			struct etcd_kv kv = { 0 };
+			if (etcd_get(g_e, "/gc/counter", &kv) != 0)
+				return (void *)2;
+			long long v = 0;
+			parse_int64(kv.value, &v);
+			char val[32];
+			int n = snprintf(val, sizeof(val), "%lld", v + 1);
+			int64_t mod = kv.mod_rev;
+			etcd_kv_release(&kv);
+			rc = etcd_update(g_e, "/gc/counter", val, (size_t)n, mod, NULL, NULL);
+			if (rc == 0)
+				break;
+			if (rc != E_CONFLICT)
+				return (void *)3;
+		}
+	}
+	return NULL;
+}
+
+static void test_group_commit(void **state)
+{
+	pthread_t t[GC_THREADS];
+	put_str(g_e, "/gc/counter", "0", NULL);
+	for (long i = 0; i < GC_THREADS; i++)
+		pthread_create(&t[i], NULL, gc_worker, (void *)i);
+	for (int i = 0; i < GC_THREADS; i++) {
+		void *ret;
+		pthread_join(t[i], &ret);
+		assert_null(ret);
+	}
+	assert_int_equal(atomic_load(&gc_dup_wins), 1);
+	assert_int_equal(atomic_load(&gc_dup_exists), GC_THREADS - 1);
+	struct etcd_range_result r = { 0 };
+	char *end = etcd_prefix_end("/gc/t");
+	assert_int_equal(etcd_range(g_e, "/gc/t", end, 0, 0, true, &r), 0);
+	assert_int_equal(r.count, GC_THREADS * GC_KEYS);
+	etcd_range_result_release(&r);
+	free(end);
+	struct etcd_kv kv = { 0 };
+	assert_int_equal(etcd_get(g_e, "/gc/counter", &kv), 0);
+	char want[32];
+	snprintf(want, sizeof(want), "%d", GC_THREADS * GC_INCS);
+	assert_string_equal(kv.value, want);
+	etcd_kv_release(&kv);
+	/* a stale update and a create of an existing key still fail alone */
+	assert_int_equal(etcd_update(g_e, "/gc/counter", "z", 1, 1, NULL, NULL), E_CONFLICT);
+	assert_int_equal(etcd_update(g_e, "/gc/none", "z", 1, 5, NULL, NULL), E_NOT_FOUND);
+	assert_int_equal(etcd_create(g_e, "/gc/shared", "y", 1, 0, NULL), E_ALREADY_EXISTS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -801,6 +878,7 @@ int main(void)
 		cmocka_unit_test(test_watch_stop_is_prompt),
 		cmocka_unit_test(test_watch_survives_restart),
 		cmocka_unit_test(test_failover),
+		cmocka_unit_test(test_group_commit),
 	};
 	if (access("/usr/bin/etcd", X_OK) != 0) {
 		fprintf(stderr, "/usr/bin/etcd not installed\n");

@@ -1,0 +1,159 @@
+/* ursa-kubelet: the node agent. One process runs one node, or in hollow mode many simulated
+ * nodes that share connections and threads.
+ *
+ * Threads and who owns what:
+ *   - main: parses options, starts everything, waits for SIGTERM/SIGINT, stops everything.
+ *   - heartbeat workers (lease.c): a small pool; node i belongs to worker i % nworkers, which
+ *     alone touches the node's heartbeat fields (registration, lease, status post).
+ *   - the pod worker (pods.c): alone calls the runtime and alone touches pod state and the
+ *     nodes' admission counters.
+ *   - informer threads (client library, partitions.c): only enqueue keys for the pod worker.
+ */
+#ifndef URSA_KUBELET_H
+#define URSA_KUBELET_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "ursa/client.h"
+#include "runtime.h"
+
+#define KL_VERSION "v1.32.0-ursa"
+#define KL_LEASE_NS_PATH "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+#define KL_ANN_ID "ursa.io/kubelet-id"
+#define KL_ANN_SCHEME "ursa.io/kubelet-scheme"
+#define KL_HOLLOW_TAINT "ursa.io/hollow"
+#define KL_RM_PARTITION "@rm"   /* partition name of the RM's own (system) pods */
+#define KL_MAX_NODES 100000
+
+struct kl_options {
+	const char *kubeconfig, *node_name, *zone, *region, *runtime, *root_dir, *address;
+	long long port;
+	const char *tls_cert, *tls_key;
+	const char *cpu, *memory;
+	long long max_pods;
+	long long hollow_nodes;
+	const char *hollow_prefix;
+	long long status_report_s, lease_s;
+	const char *log_level;
+};
+
+/* Parses argv into o (defaults first). 0, or -1 after printing the problem to stderr. */
+int kl_options_parse(struct kl_options *o, int argc, char **argv);
+
+/* Conditions a node reports besides Ready. */
+enum kl_pressure { KL_MEMORY_PRESSURE, KL_DISK_PRESSURE, KL_PID_PRESSURE, KL_NPRESSURE };
+
+/* Per-node state: kept small (hollow mode runs 10,000 of these). The heartbeat fields belong
+ * to the node's heartbeat worker, the usage fields to the pod worker. */
+struct kl_node {
+	char *name;
+	/* heartbeat worker */
+	int64_t status_posted_ms;    /* mono ms of the last status post, 0 = never */
+	int64_t ready_since;         /* unix s of Ready's lastTransitionTime */
+	int64_t pressure_since[KL_NPRESSURE];
+	uint8_t pressure;            /* bit per enum kl_pressure */
+	bool registered, lease_ok, status_dirty;
+	/* pod worker */
+	long long cpu_used_m, mem_used_m, pods_used;
+};
+
+/* Credentials of the RM kubeconfig, reused for every tenant partition. */
+struct kl_creds {
+	char *server, *token;
+	struct buf ca;          /* PEM bundle, may be empty */
+	bool insecure;
+};
+/* Loads the current context of a kubeconfig. 0, or -1 with *ret_err (new string). */
+int kl_creds_load(const char *path, struct kl_creds *ret, char **ret_err);
+void kl_creds_release(struct kl_creds *c);
+/* A client for servers (comma-separated URLs) with c's token and CA. */
+struct rest_client *kl_creds_client(const struct kl_creds *c, const char *servers);
+
+struct kl_partitions;
+struct kl_pods;
+struct kl_heartbeat;
+struct kl_logs;
+
+struct kubelet {
+	struct kl_options opt;
+	bool hollow;
+	char *kubelet_id;
+	char *hostname;
+	long long cpu_m, mem_m, max_pods;   /* capacity = allocatable, per node */
+	int64_t boot_unix;
+
+	struct kl_creds creds;
+	struct rest_client *rm;
+
+	struct kl_node *nodes;
+	size_t nnodes;
+	uint32_t *node_index;               /* open addressing: 0 empty, else node idx + 1 */
+	size_t node_index_mask;
+
+	const struct runtime_ops *rt_ops;
+	struct runtime *rt;
+
+	struct workqueue *wq;               /* pod keys "tenant/ns/name|partition" */
+	struct kl_partitions *parts;
+	struct kl_pods *pods;
+	struct kl_heartbeat *hb;
+
+	atomic_bool stop;
+};
+
+/* Node table (hollow.c): builds k->nodes from the options (one node, or the hollow set). */
+void kl_nodes_init(struct kubelet *k);
+void kl_nodes_release(struct kubelet *k);
+/* Index of the node called name, or -1 if it is not one of this process's nodes. */
+long kl_node_find(const struct kubelet *k, const char *name);
+
+/* Node objects (node.c). Both return new references, built on demand. */
+json_t *kl_node_object(const struct kubelet *k, size_t i);
+json_t *kl_node_status(const struct kubelet *k, size_t i);
+/* Creates the node, or updates labels/annotations/taints and status if it exists. 0 or E_*. */
+int kl_node_register(struct kubelet *k, size_t i);
+/* Posts the status (merge patch of /status). 0 or E_*. */
+int kl_node_post_status(struct kubelet *k, size_t i);
+/* Refuses (-1 with *ret_err) when another live kubelet (different kubelet-id annotation,
+ * lease renewed within its duration) already holds one of our node names. E_UNAVAILABLE when
+ * the RM cannot be asked. */
+int kl_nodes_check_unique(struct kubelet *k, char **ret_err);
+/* Samples the host's pressure conditions into a bit set (real mode only). */
+uint8_t kl_host_pressure(const struct kubelet *k);
+
+/* Lease and heartbeat workers (lease.c). */
+int kl_lease_renew(struct kubelet *k, size_t i);
+struct kl_heartbeat *kl_heartbeat_start(struct kubelet *k);
+void kl_heartbeat_stop(struct kl_heartbeat *hb);
+
+/* Partitions (partitions.c): the RM's own pods plus one client and pod informer per TP of the
+ * RM's registry, followed at run time. */
+struct kl_partition {
+	char *name;
+	char *servers;
+	bool is_rm;
+	atomic_int refs;
+	struct kubelet *k;
+	struct rest_client *rc;  /* borrowed k->rm for the RM */
+	struct informer *inf;
+	const char *pods_path;   /* collection path for status and delete URLs' prefix */
+};
+struct kl_partitions *kl_partitions_start(struct kubelet *k);
+void kl_partitions_stop(struct kl_partitions *ps);
+/* A reference to the partition called name, or NULL if there is none (any more). */
+struct kl_partition *kl_partition_get(struct kubelet *k, const char *name);
+void kl_partition_put(struct kl_partition *p);
+/* True when the registry and every partition's informer have synced. */
+bool kl_partitions_synced(struct kubelet *k);
+/* True when some partition's store holds a pod with this uid. */
+bool kl_partitions_have_uid(struct kubelet *k, const char *uid);
+
+/* The pod worker (pods.c). */
+struct kl_pods *kl_pods_start(struct kubelet *k);
+void kl_pods_stop(struct kl_pods *p);
+/* The work-queue key of a pod of a partition: "tenant/ns/name|partition". New string. */
+char *kl_pod_wkey(const char *obj_key, const char *partition);
+
+#endif

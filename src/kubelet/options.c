@@ -1,0 +1,68 @@
+/* ursa-kubelet's flag table. */
+#include <stdio.h>
+#include <string.h>
+#include "kubelet.h"
+#include "ursa/options.h"
+#include "ursa/xalloc.h"
+
+static const char summary[] =
+	"The Ursa node agent: registers its node with a resource manager, renews its lease, runs the pods "
+	"bound to it from every tenant partition and reports their status. `ursa-kubelet shim ...` is the "
+	"process runtime's container shim.";
+
+int kl_options_parse(struct kl_options *o, int argc, char **argv)
+{
+	*o = (struct kl_options){
+		.region = "local", .runtime = "process", .root_dir = "/var/lib/ursa-kubelet",
+		.address = "127.0.0.1", .port = 10250, .max_pods = 110, .hollow_nodes = 0,
+		.hollow_prefix = "hollow-node", .status_report_s = 300, .lease_s = 40, .log_level = "info",
+	};
+	const struct opt opts[] = {
+		{ "kubeconfig", OPT_STRING, &o->kubeconfig,
+		  "kubeconfig of the resource manager; its token and CA are also used for every tenant partition" },
+		{ "node-name", OPT_STRING, &o->node_name, "name of the node (default: the hostname)" },
+		{ "zone", OPT_STRING, &o->zone, "zone label topology.kubernetes.io/zone" },
+		{ "region", OPT_STRING, &o->region, "region label topology.kubernetes.io/region" },
+		{ "runtime", OPT_STRING, &o->runtime, "container runtime: process or fake" },
+		{ "root-dir", OPT_STRING, &o->root_dir, "directory for the kubelet's and runtime's state and logs" },
+		{ "address", OPT_STRING, &o->address, "node InternalIP and the kubelet server's bind address" },
+		{ "port", OPT_INT, &o->port, "kubelet server port (/healthz, /containerLogs); 0 disables it" },
+		{ "tls-cert-file", OPT_STRING, &o->tls_cert, "PEM certificate of the kubelet server (HTTPS)" },
+		{ "tls-private-key-file", OPT_STRING, &o->tls_key, "PEM private key of --tls-cert-file" },
+		{ "cpu", OPT_STRING, &o->cpu, "cpu capacity, a quantity (default: online CPUs)" },
+		{ "memory", OPT_STRING, &o->memory, "memory capacity, a quantity (default: physical memory)" },
+		{ "max-pods", OPT_INT, &o->max_pods, "pod capacity" },
+		{ "hollow-nodes", OPT_INT, &o->hollow_nodes,
+		  "simulate this many nodes in this process (fake runtime); 0 runs one real node" },
+		{ "hollow-prefix", OPT_STRING, &o->hollow_prefix, "name prefix of hollow nodes (<prefix>-<i>)" },
+		{ "node-status-report-seconds", OPT_INT, &o->status_report_s,
+		  "post node status at least this often (and on every change)" },
+		{ "lease-seconds", OPT_INT, &o->lease_s, "node lease duration; renewed every quarter of it" },
+		{ "log-level", OPT_STRING, &o->log_level, "debug, info, warn or error" },
+	};
+	if (opts_parse("ursa-kubelet", summary, opts, (int)ARRAY_SIZE(opts), argc, argv) != 0)
+		return -1;
+	if (!o->kubeconfig) {
+		fprintf(stderr, "ursa-kubelet: --kubeconfig is required\n");
+		return -1;
+	}
+	if (strcmp(o->runtime, "process") != 0 && strcmp(o->runtime, "fake") != 0) {
+		fprintf(stderr, "ursa-kubelet: --runtime must be process or fake, not \"%s\"\n", o->runtime);
+		return -1;
+	}
+	if (o->hollow_nodes < 0 || o->hollow_nodes > KL_MAX_NODES) {
+		fprintf(stderr, "ursa-kubelet: --hollow-nodes must be 0..%d\n", KL_MAX_NODES);
+		return -1;
+	}
+	if (o->port < 0 || o->port > 65535 || o->max_pods < 0 || o->max_pods > 100000 || o->lease_s < 4 ||
+	    o->lease_s > 3600 || o->status_report_s < 1 || o->status_report_s > 86400) {
+		fprintf(stderr, "ursa-kubelet: --port, --max-pods, --lease-seconds (4..3600) or "
+				"--node-status-report-seconds out of range\n");
+		return -1;
+	}
+	if (!o->tls_cert != !o->tls_key) {
+		fprintf(stderr, "ursa-kubelet: --tls-cert-file and --tls-private-key-file go together\n");
+		return -1;
+	}
+	return 0;
+}

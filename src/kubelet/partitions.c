@@ -1,0 +1,300 @@
+/* The pod sources: the RM's own (system) pods, and one client plus one pod informer per tenant
+ * partition of the RM's registry (/apis/ursa.io/v1/tenantpartitions), started and stopped as
+ * registry objects come and go. A real node watches pods with spec.nodeName=<node>; a hollow
+ * process watches every bound pod once per partition and dispatches by spec.nodeName.
+ * Informer handlers only enqueue "tenant/ns/name|partition" keys for the pod worker, which
+ * looks the pod up in the partition's store. */
+#include <string.h>
+#include "kubelet.h"
+#include "ursa/jsonutil.h"
+#include "ursa/log.h"
+#include "ursa/xalloc.h"
+
+#define KL_MAX_PARTITIONS 1024
+#define TP_PODS_PATH "/api/v1/tenants/all/pods"
+#define RM_PODS_PATH "/api/v1/tenants/system/pods"
+#define REGISTRY_PATH "/apis/ursa.io/v1/tenantpartitions"
+
+struct kl_partitions {
+	struct kubelet *k;
+	pthread_mutex_t mu;
+	struct kl_partition *v[KL_MAX_PARTITIONS];
+	size_t n;
+	struct informer *registry;
+};
+
+char *kl_pod_wkey(const char *obj_key, const char *partition)
+{
+	return xasprintf("%s|%s", obj_key, partition);
+}
+
+static void enqueue(struct kl_partition *p, const json_t *obj)
+{
+	if (kl_node_find(p->k, json_path_str(obj, "spec.nodeName")) < 0)
+		return;
+	char *key = object_key(obj);
+	char *wkey = kl_pod_wkey(key, p->name);
+	wq_add(p->k->wq, wkey);
+	free(wkey);
+	free(key);
+}
+
+static void on_pod_add(void *ud, const json_t *obj)
+{
+	enqueue(ud, obj);
+}
+
+static void on_pod_update(void *ud, const json_t *old_obj, const json_t *new_obj)
+{
+	enqueue(ud, new_obj);
+}
+
+static void on_pod_delete(void *ud, const json_t *obj)
+{
+	enqueue(ud, obj);
+}
+
+static void on_pod_synced(void *ud)
+{
+	struct kl_partition *p = ud;
+	log_info("partition pods synced", "partition=\"%s\" servers=\"%s\"", p->name, p->servers);
+}
+
+static const struct informer_handlers pod_handlers = {
+	.on_add = on_pod_add, .on_update = on_pod_update, .on_delete = on_pod_delete, .on_synced = on_pod_synced,
+};
+
+static char *pod_query(const struct kubelet *k)
+{
+	if (k->hollow)
+		return xstrdup("fieldSelector=spec.nodeName%21%3D");
+	return xasprintf("fieldSelector=spec.nodeName%%3D%s", k->nodes[0].name);
+}
+
+/* Creates a partition and starts its informer; called with ps->mu held and p linked first so
+ * no event can arrive for a partition the pod worker cannot find. */
+static struct kl_partition *partition_new(struct kubelet *k, const char *name, const char *servers, bool is_rm)
+{
+	struct kl_partition *p = xcalloc(1, sizeof(*p));
+	p->name = xstrdup(name);
+	p->servers = xstrdup(servers);
+	p->is_rm = is_rm;
+	p->k = k;
+	atomic_init(&p->refs, 1);
+	p->rc = is_rm ? k->rm : kl_creds_client(&k->creds, servers);
+	p->pods_path = is_rm ? RM_PODS_PATH : TP_PODS_PATH;
+	return p;
+}
+
+static void partition_start(struct kl_partition *p)
+{
+	char *q = pod_query(p->k);
+	p->inf = informer_start(p->rc, p->pods_path, q, &pod_handlers, p);
+	free(q);
+}
+
+void kl_partition_put(struct kl_partition *p)
+{
+	if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
+		return;
+	if (p->inf)
+		informer_stop(p->inf);
+	if (!p->is_rm && p->rc)
+		rest_free(p->rc);
+	free(p->name);
+	free(p->servers);
+	free(p);
+}
+
+struct kl_partition *kl_partition_get(struct kubelet *k, const char *name)
+{
+	struct kl_partitions *ps = k->parts;
+	struct kl_partition *found = NULL;
+	if (!ps)
+		return NULL;
+	pthread_mutex_lock(&ps->mu);
+	for (size_t i = 0; i < ps->n && !found; i++)
+		if (strcmp(ps->v[i]->name, name) == 0) {
+			found = ps->v[i];
+			atomic_fetch_add(&found->refs, 1);
+		}
+	pthread_mutex_unlock(&ps->mu);
+	return found;
+}
+
+/* Unlinks the partition called name; returns it (the table's reference) or NULL. Lock held. */
+static struct kl_partition *unlink_locked(struct kl_partitions *ps, const char *name)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (strcmp(ps->v[i]->name, name) == 0) {
+			struct kl_partition *p = ps->v[i];
+			ps->v[i] = ps->v[--ps->n];
+			return p;
+		}
+	return NULL;
+}
+
+/* "https://a,https://b" from spec.endpoints; new string or NULL. */
+static char *endpoints_of(const json_t *tp)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+	const json_t *e;
+	json_array_foreach(json_path(tp, "spec.endpoints"), i, e) {
+		if (!json_is_string(e) || !json_string_length(e) || strchr(json_string_value(e), ','))
+			continue;
+		if (b.len)
+			buf_addch(&b, ',');
+		buf_adds(&b, json_string_value(e));
+	}
+	return b.len ? buf_detach(&b, NULL) : NULL;
+}
+
+static void registry_apply(struct kl_partitions *ps, const json_t *tp, bool deleted)
+{
+	const char *name = json_path_str(tp, "metadata.name");
+	if (!name || !*name || name[0] == '@')
+		return;
+	char *servers = deleted ? NULL : endpoints_of(tp);
+	struct kl_partition *old = NULL;
+	pthread_mutex_lock(&ps->mu);
+	struct kl_partition *cur = NULL;
+	for (size_t i = 0; i < ps->n; i++)
+		if (strcmp(ps->v[i]->name, name) == 0)
+			cur = ps->v[i];
+	if (cur && servers && strcmp(cur->servers, servers) == 0) {
+		pthread_mutex_unlock(&ps->mu);
+		free(servers);
+		return;
+	}
+	if (cur)
+		old = unlink_locked(ps, name);
+	if (servers && ps->n < KL_MAX_PARTITIONS) {
+		struct kl_partition *p = partition_new(ps->k, name, servers, false);
+		if (p->rc) {
+			ps->v[ps->n++] = p;
+			partition_start(p);
+			log_info("tenant partition added", "partition=\"%s\" servers=\"%s\"", name, servers);
+		} else {
+			log_warn("tenant partition has unusable endpoints", "partition=\"%s\"", name);
+			kl_partition_put(p);
+		}
+	}
+	pthread_mutex_unlock(&ps->mu);
+	if (old) {
+		log_info("tenant partition removed", "partition=\"%s\" servers=\"%s\"", old->name, old->servers);
+		kl_partition_put(old);
+	}
+	free(servers);
+}
+
+static void on_tp_add(void *ud, const json_t *obj)
+{
+	registry_apply(ud, obj, false);
+}
+
+static void on_tp_update(void *ud, const json_t *old_obj, const json_t *new_obj)
+{
+	registry_apply(ud, new_obj, false);
+}
+
+static void on_tp_delete(void *ud, const json_t *obj)
+{
+	registry_apply(ud, obj, true);
+}
+
+static const struct informer_handlers registry_handlers = {
+	.on_add = on_tp_add, .on_update = on_tp_update, .on_delete = on_tp_delete,
+};
+
+struct kl_partitions *kl_partitions_start(struct kubelet *k)
+{
+	struct kl_partitions *ps = xcalloc(1, sizeof(*ps));
+	ps->k = k;
+	pthread_mutex_init(&ps->mu, NULL);
+	k->parts = ps;
+	pthread_mutex_lock(&ps->mu);
+	struct kl_partition *rm = partition_new(k, KL_RM_PARTITION, k->creds.server, true);
+	ps->v[ps->n++] = rm;
+	partition_start(rm);
+	pthread_mutex_unlock(&ps->mu);
+	ps->registry = informer_start(k->rm, REGISTRY_PATH, NULL, &registry_handlers, ps);
+	return ps;
+}
+
+void kl_partitions_stop(struct kl_partitions *ps)
+{
+	if (!ps)
+		return;
+	informer_stop(ps->registry);
+	pthread_mutex_lock(&ps->mu);
+	size_t n = ps->n;
+	struct kl_partition *v[KL_MAX_PARTITIONS];
+	memcpy(v, ps->v, n * sizeof(v[0]));
+	ps->n = 0;
+	pthread_mutex_unlock(&ps->mu);
+	for (size_t i = 0; i < n; i++)
+		kl_partition_put(v[i]);
+	ps->k->parts = NULL;
+	pthread_mutex_destroy(&ps->mu);
+	free(ps);
+}
+
+/* A referenced copy of the table; returns the count. */
+static size_t snapshot(struct kl_partitions *ps, struct kl_partition **out)
+{
+	pthread_mutex_lock(&ps->mu);
+	size_t n = ps->n;
+	for (size_t i = 0; i < n; i++) {
+		out[i] = ps->v[i];
+		atomic_fetch_add(&out[i]->refs, 1);
+	}
+	pthread_mutex_unlock(&ps->mu);
+	return n;
+}
+
+bool kl_partitions_synced(struct kubelet *k)
+{
+	struct kl_partitions *ps = k->parts;
+	if (!ps || !informer_synced(ps->registry))
+		return false;
+	struct kl_partition **v = xcalloc(KL_MAX_PARTITIONS, sizeof(*v));
+	size_t n = snapshot(ps, v);
+	bool ok = true;
+	for (size_t i = 0; i < n; i++) {
+		ok = ok && v[i]->inf && informer_synced(v[i]->inf);
+		kl_partition_put(v[i]);
+	}
+	free(v);
+	return ok;
+}
+
+struct uid_search {
+	const char *uid;
+	bool found;
+};
+
+static void match_uid(void *ud, const json_t *obj)
+{
+	struct uid_search *s = ud;
+	const char *uid = json_path_str(obj, "metadata.uid");
+	if (uid && strcmp(uid, s->uid) == 0)
+		s->found = true;
+}
+
+bool kl_partitions_have_uid(struct kubelet *k, const char *uid)
+{
+	struct kl_partitions *ps = k->parts;
+	if (!ps)
+		return true;  /* cannot tell: keep the pod */
+	struct kl_partition **v = xcalloc(KL_MAX_PARTITIONS, sizeof(*v));
+	size_t n = snapshot(ps, v);
+	struct uid_search s = { uid, false };
+	for (size_t i = 0; i < n; i++) {
+		if (!s.found && v[i]->inf)
+			informer_foreach(v[i]->inf, match_uid, &s);
+		kl_partition_put(v[i]);
+	}
+	free(v);
+	return s.found;
+}

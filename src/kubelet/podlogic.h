@@ -1,0 +1,60 @@
+/* Pure pod logic of the kubelet, free of I/O so unit tests can drive it: resource requests and
+ * admission (admit.c), pod spec to runtime spec (rtpod.c), and pod status from runtime
+ * statuses (podstatus.c). */
+#ifndef URSA_KUBELET_PODLOGIC_H
+#define URSA_KUBELET_PODLOGIC_H
+#include <jansson.h>
+#include <stdint.h>
+#include "ursa/buf.h"
+#include "runtime.h"
+
+#define KL_MAX_CONTAINERS 64
+#define KL_MAX_ARGS 4096
+#define KL_MAX_ENV 4096
+
+/* Amounts of the resources the kubelet admits on: cpu and memory in milli-units (memory
+ * "1Gi" = 1073741824000), pods as a plain count. */
+struct kl_res {
+	long long cpu_m, mem_m, pods;
+};
+
+/* The pod's effective requests: the sum over containers (a limit stands in for a missing
+ * request, as apiserver defaulting does), or the largest init container's if larger;
+ * pods = 1. 0, or E_INVALID with a message in err when a quantity does not parse. */
+int kl_pod_requests(const json_t *pod, struct kl_res *ret, struct buf *err);
+
+/* Kubernetes' fit check: pod count first, then cpu, then memory (a zero request always fits).
+ * Returns NULL when req fits into alloc - used, else the rejection reason ("OutOfpods",
+ * "OutOfcpu", "OutOfmemory"; static string) with the message appended to msg. */
+const char *kl_admit(const struct kl_res *alloc, const struct kl_res *used, const struct kl_res *req,
+		     struct buf *msg);
+
+/* Converts a pod object into a runtime spec. 0, or E_INVALID with a message in err (the
+ * pod is then failed with reason "InvalidPodSpec"). *ret is filled only on success; release
+ * it with rt_pod_release. */
+int kl_rt_pod_from_json(const json_t *pod, struct rt_pod *ret, struct buf *err);
+
+/* Grace period to stop a pod with: metadata.deletionGracePeriodSeconds, else
+ * spec.terminationGracePeriodSeconds, else 30. */
+long long kl_pod_grace(const json_t *pod);
+
+/* What the kubelet knows about a pod, beyond the pod object. */
+struct kl_status_in {
+	const struct rt_container_status *cs; /* runtime statuses (any order), may be NULL */
+	size_t ncs;
+	const char *host_ip;                  /* node address; also the pod IP */
+	int64_t now;                          /* unix seconds */
+	const char *fail_reason;              /* non-NULL: the pod failed without running */
+	const char *fail_message;
+};
+
+/* The pod's new status: a copy of its current status with phase, conditions,
+ * containerStatuses, hostIP(s), podIP(s), startTime and qosClass computed from in.
+ * lastTransitionTime of a condition whose status did not change is kept, so a pod whose
+ * state did not change gets a status json_equal to its current one. New reference. */
+json_t *kl_pod_status_build(const json_t *pod, const struct kl_status_in *in);
+
+/* True if the phase is Succeeded or Failed. */
+bool kl_phase_terminal(const char *phase);
+
+#endif

@@ -1,0 +1,141 @@
+/* Pod object -> runtime spec, refusing what the kubelet cannot run. */
+#include <string.h>
+#include "podlogic.h"
+#include "ursa/errors.h"
+#include "ursa/jsonutil.h"
+#include "ursa/xalloc.h"
+
+/* A NULL-terminated copy of an array of strings; NULL for absent. -1 if not strings or too long. */
+static int str_array(const json_t *a, char ***ret)
+{
+	*ret = NULL;
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) > KL_MAX_ARGS)
+		return -1;
+	size_t n = json_array_size(a);
+	char **v = xcalloc(n + 1, sizeof(*v));
+	for (size_t i = 0; i < n; i++) {
+		const json_t *s = json_array_get(a, i);
+		if (!json_is_string(s) || strlen(json_string_value(s)) != json_string_length(s)) {
+			for (size_t j = 0; j < i; j++)
+				free(v[j]);
+			free(v);
+			return -1;
+		}
+		v[i] = xstrdup(json_string_value(s));
+	}
+	*ret = v;
+	return 0;
+}
+
+static int convert_env(const json_t *env, struct rt_container *rc, struct buf *err)
+{
+	if (!env || json_is_null(env))
+		return 0;
+	if (!json_is_array(env) || json_array_size(env) > KL_MAX_ENV) {
+		buf_addf(err, "container \"%s\": env must be a list of at most %d entries", rc->name, KL_MAX_ENV);
+		return E_INVALID;
+	}
+	rc->env = xcalloc(json_array_size(env) + 1, sizeof(*rc->env));
+	size_t i;
+	const json_t *e;
+	json_array_foreach(env, i, e) {
+		const char *name = json_str(e, "name");
+		if (!name || !*name || strchr(name, '=')) {
+			buf_addf(err, "container \"%s\": env[%zu] has no valid name", rc->name, i);
+			return E_INVALID;
+		}
+		if (json_object_get(e, "valueFrom")) {
+			buf_addf(err, "container \"%s\": env \"%s\": valueFrom is not supported by this kubelet",
+				 rc->name, name);
+			return E_INVALID;
+		}
+		const char *value = json_str(e, "value");
+		rc->env[rc->nenv].name = xstrdup(name);
+		rc->env[rc->nenv].value = xstrdup(value ? value : "");
+		rc->nenv++;
+	}
+	return 0;
+}
+
+static int convert_container(const json_t *c, struct rt_container *rc, struct buf *err)
+{
+	const char *name = json_str(c, "name");
+	if (!name || !*name) {
+		buf_adds(err, "a container has no name");
+		return E_INVALID;
+	}
+	rc->name = xstrdup(name);
+	const char *image = json_str(c, "image");
+	rc->image = xstrdup(image ? image : "");
+	if (str_array(json_object_get(c, "command"), &rc->command) ||
+	    str_array(json_object_get(c, "args"), &rc->args)) {
+		buf_addf(err, "container \"%s\": command and args must be lists of at most %d strings", name,
+			 KL_MAX_ARGS);
+		return E_INVALID;
+	}
+	const char *wd = json_str(c, "workingDir");
+	if (wd && *wd)
+		rc->working_dir = xstrdup(wd);
+	return convert_env(json_object_get(c, "env"), rc, err);
+}
+
+static enum rt_restart restart_policy(const char *p)
+{
+	if (p && strcmp(p, "Never") == 0)
+		return RT_RESTART_NEVER;
+	if (p && strcmp(p, "OnFailure") == 0)
+		return RT_RESTART_ON_FAILURE;
+	return RT_RESTART_ALWAYS;
+}
+
+int kl_rt_pod_from_json(const json_t *pod, struct rt_pod *ret, struct buf *err)
+{
+	struct rt_pod p;
+	memset(&p, 0, sizeof(p));
+	const char *uid = json_path_str(pod, "metadata.uid"), *name = json_path_str(pod, "metadata.name");
+	const char *tenant = json_path_str(pod, "metadata.tenant"), *ns = json_path_str(pod, "metadata.namespace");
+	const json_t *containers = json_path(pod, "spec.containers");
+	int rc = E_INVALID;
+	if (!uid || !*uid || !name || !*name) {
+		buf_adds(err, "pod has no uid or name");
+		return E_INVALID;
+	}
+	if (json_path(pod, "spec.initContainers") && json_array_size(json_path(pod, "spec.initContainers")) > 0) {
+		buf_adds(err, "init containers are not supported by this kubelet");
+		return E_INVALID;
+	}
+	if (!json_is_array(containers) || json_array_size(containers) == 0 ||
+	    json_array_size(containers) > KL_MAX_CONTAINERS) {
+		buf_addf(err, "spec.containers must list 1 to %d containers", KL_MAX_CONTAINERS);
+		return E_INVALID;
+	}
+	p.uid = xstrdup(uid);
+	p.name = xstrdup(name);
+	p.tenant = xstrdup(tenant && *tenant ? tenant : "system");
+	p.ns = xstrdup(ns && *ns ? ns : "default");
+	p.restart = restart_policy(json_path_str(pod, "spec.restartPolicy"));
+	p.grace_s = kl_pod_grace(pod);
+	p.containers = xcalloc(json_array_size(containers), sizeof(*p.containers));
+	size_t i;
+	const json_t *c;
+	json_array_foreach(containers, i, c) {
+		p.ncontainers++;
+		rc = convert_container(c, &p.containers[i], err);
+		if (rc)
+			goto out;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(p.containers[j].name, p.containers[i].name) == 0) {
+				buf_addf(err, "duplicate container name \"%s\"", p.containers[i].name);
+				rc = E_INVALID;
+				goto out;
+			}
+	}
+	rc = 0;
+	*ret = p;
+out:
+	if (rc)
+		rt_pod_release(&p);
+	return rc;
+}

@@ -1,0 +1,29 @@
+/* The container shim: `ursa-kubelet shim --state DIR --log FILE [--exec PATH] [--workdir DIR] -- argv...`.
+ *
+ * The process runtime starts one shim per container instance, in a session of its own, so the
+ * container outlives a kubelet restart. The shim forks the container (in a new process group
+ * whose id is the container's pid), copies its stdout and stderr into FILE in the CRI log
+ * format ("<RFC3339Nano> stdout|stderr F|P text"; lines longer than 16 KiB become P records),
+ * and writes (temp file + rename):
+ *   DIR/state.json  {"pid","pidStart","shimPid","shimStart","startedAt"} once the container runs
+ *                   (pidStart/shimStart: /proc/<pid>/stat start times; startedAt: unix ns);
+ *   DIR/exit.json   {"exitCode","signal","startedAt","finishedAt"[,"reason","message"]} when the
+ *                   container has ended, after the log file is complete. A program that cannot
+ *                   be executed gives exitCode 128 and reason "StartError".
+ * When the container's main process ends, the rest of its process group is killed. The
+ * environment of the shim is the container's environment; PATH (program lookup) must be done
+ * by the caller, which passes the resolved program in --exec (default: argv[0]). */
+#ifndef URSA_KUBELET_SHIM_H
+#define URSA_KUBELET_SHIM_H
+#include <stdbool.h>
+#include <sys/stat.h>
+
+/* argv[0] is "shim" (main.c passes argc - 1, argv + 1 of `ursa-kubelet shim ...`). Returns the
+ * process exit status: 0 once exit.json is written, 2 on a usage error, 1 on other errors. */
+int shim_main(int argc, char **argv);
+
+/* A log file that the shim has finished with is made read-only (0440): readers following it
+ * may stop at its end. True if st (from fstat of the log) says so. */
+bool shim_log_is_final(const struct stat *st);
+
+#endif

@@ -1,0 +1,327 @@
+/* REST client against a real ursa-tp-apiserver (HTTP and HTTPS): statuses and Status bodies,
+ * fail-over, timeouts, streams that stop promptly, kubeconfig loading. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include "client/client_internal.h"
+#include "client_testlib.h"
+#include "ursa/errors.h"
+
+static struct tl_env g_env;
+static struct rest_client *g_c;
+
+#define CM_PATH "/api/v1/tenants/t1/namespaces/default/configmaps"
+
+static int group_setup(void **state)
+{
+	if (!tl_env_up(&g_env)) {
+		fprintf(stderr, "ursa-tp-apiserver not built: skipping REST tests\n");
+		return 0;
+	}
+	g_c = tl_client(&g_env);
+	tl_create_tenant(g_c, "t1");
+	tl_api_tls(&g_env, 1);
+	tl_start_api_n(&g_env, 1);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	rest_free(g_c);
+	if (g_env.dir)
+		tl_env_down(&g_env);
+	return 0;
+}
+
+#define NEED_ENV()              \
+	do {                    \
+		if (!g_env.dir) \
+			skip(); \
+	} while (0)
+
+static int dead_port(void)
+{
+	int p;
+	tl_free_ports(&p, 1);
+	return p;
+}
+
+static void test_statuses(void **state)
+{
+	json_t *body = NULL, *obj;
+	struct buf raw = BUF_INIT;
+	NEED_ENV();
+	obj = json_pack("{s:s,s:s,s:{s:s},s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata", "name", "r1",
+			"data", "k", "v");
+	assert_int_equal(rest_do(g_c, "POST", CM_PATH, obj, NULL, &body), 201);
+	assert_string_equal(json_path_str(body, "metadata.name"), "r1");
+	json_decref(body);
+	assert_int_equal(rest_do(g_c, "POST", CM_PATH, obj, NULL, &body), 409);
+	assert_string_equal(json_str(body, "reason"), "AlreadyExists");
+	json_decref(body);
+	assert_int_equal(rest_do(g_c, "GET", CM_PATH "/nope", NULL, NULL, &body), 404);
+	assert_string_equal(json_str(body, "kind"), "Status");
+	assert_string_equal(json_str(body, "reason"), "NotFound");
+	json_decref(body);
+	/* merge patch with an explicit content type, raw response */
+	const char *patch = "{\"data\":{\"k\":\"patched\"}}";
+	assert_int_equal(rest_do_raw(g_c, "PATCH", CM_PATH "/r1", patch, strlen(patch),
+				     "application/merge-patch+json", &raw),
+			 200);
+	assert_non_null(strstr(buf_cstr(&raw), "\"patched\""));
+	buf_release(&raw);
+	assert_int_equal(rest_do(g_c, "DELETE", CM_PATH "/r1", NULL, NULL, NULL), 200);
+	json_decref(obj);
+
+	/* no token: 401 */
+	struct rest_client *anon = rest_new(&(struct rest_config){ .servers = g_env.api_url });
+	assert_int_equal(rest_do(anon, "GET", CM_PATH, NULL, NULL, NULL), 401);
+	rest_free(anon);
+	assert_null(rest_new(&(struct rest_config){ .servers = " , " }));
+}
+
+static void test_failover(void **state)
+{
+	NEED_ENV();
+	char *servers = xasprintf("http://127.0.0.1:%d, %s/", dead_port(), g_env.api_url);
+	struct rest_client *c = rest_new(&(struct rest_config){ .servers = servers, .token = TL_TOKEN });
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(rest_do(c, "GET", CM_PATH, NULL, NULL, NULL), 200);
+	rest_free(c);
+	free(servers);
+	servers = xasprintf("http://127.0.0.1:%d,http://127.0.0.1:%d", dead_port(), dead_port());
+	c = rest_new(&(struct rest_config){ .servers = servers, .token = TL_TOKEN });
+	assert_int_equal(rest_do(c, "GET", CM_PATH, NULL, NULL, NULL), E_UNAVAILABLE);
+	assert_int_equal(rest_stream(c, CM_PATH "?watch=true", NULL, NULL, NULL), E_UNAVAILABLE);
+	rest_free(c);
+	free(servers);
+}
+
+/* A server that accepts connections and never answers. */
+static void test_timeout(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 8), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	char *url = xasprintf("http://127.0.0.1:%d", ntohs(a.sin_port));
+	struct rest_client *c = rest_new(&(struct rest_config){ .servers = url, .timeout_ms = 300 });
+	int64_t t0 = mono_ms();
+	assert_int_equal(rest_do(c, "GET", "/x", NULL, NULL, NULL), E_TIMEOUT);
+	int64_t took = mono_ms() - t0;
+	assert_in_range(took, 250, 2000);
+	rest_free(c);
+	free(url);
+	close(fd);
+}
+
+struct stream_rec {
+	struct buf data;
+	atomic_bool stop;
+	int stop_after_bytes; /* > 0: on_data asks to stop once this much arrived */
+};
+
+static int on_data(void *ud, const char *data, size_t len)
+{
+	struct stream_rec *s = ud;
+	buf_add(&s->data, data, len);
+	return s->stop_after_bytes > 0 && s->data.len >= (size_t)s->stop_after_bytes;
+}
+
+struct streamer {
+	struct stream_rec *s;
+	const char *path;
+	int rc;
+	int64_t ended;
+};
+
+static void *stream_thread(void *arg)
+{
+	struct streamer *st = arg;
+	st->rc = rest_stream(g_c, st->path, on_data, st->s, &st->s->stop);
+	st->ended = mono_ms();
+	return NULL;
+}
+
+static void test_stream_stop(void **state)
+{
+	struct stream_rec s = { .data = BUF_INIT };
+	struct streamer st = { .s = &s, .path = CM_PATH "?watch=true&timeoutSeconds=60" };
+	pthread_t th;
+	NEED_ENV();
+	atomic_init(&s.stop, false);
+	tl_post(g_c, CM_PATH, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"s1\"}}", 201);
+	pthread_create(&th, NULL, stream_thread, &st);
+	tl_sleep_ms(400);
+	assert_non_null(strstr(buf_cstr(&s.data), "\"ADDED\"")); /* initial state of an RV-less watch */
+	tl_post(g_c, CM_PATH, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"s2\"}}", 201);
+	tl_sleep_ms(300);
+	assert_non_null(strstr(buf_cstr(&s.data), "\"s2\""));
+	int64_t t0 = mono_ms();
+	atomic_store(&s.stop, true);
+	pthread_join(th, NULL);
+	assert_true(st.ended - t0 <= 200);
+	assert_int_equal(st.rc, 200);
+	buf_release(&s.data);
+
+	/* on_data's non-zero result ends the stream too */
+	struct stream_rec s2 = { .data = BUF_INIT, .stop_after_bytes = 1 };
+	atomic_init(&s2.stop, false);
+	assert_int_equal(rest_stream(g_c, CM_PATH "?watch=true&timeoutSeconds=60", on_data, &s2, &s2.stop), 200);
+	assert_true(s2.data.len >= 1);
+	buf_release(&s2.data);
+
+	/* error statuses come back as the result; their body is not streamed */
+	struct stream_rec s3 = { .data = BUF_INIT };
+	atomic_init(&s3.stop, false);
+	assert_int_equal(rest_stream(g_c, "/api/v1/tenants/t1/namespaces/default/nothings?watch=true", on_data, &s3,
+				     &s3.stop),
+			 404);
+	assert_int_equal(s3.data.len, 0);
+	buf_release(&s3.data);
+}
+
+static char *write_file(const char *name, const char *text)
+{
+	char *path = xasprintf("%s/%s", g_env.dir, name);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static char *b64_file(const char *path)
+{
+	char *cmd = xasprintf("base64 -w0 %s", path);
+	FILE *p = popen(cmd, "r");
+	struct buf out = BUF_INIT;
+	int ch;
+	assert_non_null(p);
+	while ((ch = fgetc(p)) != EOF)
+		buf_addch(&out, (char)ch);
+	pclose(p);
+	free(cmd);
+	return buf_detach(&out, NULL);
+}
+
+/* A kubeconfig with two contexts; current-context selects the one to use. */
+static char *kubeconfig(const char *name, const char *server, const char *cluster_extra, const char *token)
+{
+	char *text = xasprintf("apiVersion: v1\n"
+			       "kind: Config\n"
+			       "current-context: main\n"
+			       "clusters:\n"
+			       "- name: decoy\n"
+			       "  cluster:\n"
+			       "    server: http://127.0.0.1:1\n"
+			       "- name: c1\n"
+			       "  cluster:\n"
+			       "    server: %s\n"
+			       "%s"
+			       "contexts:\n"
+			       "- name: other\n"
+			       "  context: {cluster: decoy, user: u1}\n"
+			       "- name: main\n"
+			       "  context:\n"
+			       "    cluster: c1\n"
+			       "    user: u1\n"
+			       "users:\n"
+			       "- name: u1\n"
+			       "  user:\n"
+			       "    token: \"%s\"\n",
+			       server, cluster_extra, token);
+	char *path = write_file(name, text);
+	free(text);
+	return path;
+}
+
+static int kc_get(const char *path)
+{
+	char *err = NULL;
+	struct rest_client *c = rest_from_kubeconfig(path, &err);
+	if (!c)
+		fail_msg("kubeconfig %s: %s", path, err);
+	int rc = rest_do(c, "GET", CM_PATH, NULL, NULL, NULL);
+	rest_free(c);
+	return rc;
+}
+
+static void test_kubeconfig(void **state)
+{
+	NEED_ENV();
+	const char *https = g_env.api[1].url;
+	char *ca64 = b64_file(g_env.api[1].cert);
+	char *extra = xasprintf("    certificate-authority-data: %s\n", ca64);
+	char *kc;
+
+	kc = kubeconfig("plain.yaml", g_env.api_url, "", TL_TOKEN);
+	assert_int_equal(kc_get(kc), 200);
+	free(kc);
+	kc = kubeconfig("badtoken.yaml", g_env.api_url, "", "WRONG");
+	assert_int_equal(kc_get(kc), 401);
+	free(kc);
+
+	/* HTTPS: trusted through the inline CA, through a CA file, or not verified at all */
+	kc = kubeconfig("ca-data.yaml", https, extra, TL_TOKEN);
+	assert_int_equal(kc_get(kc), 200);
+	free(kc);
+	char *rel = xasprintf("    certificate-authority: api1.crt\n"); /* relative to the kubeconfig */
+	kc = kubeconfig("ca-file.yaml", https, rel, TL_TOKEN);
+	assert_int_equal(kc_get(kc), 200);
+	free(kc);
+	free(rel);
+	kc = kubeconfig("insecure.yaml", https, "    insecure-skip-tls-verify: true\n", TL_TOKEN);
+	assert_int_equal(kc_get(kc), 200);
+	free(kc);
+	kc = kubeconfig("untrusted.yaml", https, "", TL_TOKEN);
+	assert_int_equal(kc_get(kc), E_UNAVAILABLE);
+	free(kc);
+
+	/* rest_config.ca_file */
+	struct rest_client *c = rest_new(&(struct rest_config){ .servers = https, .token = TL_TOKEN,
+								 .ca_file = g_env.api[1].cert });
+	assert_int_equal(rest_do(c, "GET", CM_PATH, NULL, NULL, NULL), 200);
+	rest_free(c);
+
+	/* failures name the problem */
+	const char *bad[][2] = {
+		{ "nocontext.yaml", "current-context: nope\ncontexts: []\n" },
+		{ "noserver.yaml", "current-context: a\ncontexts:\n- name: a\n  context: {cluster: x}\nclusters:\n"
+				   "- name: x\n  cluster: {}\n" },
+		{ "badb64.yaml", "current-context: a\ncontexts:\n- name: a\n  context: {cluster: x}\nclusters:\n"
+				 "- name: x\n  cluster: {server: 'https://h', certificate-authority-data: '!!!'}\n" },
+		{ "notyaml.yaml", "a: [\n" },
+		{ "scalar.yaml", "just text\n" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *err = NULL, *p = write_file(bad[i][0], bad[i][1]);
+		assert_null(rest_from_kubeconfig(p, &err));
+		assert_non_null(err);
+		assert_true(strlen(err) > 0);
+		free(err);
+		free(p);
+	}
+	char *err = NULL;
+	assert_null(rest_from_kubeconfig("/nonexistent/kubeconfig", &err));
+	assert_non_null(strstr(err, "/nonexistent/kubeconfig"));
+	free(err);
+	free(extra);
+	free(ca64);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_statuses),    cmocka_unit_test(test_failover),
+		cmocka_unit_test(test_timeout),     cmocka_unit_test(test_stream_stop),
+		cmocka_unit_test(test_kubeconfig),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
