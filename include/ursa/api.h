@@ -37,8 +37,9 @@ struct api_column {
 
 /* A field-selector label and the dotted JSON path whose value it compares. */
 struct api_field {
-	const char *label; /* e.g. "spec.nodeName", "source" */
-	const char *path;  /* e.g. "spec.nodeName", "source.component" */
+	const char *label;  /* e.g. "spec.nodeName", "source" */
+	const char *path;   /* e.g. "spec.nodeName", "source.component" */
+	const char *absent; /* the value when the path is missing (e.g. "false" for booleans); NULL = "" */
 };
 
 /* Validation errors collected as Kubernetes StatusCause objects. */
@@ -64,7 +65,7 @@ struct api_strategy {
 	/* Validates obj (after defaults); old is NULL on create. Generic metadata validation
 	 * (name, labels, annotations, namespace, tenant) is done by the caller. May be NULL. */
 	void (*validate)(const json_t *obj, const json_t *old, struct field_errors *errs);
-	/* Printer columns for Table responses (the first is always Name). */
+	/* Printer columns for Table responses (the name column has format "name"). */
 	const struct api_column *columns;
 	size_t ncolumns;
 	/* Appends exactly ncolumns cells for obj to the JSON array cells. */

@@ -104,8 +104,8 @@ static int beat(struct kubelet *k, size_t i)
 	int rc;
 	if (!k->hollow)
 		sample_pressure(k, n);
-	if (!n->registered)
-		return kl_node_register(k, i);
+	if (!n->registered && (rc = kl_node_register(k, i)) != 0)
+		return rc;
 	rc = kl_lease_renew(k, i);
 	if (rc == 0 && !n->lease_ok && !k->hollow)
 		log_info("lease renewed", "node=\"%s\"", n->name);

@@ -133,7 +133,7 @@ static int continue_decode(const char *tok, int64_t *ret_rv, char **ret_suffix)
 	}
 	const char *start = json_str(j, "start");
 	json_t *rv = json_object_get(j, "rv");
-	if (j && start && json_is_integer(rv) && json_integer_value(rv) > 0 && !strstr(start, "/") &&
+	if (j && start && json_is_integer(rv) && json_integer_value(rv) > 0 &&
 	    json_str(j, "v") && strcmp(json_str(j, "v"), "meta.k8s.io/v1") == 0) {
 		*ret_rv = json_integer_value(rv);
 		*ret_suffix = xstrdup(start);

@@ -24,6 +24,12 @@ json_t *parse_body(struct req *q)
 	const char *body = http_body(q->http, &len);
 	struct buf err = BUF_INIT;
 	json_t *obj = NULL;
+	const char *ct = http_header(q->http, "Content-Type");
+	if (ct && strncmp(ct, "application/json", 16) != 0 && strncmp(ct, "application/yaml", 16) != 0 &&
+	    strncmp(ct, "*/*", 3) != 0 && strncmp(ct, "text/plain", 10) != 0) {
+		reply_status(q, E_MEDIA_TYPE, "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml");
+		goto out;
+	}
 	if (len == 0) {
 		reply_status(q, E_BAD_REQUEST, "the request body is empty");
 		goto out;
@@ -119,11 +125,21 @@ static void reply_invalid(struct req *q, const json_t *obj, struct field_errors 
 	buf_release(&msg);
 }
 
+/* Subresource writes (status, binding, scale) are checked by their own code: the strategy
+ * validates what clients write through the main resource (e.g. a pod's spec may not change
+ * there, while binding sets spec.nodeName). */
+static int validate_mode(struct req *q, json_t *obj, const json_t *old, bool strategy);
+
 static int validate(struct req *q, json_t *obj, const json_t *old)
+{
+	return validate_mode(q, obj, old, true);
+}
+
+static int validate_mode(struct req *q, json_t *obj, const json_t *old, bool strategy)
 {
 	struct field_errors errs = { 0 };
 	validate_object_meta(q->res->r, obj, &errs);
-	if (q->res->r->strategy->validate)
+	if (strategy && q->res->r->strategy->validate)
 		q->res->r->strategy->validate(obj, old, &errs);
 	if (!field_errors_any(&errs))
 		return 0;
@@ -454,7 +470,7 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 		if (mode == UPDATE_MAIN && r->strategy->defaults)
 			r->strategy->defaults(obj);
 		bump_generation(r, old, obj);
-		if (validate(q, obj, old) < 0) {
+		if (validate_mode(q, obj, old, mode == UPDATE_MAIN) < 0) {
 			rc = E_INVALID;
 			goto out;
 		}

@@ -60,7 +60,10 @@ static struct cobj *assemble(const struct api_resource *r, const char *key, cons
 	size_t nf = st && st->fields ? st->nfields : 0;
 	struct buf vals = BUF_INIT; /* field values, each NUL-terminated */
 	for (size_t i = 0; i < nf; i++) {
+		size_t before = vals.len;
 		json_path_scalar(root, st->fields[i].path, &vals);
+		if (vals.len == before && st->fields[i].absent)
+			buf_adds(&vals, st->fields[i].absent);
 		buf_addch(&vals, '\0');
 	}
 	size_t klen = strlen(key);

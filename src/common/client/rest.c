@@ -331,7 +331,7 @@ static size_t on_stream(char *data, size_t size, size_t n, void *ud)
 	size_t len = size * n;
 	if (!s->status)
 		curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &s->status);
-	if (s->status < 200 || s->status >= 300)
+	if (s->status < 200 || s->status >= 300 || !s->on_data)
 		return len; /* an error body; the caller gets the status */
 	if (s->on_data(s->ud, data, len)) {
 		s->cb_stopped = true;

@@ -146,7 +146,7 @@ static const struct api_column node_columns[] = {
 };
 
 static const struct api_field node_fields[] = {
-	{ "spec.unschedulable", "spec.unschedulable" },
+	{ "spec.unschedulable", "spec.unschedulable", "false" },
 };
 
 const struct api_strategy strategy_node = {

@@ -334,7 +334,7 @@ static const struct api_field pod_fields[] = {
 	{ "spec.restartPolicy", "spec.restartPolicy" },
 	{ "spec.schedulerName", "spec.schedulerName" },
 	{ "spec.serviceAccountName", "spec.serviceAccountName" },
-	{ "spec.hostNetwork", "spec.hostNetwork" },
+	{ "spec.hostNetwork", "spec.hostNetwork", "false" },
 	{ "status.phase", "status.phase" },
 	{ "status.podIP", "status.podIP" },
 	{ "status.nominatedNodeName", "status.nominatedNodeName" },

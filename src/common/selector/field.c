@@ -182,6 +182,9 @@ bool field_selector_matches_obj(const struct field_selector *s, const json_t *ob
 		buf_reset(&have);
 		if (path)
 			json_path_scalar(obj, path, &have);
+		for (size_t k = 0; k < nfields && have.len == 0; k++)
+			if (fields[k].absent && strcmp(fields[k].label, s->terms[i].field) == 0)
+				buf_adds(&have, fields[k].absent);
 		ok = term_matches(&s->terms[i], buf_cstr(&have));
 	}
 	buf_release(&have);

@@ -430,8 +430,9 @@ static void test_relist_after_compaction(void **state)
 	struct counts c0 = rec_counts(&r);
 	char *r1_rv = key_rv(inf, "t1/default/r1");
 	assert_non_null(r1_rv);
-	assert_non_null(informer_get(inf, "t1/default/r2"));
-	json_decref(informer_get(inf, "t1/default/r2"));
+	json_t *r2 = informer_get(inf, "t1/default/r2");
+	assert_non_null(r2);
+	json_decref(r2);
 
 	tl_stop_api(&g_env);
 	tl_start_api_n(&g_env, 1);

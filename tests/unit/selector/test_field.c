@@ -115,8 +115,8 @@ static void test_empty(void **state)
 }
 
 static const struct api_field pod_fields[] = {
-	{ "spec.nodeName", "spec.nodeName" },
-	{ "status.phase", "status.phase" },
+	{ "spec.nodeName", "spec.nodeName", NULL },
+	{ "status.phase", "status.phase", NULL },
 	{ "source", "source.component" },
 };
 
@@ -204,7 +204,7 @@ static void test_matches_obj(void **state)
 				0, NULL);
 	static const struct api_field fields[] = {
 		{ "source", "source.component" },
-		{ "spec.nodeName", "spec.nodeName" },
+		{ "spec.nodeName", "spec.nodeName", NULL },
 		{ "count", "count" },
 		{ "flag", "flag" },
 		{ "missing", "status.nope" },

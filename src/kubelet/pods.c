@@ -1,0 +1,389 @@
+/* The pod worker: the one thread that calls the runtime. For each queued pod key it admits
+ * new pods (resources, spec), starts them, reports their status to the partition they came
+ * from when it changed, finishes graceful deletions, and stops pods that disappeared. A
+ * periodic "sync" item reaps container exits and collects pods the runtime still runs that no
+ * partition has any more (only once every partition's informer has synced). */
+#include <string.h>
+#include "kubelet.h"
+#include "podlogic.h"
+#include "client/client_internal.h"
+#include "ursa/errors.h"
+#include "ursa/jsonutil.h"
+#include "ursa/log.h"
+#include "ursa/timeutil.h"
+#include "ursa/xalloc.h"
+
+#define SYNC_KEY "@sync"
+#define SYNC_MS 1000
+#define RESYNC_MS 30000   /* re-check every pod's status, and collect orphans, this often */
+
+enum kp_state {
+	KP_RUNTIME,   /* handed to the runtime */
+	KP_FAILED,    /* rejected (admission, bad spec): never ran */
+	KP_DONE,      /* already terminal when we first saw it and unknown to the runtime */
+};
+
+struct kl_pod {
+	char *uid;
+	long node;
+	enum kp_state state;
+	bool counted;             /* its requests count against the node */
+	struct kl_res req;
+	char *fail_reason, *fail_message;
+	json_t *sent;             /* last status sent (new reference) */
+};
+
+struct kl_pods {
+	struct kubelet *k;
+	pthread_t thread;
+	struct strmap pods;       /* wkey -> struct kl_pod */
+	struct strmap uids;       /* uid of every pod in pods (val unused) */
+	struct strmap known;      /* uids the runtime had when we started */
+	int64_t last_resync_ms;
+	bool collected_once;
+};
+
+static void pod_free(void *v)
+{
+	struct kl_pod *kp = v;
+	if (!kp)
+		return;
+	free(kp->uid);
+	free(kp->fail_reason);
+	free(kp->fail_message);
+	json_decref(kp->sent);
+	free(kp);
+}
+
+static void uncount(struct kl_pods *ps, struct kl_pod *kp)
+{
+	if (!kp->counted || kp->node < 0)
+		return;
+	struct kl_node *n = &ps->k->nodes[kp->node];
+	n->cpu_used_m -= kp->req.cpu_m;
+	n->mem_used_m -= kp->req.mem_m;
+	n->pods_used -= kp->req.pods;
+	kp->counted = false;
+}
+
+static void rt_stop_remove(struct kl_pods *ps, const char *uid, long long grace)
+{
+	struct kubelet *k = ps->k;
+	k->rt_ops->stop_pod(k->rt, uid, grace);
+	k->rt_ops->remove_pod(k->rt, uid);
+	strmap_del(&ps->known, uid, NULL);
+}
+
+/* Forgets a pod, stopping its containers first if it has any. */
+static void forget(struct kl_pods *ps, const char *wkey, struct kl_pod *kp, long long grace)
+{
+	if (kp->state == KP_RUNTIME)
+		rt_stop_remove(ps, kp->uid, grace);
+	uncount(ps, kp);
+	strmap_del(&ps->uids, kp->uid, NULL);
+	strmap_del(&ps->pods, wkey, NULL);
+	pod_free(kp);
+}
+
+static void fail_pod(struct kl_pod *kp, const char *reason, const char *message)
+{
+	kp->state = KP_FAILED;
+	kp->fail_reason = xstrdup(reason);
+	kp->fail_message = xstrdup(message);
+}
+
+static bool verbose(const struct kubelet *k)
+{
+	return !k->hollow;
+}
+
+static void start(struct kl_pods *ps, struct kl_pod *kp, const json_t *obj, bool adopt)
+{
+	struct kubelet *k = ps->k;
+	struct buf err = BUF_INIT;
+	struct rt_pod spec;
+	char *rt_err = NULL;
+	if (kl_pod_requests(obj, &kp->req, &err) != 0 || kl_rt_pod_from_json(obj, &spec, &err) != 0) {
+		fail_pod(kp, "InvalidPodSpec", buf_cstr(&err));
+		goto out;
+	}
+	struct kl_node *n = &k->nodes[kp->node];
+	if (!adopt) {
+		struct kl_res alloc = { k->cpu_m, k->mem_m, k->max_pods };
+		struct kl_res used = { n->cpu_used_m, n->mem_used_m, n->pods_used };
+		struct buf msg = BUF_INIT;
+		buf_adds(&msg, "Pod was rejected: ");
+		const char *reason = kl_admit(&alloc, &used, &kp->req, &msg);
+		if (reason)
+			fail_pod(kp, reason, buf_cstr(&msg));
+		buf_release(&msg);
+		if (reason) {
+			rt_pod_release(&spec);
+			goto out;
+		}
+	}
+	int rc = k->rt_ops->start_pod(k->rt, &spec, &rt_err);
+	rt_pod_release(&spec);
+	if (rc != 0) {
+		fail_pod(kp, "RunContainerError", rt_err ? rt_err : "the runtime could not start the pod");
+		goto out;
+	}
+	kp->state = KP_RUNTIME;
+	kp->counted = true;
+	n->cpu_used_m += kp->req.cpu_m;
+	n->mem_used_m += kp->req.mem_m;
+	n->pods_used += kp->req.pods;
+out:
+	if (kp->state == KP_FAILED)
+		log_warn("pod rejected", "pod=\"%s/%s/%s\" reason=%s message=\"%s\"", json_path_str(obj, "metadata.tenant"),
+			 json_path_str(obj, "metadata.namespace"), json_path_str(obj, "metadata.name"), kp->fail_reason,
+			 kp->fail_message);
+	else if (verbose(k))
+		log_info(adopt ? "pod adopted" : "pod started", "pod=\"%s/%s/%s\" uid=%s",
+			 json_path_str(obj, "metadata.tenant"), json_path_str(obj, "metadata.namespace"),
+			 json_path_str(obj, "metadata.name"), kp->uid);
+	free(rt_err);
+	buf_release(&err);
+}
+
+static struct kl_pod *admit(struct kl_pods *ps, const char *wkey, const json_t *obj, long node)
+{
+	struct kl_pod *kp = xcalloc(1, sizeof(*kp));
+	kp->uid = xstrdup(json_path_str(obj, "metadata.uid"));
+	kp->node = node;
+	bool known = strmap_get(&ps->known, kp->uid) != NULL;
+	if (!known && kl_phase_terminal(json_path_str(obj, "status.phase")))
+		kp->state = KP_DONE;  /* finished before (or rejected): never start it again */
+	else
+		start(ps, kp, obj, known);
+	strmap_put(&ps->pods, wkey, NULL)->val = kp;
+	strmap_put(&ps->uids, kp->uid, NULL);
+	return kp;
+}
+
+/* tenant/ns/name of an object for URLs. */
+static char *pod_url(const json_t *obj, const char *suffix)
+{
+	const char *t = json_path_str(obj, "metadata.tenant");
+	return xasprintf("/api/v1/tenants/%s/namespaces/%s/pods/%s%s", t && *t ? t : "system",
+			 json_path_str(obj, "metadata.namespace"), json_path_str(obj, "metadata.name"), suffix);
+}
+
+static int send_status(struct kl_partition *p, const json_t *obj, const json_t *old, json_t *st)
+{
+	json_t *patch_st = json_deep_copy(st);
+	const char *key;
+	json_t *v;
+	json_object_foreach((json_t *)old, key, v)
+		if (!json_object_get(st, key))
+			json_object_set_new(patch_st, key, json_null());
+	json_t *patch = json_pack("{s:o}", "status", patch_st);
+	char *path = pod_url(obj, "/status");
+	int code = rest_do(p->rc, "PATCH", path, patch, "application/merge-patch+json", NULL);
+	free(path);
+	json_decref(patch);
+	if (code == 200 || code == 201 || code == 404)
+		return 0;
+	log_warn("pod status update failed", "partition=\"%s\" pod=\"%s\" code=%d", p->name,
+		 json_path_str(obj, "metadata.name"), code);
+	return code < 0 ? code : E_INTERNAL;
+}
+
+static int report(struct kl_pods *ps, struct kl_partition *p, const json_t *obj, struct kl_pod *kp)
+{
+	struct kubelet *k = ps->k;
+	if (kp->state == KP_DONE)
+		return 0;
+	struct rt_container_status cs[KL_MAX_CONTAINERS];
+	int n = 0;
+	if (kp->state == KP_RUNTIME) {
+		n = k->rt_ops->status(k->rt, kp->uid, cs, KL_MAX_CONTAINERS);
+		if (n < 0)
+			n = 0;
+	}
+	struct kl_status_in in = { .cs = cs, .ncs = (size_t)n, .host_ip = k->opt.address, .now = now_ms() / 1000,
+				   .fail_reason = kp->fail_reason, .fail_message = kp->fail_message };
+	/* Build on what we sent last: the informer may not show it yet. */
+	const json_t *server = json_object_get(obj, "status");
+	json_t *base = json_copy((json_t *)obj);
+	if (kp->sent)
+		json_object_set(base, "status", kp->sent);
+	json_t *st = kl_pod_status_build(base, &in);
+	json_decref(base);
+	int rc = 0;
+	if (kl_phase_terminal(json_str(st, "phase")))
+		uncount(ps, kp);
+	if (!(server && json_equal(st, server)) && !(kp->sent && json_equal(st, kp->sent))) {
+		rc = send_status(p, obj, server, st);
+		if (rc == 0) {
+			json_decref(kp->sent);
+			kp->sent = json_incref(st);
+			if (verbose(k))
+				log_info("pod status", "pod=\"%s\" phase=%s", json_path_str(obj, "metadata.name"),
+					 json_str(st, "phase"));
+		}
+	}
+	json_decref(st);
+	return rc;
+}
+
+/* The pod has a deletionTimestamp: stop it within its grace period, then delete it for good. */
+static int finish_delete(struct kl_pods *ps, struct kl_partition *p, const char *wkey, const json_t *obj,
+			 struct kl_pod *kp)
+{
+	const char *uid = json_path_str(obj, "metadata.uid");
+	long long grace = kl_pod_grace(obj);
+	if (kp)
+		forget(ps, wkey, kp, grace);
+	else if (strmap_get(&ps->known, uid))
+		rt_stop_remove(ps, uid, grace);
+	json_t *body = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
+				 "gracePeriodSeconds", 0, "preconditions", "uid", uid);
+	char *path = pod_url(obj, "");
+	int code = rest_do(p->rc, "DELETE", path, body, NULL, NULL);
+	free(path);
+	json_decref(body);
+	if (verbose(ps->k))
+		log_info("pod deleted", "pod=\"%s\" uid=%s code=%d", json_path_str(obj, "metadata.name"), uid, code);
+	if (code == 200 || code == 202 || code == 404 || code == 409)
+		return 0;
+	return code < 0 ? code : E_INTERNAL;
+}
+
+static int process(struct kl_pods *ps, const char *wkey)
+{
+	struct kubelet *k = ps->k;
+	const char *bar = strrchr(wkey, '|');
+	if (!bar)
+		return 0;
+	char *okey = xstrndup(wkey, (size_t)(bar - wkey));
+	struct kl_partition *p = kl_partition_get(k, bar + 1);
+	struct strmap_ent *e = strmap_get(&ps->pods, wkey);
+	struct kl_pod *kp = e ? e->val : NULL;
+	json_t *obj = NULL;
+	int rc = 0;
+	if (!p)
+		goto out;  /* its partition went away: leave its pods as they are */
+	obj = p->inf ? informer_get(p->inf, okey) : NULL;
+	long node = obj ? kl_node_find(k, json_path_str(obj, "spec.nodeName")) : -1;
+	const char *uid = json_path_str(obj, "metadata.uid");
+	if (kp && (node < 0 || !uid || strcmp(uid, kp->uid) != 0)) {
+		if (verbose(k))
+			log_info("pod gone", "pod=\"%s\" uid=%s", okey, kp->uid);
+		forget(ps, wkey, kp, 30);
+		kp = NULL;
+	}
+	if (node < 0 || !uid)
+		goto out;
+	if (json_path(obj, "metadata.deletionTimestamp")) {
+		rc = finish_delete(ps, p, wkey, obj, kp);
+		goto out;
+	}
+	if (!kp)
+		kp = admit(ps, wkey, obj, node);
+	rc = report(ps, p, obj, kp);
+out:
+	json_decref(obj);
+	kl_partition_put(p);
+	free(okey);
+	return rc;
+}
+
+static void enqueue_all(struct kl_pods *ps)
+{
+	size_t it;
+	for (struct strmap_ent *e = strmap_next(&ps->pods, NULL, &it); e; e = strmap_next(&ps->pods, e, &it)) {
+		struct kl_pod *kp = e->val;
+		if (kp->state != KP_DONE)
+			wq_add(ps->k->wq, e->key);
+	}
+}
+
+/* Pods the runtime runs that no partition has any more. */
+static bool collect_orphans(struct kl_pods *ps)
+{
+	struct kubelet *k = ps->k;
+	if (!kl_partitions_synced(k))
+		return false;
+	char **uids = NULL;
+	size_t n = k->rt_ops->list_pods(k->rt, &uids);
+	for (size_t i = 0; i < n; i++) {
+		if (!strmap_get(&ps->uids, uids[i]) && !kl_partitions_have_uid(k, uids[i])) {
+			log_info("stopping orphaned pod", "uid=%s", uids[i]);
+			rt_stop_remove(ps, uids[i], 30);
+		}
+		free(uids[i]);
+	}
+	free(uids);
+	return true;
+}
+
+static void periodic(struct kl_pods *ps)
+{
+	struct kubelet *k = ps->k;
+	bool changed = k->rt_ops->sync(k->rt);
+	int64_t now = mono_ms();
+	bool resync = now - ps->last_resync_ms >= RESYNC_MS;
+	if (changed || resync)
+		enqueue_all(ps);
+	if (resync)
+		ps->last_resync_ms = now;
+	if ((resync || !ps->collected_once) && collect_orphans(ps))
+		ps->collected_once = true;
+}
+
+static void *worker_main(void *arg)
+{
+	struct kl_pods *ps = arg;
+	struct kubelet *k = ps->k;
+	char *key;
+	while ((key = wq_get(k->wq)) != NULL) {
+		bool sync = strcmp(key, SYNC_KEY) == 0;
+		if (sync) {
+			periodic(ps);
+		} else if (process(ps, key) != 0) {
+			wq_add_rate_limited(k->wq, key);
+		} else {
+			wq_forget(k->wq, key);
+		}
+		wq_done(k->wq, key);
+		if (sync)
+			wq_add_after(k->wq, SYNC_KEY, SYNC_MS);
+		free(key);
+	}
+	return NULL;
+}
+
+struct kl_pods *kl_pods_start(struct kubelet *k)
+{
+	struct kl_pods *ps = xcalloc(1, sizeof(*ps));
+	ps->k = k;
+	strmap_init(&ps->pods);
+	strmap_init(&ps->uids);
+	strmap_init(&ps->known);
+	ps->last_resync_ms = mono_ms();
+	char **uids = NULL;
+	size_t n = k->rt_ops->list_pods(k->rt, &uids);
+	for (size_t i = 0; i < n; i++) {
+		strmap_put(&ps->known, uids[i], NULL);
+		free(uids[i]);
+	}
+	free(uids);
+	if (n)
+		log_info("runtime recovered pods", "count=%zu", n);
+	wq_add(k->wq, SYNC_KEY);
+	pthread_create(&ps->thread, NULL, worker_main, ps);
+	return ps;
+}
+
+void kl_pods_stop(struct kl_pods *ps)
+{
+	if (!ps)
+		return;
+	wq_shutdown(ps->k->wq);
+	pthread_join(ps->thread, NULL);
+	strmap_release(&ps->pods, pod_free);
+	strmap_release(&ps->uids, NULL);
+	strmap_release(&ps->known, NULL);
+	free(ps);
+}
