@@ -31,6 +31,27 @@ static const struct command commands[] = {
 		.flags = kubeconfig_flags,
 		.run = cmd_kubeconfig,
 	},
+	{
+		.name = "register",
+		.summary = "Register a partition in the region (in every partition of the other kind).",
+		.description = "Records the partition in the region file and writes it into every partition of the\n"
+			       "other kind (TenantPartition objects in resource managers, ResourceManager objects in\n"
+			       "tenant partitions), and those into it. Safe to repeat.",
+		.flags = register_flags,
+		.run = cmd_register,
+	},
+	{
+		.name = "unregister",
+		.summary = "Remove a partition from the region.",
+		.flags = unregister_flags,
+		.run = cmd_unregister,
+	},
+	{
+		.name = "partitions",
+		.summary = "List the region's partitions from the region file.",
+		.flags = partitions_flags,
+		.run = cmd_partitions,
+	},
 };
 
 static const struct command *find_command(const char *name)

@@ -72,6 +72,12 @@ int cmd_token(const struct command *cmd, const struct flags *f);
 int cmd_kubeconfig(const struct command *cmd, const struct flags *f);
 extern const struct flag_spec keygen_flags[], token_flags[], kubeconfig_flags[];
 
+/* ---- cmd_partition.c ---- */
+int cmd_register(const struct command *cmd, const struct flags *f);
+int cmd_unregister(const struct command *cmd, const struct flags *f);
+int cmd_partitions(const struct command *cmd, const struct flags *f);
+extern const struct flag_spec register_flags[], unregister_flags[], partitions_flags[];
+
 /* Prints "ursactl: <msg>" to stderr. Returns EXIT_FAIL. */
 int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
