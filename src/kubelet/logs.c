@@ -22,6 +22,10 @@
 #include <unistd.h>
 
 #define TICK_MS 150
+/* A suspended connection does not notice its client hanging up (include/ursa/http.h has no
+ * way to probe it), so a follower of a quiet log lives until the log grows, becomes final or
+ * is removed. Their number is capped. */
+#define MAX_STREAMS 1024
 #define MAX_SEGMENT 253
 
 struct follower {
@@ -52,6 +56,7 @@ struct kl_logs {
 	bool stopping;
 	pthread_t ticker;
 	struct follower *followers;
+	size_t nstreams;
 };
 
 static void reply_text(struct http_reply *rp, int status, const char *text)
@@ -204,6 +209,7 @@ static void on_done(void *ud)
 		l->followers = f->next;
 	if (f->next)
 		f->next->prev = f->prev;
+	l->nstreams--;
 	pthread_mutex_unlock(&l->lock);
 	close(f->fd);
 	buf_release(&f->raw);
@@ -330,6 +336,14 @@ static void serve_logs(struct kl_logs *l, struct http_request *req, struct http_
 		buf_release(&b);
 		goto out;
 	}
+	pthread_mutex_lock(&l->lock);
+	bool full = l->nstreams >= MAX_STREAMS;
+	pthread_mutex_unlock(&l->lock);
+	if (full) {
+		close(fd);
+		reply_text(rp, 429, "too many log streams");
+		goto out;
+	}
 	struct follower *f = xcalloc(1, sizeof(*f));
 	f->l = l;
 	f->fd = fd;
@@ -342,6 +356,7 @@ static void serve_logs(struct kl_logs *l, struct http_request *req, struct http_
 	atomic_init(&f->ending, false);
 	pthread_mutex_lock(&l->lock);
 	f->stream = http_reply_stream(rp, 200, "text/plain; charset=utf-8", on_fill, on_done, f);
+	l->nstreams++;
 	f->next = l->followers;
 	if (f->next)
 		f->next->prev = f;
@@ -411,6 +426,14 @@ struct kl_logs *kl_logs_start(const char *listen, const char *tls_cert, const ch
 		return NULL;
 	}
 	return l;
+}
+
+size_t kl_logs_streams(struct kl_logs *l)
+{
+	pthread_mutex_lock(&l->lock);
+	size_t n = l->nstreams;
+	pthread_mutex_unlock(&l->lock);
+	return n;
 }
 
 void kl_logs_stop(struct kl_logs *l)

@@ -10,6 +10,7 @@
  *   when one is configured, 405 for other methods. */
 #ifndef URSA_KUBELET_LOGS_H
 #define URSA_KUBELET_LOGS_H
+#include <stddef.h>
 #include "runtime.h"
 
 struct kl_logs;
@@ -20,6 +21,8 @@ struct kl_logs;
  * on failure. */
 struct kl_logs *kl_logs_start(const char *listen, const char *tls_cert, const char *tls_key, const char *auth_token,
 			      const struct runtime_ops *ops, struct runtime *rt, char **ret_err);
+/* Number of log responses in progress (following or not), for metrics and tests. */
+size_t kl_logs_streams(struct kl_logs *l);
 /* Ends every follower, stops the server and frees it. NULL is fine. */
 void kl_logs_stop(struct kl_logs *l);
 

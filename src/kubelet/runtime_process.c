@@ -394,6 +394,11 @@ static int launch(struct runtime *rt, struct ppod *p, size_t i, char **ret_err)
 	}
 	close(fd);
 	set_current_log(ldir, lname);
+	if (pc->launches >= 2) { /* keep this instance's log and the previous one */
+		char *old = xasprintf("%s/%s-%d.log", ldir, p->spec.uid, pc->launches - 2);
+		unlink(old);
+		free(old);
+	}
 	char *f = cont_file(p, i, "exit.json");
 	unlink(f);
 	free(f);
@@ -634,9 +639,9 @@ static void recover_creating(struct ppod *p, size_t i)
 	bool exited = access(ex, F_OK) == 0;
 	free(ex);
 	if (exited || (c->shim_pid && shim_alive(c))) {
-		c->phase = C_RUNNING;
-		if (!c->launches)
-			c->launches = 1;
+		c->phase = C_RUNNING; /* launch() counts the instance only after the spawn */
+		c->launches++;
+		save_cont(p, i);
 	} else {
 		c->phase = C_BACKOFF;
 		c->retry_at_ms = 0;

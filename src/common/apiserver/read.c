@@ -110,6 +110,22 @@ static char *continue_encode(int64_t rv, const char *start_suffix)
 	return out;
 }
 
+/* A key suffix as this server writes them: '/'-separated non-empty segments, none "." or "..". */
+static bool valid_key_suffix(const char *s)
+{
+	if (!*s)
+		return false;
+	for (const char *p = s; *p;) {
+		size_t n = strcspn(p, "/");
+		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		p += n;
+		if (*p == '/' && !*++p)
+			return false;
+	}
+	return true;
+}
+
 static int continue_decode(const char *tok, int64_t *ret_rv, char **ret_suffix)
 {
 	size_t n = strlen(tok);
@@ -133,7 +149,7 @@ static int continue_decode(const char *tok, int64_t *ret_rv, char **ret_suffix)
 	}
 	const char *start = json_str(j, "start");
 	json_t *rv = json_object_get(j, "rv");
-	if (j && start && json_is_integer(rv) && json_integer_value(rv) > 0 &&
+	if (j && start && json_is_integer(rv) && json_integer_value(rv) > 0 && valid_key_suffix(start) &&
 	    json_str(j, "v") && strcmp(json_str(j, "v"), "meta.k8s.io/v1") == 0) {
 		*ret_rv = json_integer_value(rv);
 		*ret_suffix = xstrdup(start);

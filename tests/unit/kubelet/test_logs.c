@@ -272,6 +272,35 @@ static void test_follow_appended_lines(void **state)
 	buf_release(&g2.r.body);
 }
 
+/* A follower whose client hung up on a quiet log is freed, at the latest once the log is final
+ * (a suspended connection may not notice the hang-up before that). */
+static void test_follow_client_gone(void **state)
+{
+	struct server s;
+	start(&s, NULL, &stub_ops, NULL);
+	CURL *c = curl_easy_init();
+	char *url = xasprintf("http://127.0.0.1:%d/containerLogs/default/web/app?follow=true", s.port);
+	struct reply r = { 0 };
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 500L);
+	assert_int_equal(curl_easy_perform(c), CURLE_OPERATION_TIMEDOUT);
+	assert_non_null(strstr(buf_cstr(&r.body), "new3\n"));
+	curl_easy_cleanup(c);
+	buf_release(&r.body);
+	free(url);
+	usleep(300000);
+	/* the server may already have noticed the hang-up; at the latest, the final log ends it */
+	assert_true(kl_logs_streams(s.l) <= 1);
+	assert_int_equal(chmod(g_log, 0440), 0);
+	int64_t end = mono_ms() + 3000;
+	while (kl_logs_streams(s.l) && mono_ms() < end)
+		usleep(50000);
+	assert_int_equal(kl_logs_streams(s.l), 0);
+	kl_logs_stop(s.l);
+}
+
 /* End to end with the process runtime: follow a real container until it exits. */
 static void test_follow_process_container(void **state)
 {
@@ -317,6 +346,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_plain_tail_limit_since, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_auth_token, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_follow_appended_lines, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_follow_client_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_follow_process_container, setup, teardown),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);

@@ -132,6 +132,7 @@ static bool is_run_error(const struct rt_container_status *s)
 {
 	return s->state == RT_WAITING && !strcmp(s->reason, "RunContainerError");
 }
+static bool restarted_twice(const struct rt_container_status *s) { return s->restart_count >= 2; }
 static bool restarted_once(const struct rt_container_status *s) { return s->restart_count >= 1; }
 
 static char *read_log(struct runtime *rt, const char *pod, const char *container)
@@ -188,6 +189,14 @@ static void test_exit_logs_and_onfailure_restart(void **state)
 	char *path = ops->log_path(fx->rt, "system", "default", "pod-u-fail", "main");
 	assert_non_null(path);
 	assert_true(matches(path, "/logs/system_default_pod-u-fail/main/u-fail-1\\.log$"));
+	/* A third instance: only its log and the previous one are kept. */
+	wait_for(fx->rt, "u-fail", 0, restarted_twice, 5000, &s);
+	char *first = xasprintf("%s/logs/system_default_pod-u-fail/main/u-fail-0.log", fx->root);
+	char *second = xasprintf("%s/logs/system_default_pod-u-fail/main/u-fail-1.log", fx->root);
+	assert_int_equal(access(first, F_OK), -1);
+	assert_int_equal(access(second, F_OK), 0);
+	free(first);
+	free(second);
 	free(path);
 
 	ops->remove_pod(fx->rt, "u-fail");
