@@ -58,6 +58,8 @@ struct req {
 	json_t *(*present)(struct req *q, const json_t *obj);
 	int success_code;
 	int replied_code;  /* the HTTP code of the reply, once sent (also without an HTTP request) */
+	bool read_cache_first; /* the update's mutator cannot fail on what it reads: try the watch
+				  cache's copy before etcd (the compare-and-swap catches staleness) */
 };
 
 /* status.c: Status error replies. kind_plural/name fill details when not NULL. */

@@ -50,6 +50,7 @@ static void do_status(struct req *q)
 			return;
 		const char *rv = json_path_str(body, "metadata.resourceVersion");
 		q->rv_precondition = rv && *rv;
+		q->read_cache_first = true;
 		do_update(q, q->path.name, UPDATE_STATUS, mutate_status_put, body, false, NULL);
 		json_decref(body);
 	} else if (strcmp(q->verb, "patch") == 0) {

@@ -411,6 +411,18 @@ static bool finalized(const json_t *obj)
 	return json_object_get(m, "deletionTimestamp") && json_array_size(json_object_get(m, "finalizers")) == 0;
 }
 
+/* The watch cache's copy of key: true with *ret (new reference, resourceVersion set). */
+static bool read_cached(struct req *q, const char *key, json_t **ret, int64_t *ret_rev)
+{
+	struct cobj *o = wcache_get(q->res->cache, key);
+	if (!o)
+		return false;
+	*ret = json_loadb(o->json, o->json_len, 0, NULL);
+	*ret_rev = o->rv;
+	cobj_unref(o);
+	return *ret != NULL;
+}
+
 static void reply_updated(struct req *q, json_t *obj)
 {
 	int code = q->success_code ? q->success_code : 200;
@@ -435,7 +447,8 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 		json_decref(cur), json_decref(old), json_decref(obj);
 		cur = old = obj = NULL;
 		int64_t rev;
-		rc = store_get(q->s, key, &cur, &rev);
+		bool cached = attempt == 0 && q->read_cache_first && read_cached(q, key, &cur, &rev);
+		rc = cached ? 0 : store_get(q->s, key, &cur, &rev);
 		if (rc == E_NOT_FOUND && create_if_missing) {
 			do_create(q, create_obj);
 			rc = 0;
@@ -451,6 +464,10 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 		const char *want = json_path_str(obj, "metadata.resourceVersion");
 		char revs[32];
 		snprintf(revs, sizeof(revs), "%lld", (long long)rev);
+		if (want && *want && strcmp(want, revs) != 0 && cached) {
+			rc = E_CONFLICT; /* the cache may lag: ask etcd */
+			continue;
+		}
 		if (want && *want && strcmp(want, revs) != 0) {
 			rc = E_CONFLICT;
 			reply_storage_error(q, rc, name);
@@ -488,7 +505,7 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 			rc = etcd_update(q->s->etcd, key, val.ptr, val.len, rev, &newrev, NULL);
 		}
 		metrics_etcd(q->s->metrics, "update", mono_us() - t0);
-		if (rc == E_CONFLICT && q->rv_precondition)
+		if (rc == E_CONFLICT && q->rv_precondition && !cached)
 			break;
 		if (rc == 0) {
 			set_resource_version(obj, newrev);
@@ -525,6 +542,7 @@ void handle_update(struct req *q)
 		return;
 	const char *rv = json_path_str(obj, "metadata.resourceVersion");
 	q->rv_precondition = rv && *rv;
+	q->read_cache_first = true;
 	do_update(q, q->path.name, UPDATE_MAIN, mutate_replace, obj, false, NULL);
 	json_decref(obj);
 }
