@@ -145,17 +145,21 @@ def make_pod(name, command, cpu=None, restart="Always"):
             "spec": {"containers": [c], "restartPolicy": restart, "terminationGracePeriodSeconds": 5}}
 
 
-def bind(tenant, name, node=NODE):
-    r = S["tpadmin"].post(h.pods_path(tenant, name=name) + "/binding",
-                          {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
-                           "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+def bind(admin, tenant, name, node=NODE):
+    body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+    for _ in range(50):
+        r = admin.post(h.pods_path(tenant, name=name) + "/binding", body)
+        if r.status != 404:  # the pod may not be visible to the binding a moment after its create
+            break
+        time.sleep(0.1)
     h.check(r.status in (200, 201), "bind %s: %s %s" % (name, r.status, r.body[:300]))
 
 
 def create_bound(admin, tenant, pod, node=NODE):
     r = admin.post(h.pods_path(tenant), pod)
     h.expect_status(r, 201, "create pod %s" % pod["metadata"]["name"])
-    bind(tenant, pod["metadata"]["name"], node)
+    bind(admin, tenant, pod["metadata"]["name"], node)
 
 
 def pod_status(admin, tenant, name):
@@ -272,6 +276,8 @@ def test_tp_registered_later():
 
 
 def test_duplicate_node_name_refused():
+    h.wait_until(lambda: ready(get_node()), 20, "node %s Ready" % NODE)
+    h.wait_until(lambda: S["admin"].get(LEASES + "/" + NODE).status == 200, 20, "lease exists")
     other = Kubelet(S["rm"].admin_kubeconfig(), ["--node-name", NODE, "--port", "0"], name="kubelet-dup")
     other.start()
     rc = other.proc.wait(20)

@@ -156,7 +156,11 @@ static int list_all(struct informer *inf, struct strmap *out, char **ret_rv)
 		struct buf p = BUF_INIT;
 		json_t *body = NULL;
 
+		/* As client-go's reflector: the list is served at resourceVersion 0, from the API
+		 * server's watch cache (an indexed lookup for spec.nodeName), not paged out of etcd. */
 		buf_addf(&p, "%s?limit=%d", inf->path, INF_PAGE_LIMIT);
+		if (!cont)
+			buf_adds(&p, "&resourceVersion=0");
 		if (inf->query && *inf->query)
 			buf_addf(&p, "&%s", inf->query);
 		if (cont) {

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# Finds how many nodes one resource-manager API server sustains with node-lease renewals, next
+# to the put rate of the etcd it writes to, and prints a markdown table for docs/benchmarks.md.
+#
+# usage: bench/run-rm-heartbeat.sh [BUILD_DIR] [--quick]
+#   BUILD_DIR  a built tree with ursa-rm-apiserver, bench/ursa-heartbeat and bench/ursa-load
+#              (default: build/ at the repository root)
+#   --quick    two small short steps, for a smoke test of the script itself
+#
+# Knobs (environment): STEPS (node counts, default "2000 5000 10000 20000 30000 40000 50000"),
+# STEP_SECONDS (60), PERIOD (10), THREADS (32), P99_MS (100), ETCD_SECONDS (15),
+# VALUE_BYTES (400), BUDGET_SECONDS (540: no new step starts after this).
+#
+# A step passes when the p99 renewal latency (send -> response) is at most P99_MS, at least 99%
+# of the scheduled renewals succeeded, and at most 1% started more than 100 ms late. Stepping
+# stops at the first step that fails. Everything runs on loopback with free ports and a
+# temporary directory; every step is bounded by `timeout`; processes are removed on exit.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=""
+QUICK=0
+for arg in "$@"; do
+	case "$arg" in
+	--quick) QUICK=1 ;;
+	-h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+	-*) echo "run-rm-heartbeat.sh: unknown option $arg" >&2; exit 2 ;;
+	*) BUILD=$arg ;;
+	esac
+done
+BUILD=$(cd "${BUILD:-$ROOT/build}" 2>/dev/null && pwd) || { echo "run-rm-heartbeat.sh: build dir not found" >&2; exit 1; }
+
+if [ "$QUICK" = 1 ]; then
+	: "${STEPS:=500 1000}" "${STEP_SECONDS:=10}" "${ETCD_SECONDS:=3}"
+fi
+: "${STEPS:=2000 5000 10000 20000 30000 40000 50000}" "${STEP_SECONDS:=60}" "${PERIOD:=10}"
+: "${THREADS:=32}" "${P99_MS:=100}" "${ETCD_SECONDS:=15}" "${VALUE_BYTES:=400}" "${BUDGET_SECONDS:=540}"
+
+ETCD_BIN=${ETCD_BIN:-$(command -v etcd || true)}
+RM=$BUILD/src/resource-manager/ursa-rm-apiserver
+HB=$BUILD/bench/ursa-heartbeat
+LOAD=$BUILD/bench/ursa-load
+TOKEN="bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+HZ=$(getconf CLK_TCK)
+
+die() { echo "run-rm-heartbeat.sh: $*" >&2; exit 1; }
+
+[ -x "$ETCD_BIN" ] || die "etcd not found (apt-get install etcd-server)"
+for b in "$RM" "$HB" "$LOAD"; do
+	[ -x "$b" ] || die "missing $b (build it: cmake --build $BUILD --target $(basename "$b"))"
+done
+
+TMP=$(mktemp -d /tmp/ursa-rm-heartbeat.XXXXXX)
+PIDS=()
+RUN_PID=""
+cleanup() {
+	local pid
+	for pid in $RUN_PID "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- processes ----------------------------------------------------------------------------
+
+start_etcd() {
+	local ports c p m i
+	ports=$("$LOAD" free-port --count 3)
+	c=$(sed -n 1p <<<"$ports"); p=$(sed -n 2p <<<"$ports"); m=$(sed -n 3p <<<"$ports")
+	"$ETCD_BIN" --name hb --data-dir "$TMP/etcd" \
+		--listen-client-urls "http://127.0.0.1:$c" --advertise-client-urls "http://127.0.0.1:$c" \
+		--listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
+		--initial-cluster "hb=http://127.0.0.1:$p" --listen-metrics-urls "http://127.0.0.1:$m" \
+		--quota-backend-bytes 8589934592 >"$TMP/etcd.log" 2>&1 &
+	ETCD_PID=$!
+	PIDS+=("$ETCD_PID")
+	ETCD_URL="http://127.0.0.1:$c"
+	for i in $(seq 100); do
+		"$LOAD" request --server "$ETCD_URL" --path /health --expect 200 >/dev/null 2>&1 && return 0
+		kill -0 "$ETCD_PID" 2>/dev/null || break
+		sleep 0.2
+	done
+	tail -20 "$TMP/etcd.log" >&2
+	die "etcd did not become healthy"
+}
+
+start_rm() {
+	local port i
+	port=$("$LOAD" free-port)
+	printf '%s,admin,uid1,"system:masters",system\n' "$TOKEN" >"$TMP/tokens.csv"
+	"$RM" --listen "127.0.0.1:$port" --etcd-servers "$ETCD_URL" --token-auth-file "$TMP/tokens.csv" \
+		--log-level warn >"$TMP/rm.log" 2>&1 &
+	RM_PID=$!
+	PIDS+=("$RM_PID")
+	RM_URL="http://127.0.0.1:$port"
+	for i in $(seq 150); do
+		"$LOAD" request --server "$RM_URL" --token "$TOKEN" \
+			--path /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases?limit=1 \
+			--expect 200 >/dev/null 2>&1 && return 0
+		kill -0 "$RM_PID" 2>/dev/null || break
+		sleep 0.2
+	done
+	tail -20 "$TMP/rm.log" >&2
+	die "ursa-rm-apiserver did not start serving leases"
+}
+
+# ---- samples ------------------------------------------------------------------------------
+
+# cpu_ticks PID: utime + stime of a process, in clock ticks.
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+# busy_ticks: ticks all CPUs spent not idle (user nice system irq softirq steal).
+busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
+now_s() { date +%s.%N; }
+
+# metric NAME: a counter from the RM's /metrics ("0" if absent).
+metric() {
+	"$LOAD" request --server "$RM_URL" --token "$TOKEN" --path /metrics --expect 200 2>/dev/null |
+		awk -v m="$1" '$1 == m {print $2; found = 1} END {if (!found) print 0}'
+}
+
+snapshot() { # snapshot VAR-PREFIX: sets ${p}_T, _RM, _ETCD, _BUSY, _TXN, _WR
+	local p=$1
+	printf -v "${p}_T" '%s' "$(now_s)"
+	printf -v "${p}_RM" '%s' "$(cpu_ticks "$RM_PID")"
+	printf -v "${p}_ETCD" '%s' "$(cpu_ticks "$ETCD_PID")"
+	printf -v "${p}_BUSY" '%s' "$(busy_ticks)"
+	printf -v "${p}_TXN" '%s' "$(metric ursa_etcd_write_txns_total)"
+	printf -v "${p}_WR" '%s' "$(metric ursa_etcd_writes_total)"
+}
+
+# field FILE KEY: a scalar from a RESULT line ("-" if absent).
+field() {
+	local v
+	v=$(grep '^RESULT ' "$1" 2>/dev/null | tail -1 | sed -n "s/.*\"$2\":\([^,}]*\).*/\1/p")
+	echo "${v:--}"
+}
+
+fmt() { if [ "$2" = "-" ]; then echo "-"; else LC_ALL=C printf "$1" "$2"; fi; }
+calc() { LC_ALL=C awk "BEGIN {printf \"$1\", $2}"; }
+
+# ---- run ----------------------------------------------------------------------------------
+
+T_START=$(date +%s)
+LOAD_BEFORE=$(uptime | sed 's/.*load average: //')
+START_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+OTHERS_BEFORE=$(ps -eo pcpu=,comm= --sort=-pcpu | head -6 | awk '{printf "%s%s %s%%", sep, $2, $1; sep=", "}')
+
+start_etcd
+echo "## etcd put rate: $THREADS clients, $VALUE_BYTES-byte values, $ETCD_SECONDS s" >&2
+timeout -k 10 $((ETCD_SECONDS + 60)) "$LOAD" etcd-put --endpoint "$ETCD_URL" --clients "$THREADS" \
+	--duration "$ETCD_SECONDS" --value-bytes "$VALUE_BYTES" >"$TMP/etcd-put.out" 2>&1 ||
+	echo "# etcd-put exited with $?" >&2
+grep -v '^RESULT ' "$TMP/etcd-put.out" >&2 || true
+start_rm
+
+ROWS=()
+CAPACITY=0
+CAPACITY_ROW=""
+VERDICT="all steps passed"
+for n in $STEPS; do
+	if [ $(($(date +%s) - T_START)) -gt "$BUDGET_SECONDS" ]; then
+		VERDICT="time budget reached before $n nodes"
+		break
+	fi
+	out=$TMP/hb-$n.out
+	echo "## $n nodes, ${PERIOD}s period, ${STEP_SECONDS}s" >&2
+	timeout -k 10 $((STEP_SECONDS + 240)) "$HB" --server "$RM_URL" --token "$TOKEN" --nodes "$n" \
+		--period "$PERIOD" --duration "$STEP_SECONDS" --threads "$THREADS" --create >"$out" 2>&1 &
+	RUN_PID=$!
+	# Measure the server side over the renewals only, not the lease creation before them.
+	while kill -0 "$RUN_PID" 2>/dev/null && ! grep -q 'leases ready' "$out"; do
+		sleep 0.1
+	done
+	snapshot A
+	rc=0
+	wait "$RUN_PID" || rc=$?
+	RUN_PID=""
+	snapshot B
+	grep -v '^RESULT ' "$out" | grep -v '^  renew: t=' >&2 || true
+	kill -0 "$RM_PID" 2>/dev/null || { tail -30 "$TMP/rm.log" >&2; die "ursa-rm-apiserver died at $n nodes"; }
+	[ "$(field "$out" ok)" != "-" ] || { echo "# no result at $n nodes (exit $rc)" >&2; VERDICT="no result at $n nodes"; break; }
+
+	el=$(calc %.3f "$B_T - $A_T")
+	txn_s=$(calc %.0f "($B_TXN - $A_TXN) / $el")
+	wr_s=$(calc %.0f "($B_WR - $A_WR) / $el")
+	per_txn=$(calc %.2f "($B_TXN > $A_TXN) ? ($B_WR - $A_WR) / ($B_TXN - $A_TXN) : 0")
+	rm_cpu=$(calc %.0f "($B_RM - $A_RM) / $HZ / $el * 100")
+	etcd_cpu=$(calc %.0f "($B_ETCD - $A_ETCD) / $HZ / $el * 100")
+	tool_cpu=$(calc %.0f "$(field "$out" tool_cpu_cores) * 100")
+	other_cpu=$(calc %.0f "(($B_BUSY - $A_BUSY) - ($B_RM - $A_RM) - ($B_ETCD - $A_ETCD)) / $HZ / $el * 100 - $tool_cpu")
+	sched=$(field "$out" scheduled); ok=$(field "$out" ok); late=$(field "$out" late)
+	p99=$(field "$out" p99_ms)
+	pass=$(LC_ALL=C awk -v p="$p99" -v lim="$P99_MS" -v s="$sched" -v ok="$ok" -v l="$late" \
+		'BEGIN {print (p <= lim && ok >= 0.99 * s && l <= 0.01 * s) ? "yes" : "no"}')
+	ROWS+=("| $n | $(calc %.0f "$n / $PERIOD") | $(fmt %.0f "$(field "$out" achieved_per_s)") | $(fmt %.1f "$(field "$out" p50_ms)") | $(fmt %.1f "$p99") | $(fmt %.1f "$(field "$out" total_p99_ms)") | $late | $(field "$out" errors) | $txn_s | $wr_s | $per_txn | $rm_cpu | $etcd_cpu | $tool_cpu | $other_cpu | $pass |")
+	echo "# $n nodes: pass=$pass p99=${p99}ms etcd txns/s=$txn_s writes/s=$wr_s RM=${rm_cpu}% etcd=${etcd_cpu}% other=${other_cpu}%" >&2
+	if [ "$pass" = yes ]; then
+		CAPACITY=$n
+		CAPACITY_ROW="$(fmt %.0f "$(field "$out" achieved_per_s)") renewals/s, p99 $(fmt %.1f "$p99") ms"
+	else
+		VERDICT="first failing step: $n nodes"
+		break
+	fi
+done
+
+LOAD_AFTER=$(uptime | sed 's/.*load average: //')
+
+# ---- report -------------------------------------------------------------------------------
+
+MODEL=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+ETCD_VER=$("$ETCD_BIN" --version | sed -n 's/^etcd Version: //p')
+ETCD_PUT=$(fmt %.0f "$(field "$TMP/etcd-put.out" ops_per_s)")
+cat <<EOF
+
+### Resource manager node-lease renewals ($START_DATE)
+
+Machine: $(nproc) CPUs, ${MODEL:-unknown CPU}, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r); etcd $ETCD_VER (one member, loopback, plain HTTP); RM with its default 16 workers.
+Load average before: $LOAD_BEFORE; after: $LOAD_AFTER. Busiest processes at the start: $OTHERS_BEFORE.
+etcd's own put rate (\`ursa-load etcd-put\`, $THREADS clients, $VALUE_BYTES-byte values, new keys, ${ETCD_SECONDS} s): **$ETCD_PUT puts/s**, p50 $(fmt %.2f "$(field "$TMP/etcd-put.out" p50_ms)") ms, p99 $(fmt %.2f "$(field "$TMP/etcd-put.out" p99_ms)") ms.
+Each step: \`ursa-heartbeat\` with $THREADS keep-alive connections renews every lease once per ${PERIOD} s on an open-loop schedule for ${STEP_SECONDS} s
+(PUT with the last resourceVersion; latency is send -> response; "p99 + lag" adds the wait past the scheduled time; late = started > 100 ms after schedule).
+CPU columns are % of one core over the renewal phase; "other" is everything else on the machine (other engineers' builds and tests share these cores).
+
+| Nodes | Target/s | Achieved/s | p50 ms | p99 ms | p99 + lag ms | Late | Errors | etcd txns/s | etcd writes/s | Writes/txn | RM CPU % | etcd CPU % | Load tool CPU % | Other CPU % | Pass |
+| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |
+EOF
+printf '%s\n' "${ROWS[@]}"
+cat <<EOF
+
+Capacity (largest passing step, p99 <= ${P99_MS} ms, on schedule): **$CAPACITY nodes**${CAPACITY_ROW:+ ($CAPACITY_ROW)}; $VERDICT.
+EOF
