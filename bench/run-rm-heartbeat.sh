@@ -148,7 +148,12 @@ calc() { LC_ALL=C awk "BEGIN {printf \"$1\", $2}"; }
 T_START=$(date +%s)
 LOAD_BEFORE=$(uptime | sed 's/.*load average: //')
 START_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-OTHERS_BEFORE=$(ps -eo pcpu=,comm= --sort=-pcpu | head -6 | awk '{printf "%s%s %s%%", sep, $2, $1; sep=", "}')
+# busiest: processes above 5% of a core over one second (what else shares the machine).
+busiest() {
+	top -b -n 2 -d 1 -w 200 2>/dev/null | awk '/^top -/ {n++}
+		n == 2 && $1 ~ /^[0-9]+$/ && $9 + 0 >= 5 {printf "%s%s %s%%", sep, $12, $9; sep = ", "}'
+}
+OTHERS_BEFORE=$(busiest)
 
 start_etcd
 echo "## etcd put rate: $THREADS clients, $VALUE_BYTES-byte values, $ETCD_SECONDS s" >&2
@@ -209,6 +214,7 @@ for n in $STEPS; do
 done
 
 LOAD_AFTER=$(uptime | sed 's/.*load average: //')
+OTHERS_AFTER=$(busiest)
 
 # ---- report -------------------------------------------------------------------------------
 
@@ -220,7 +226,7 @@ cat <<EOF
 ### Resource manager node-lease renewals ($START_DATE)
 
 Machine: $(nproc) CPUs, ${MODEL:-unknown CPU}, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r); etcd $ETCD_VER (one member, loopback, plain HTTP); RM with its default 16 workers.
-Load average before: $LOAD_BEFORE; after: $LOAD_AFTER. Busiest processes at the start: $OTHERS_BEFORE.
+Load average before: $LOAD_BEFORE; after: $LOAD_AFTER. Processes above 5% of a core (1 s sample) before: ${OTHERS_BEFORE:-none}; after: ${OTHERS_AFTER:-none}.
 etcd's own put rate (\`ursa-load etcd-put\`, $THREADS clients, $VALUE_BYTES-byte values, new keys, ${ETCD_SECONDS} s): **$ETCD_PUT puts/s**, p50 $(fmt %.2f "$(field "$TMP/etcd-put.out" p50_ms)") ms, p99 $(fmt %.2f "$(field "$TMP/etcd-put.out" p99_ms)") ms.
 Each step: \`ursa-heartbeat\` with $THREADS keep-alive connections renews every lease once per ${PERIOD} s on an open-loop schedule for ${STEP_SECONDS} s
 (PUT with the last resourceVersion; latency is send -> response; "p99 + lag" adds the wait past the scheduled time; late = started > 100 ms after schedule).

@@ -4,8 +4,9 @@
 #   ./deploy/local-down.sh [--purge]
 #
 # Every process recorded under .ursa/pids/ gets TERM, then KILL if it is still alive after
-# 10 s; components stop in the reverse of their start order. --purge also deletes .ursa/
-# (data, keys, certificates, logs).
+# 10 s; components stop in the reverse of their start order. Then the containers the kubelets
+# started (processes under `ursa-kubelet shim`, which outlive their kubelet) are stopped the
+# same way. --purge also deletes .ursa/ (data, keys, certificates, logs).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,7 +18,7 @@ purge=0
 for arg in "$@"; do
 	case $arg in
 	--purge) purge=1 ;;
-	-h | --help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $arg (see --help)" ;;
 	esac
 done
@@ -36,6 +37,9 @@ if [ -d "$URSA_PIDS" ]; then
 			stop_daemon "$n"
 		fi
 	done
+fi
+if [ -d "$URSA_STATE" ]; then
+	stop_containers
 fi
 
 if [ $purge -eq 1 ] && [ -d "$URSA_STATE" ]; then

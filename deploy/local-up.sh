@@ -4,8 +4,11 @@
 #   ./deploy/local-up.sh [--no-build]
 #
 # Installs missing Debian packages, builds build/ (RelWithDebInfo), creates the CA, the server
-# certificate and the token signing keys (once), starts every component of the table in
-# deploy/lib/components.sh and writes .ursa/admin.kubeconfig.
+# and kubelet certificates, the token signing keys and the region token (once), starts every
+# component of the table in deploy/lib/components.sh (tenant partition tp-1, resource managers
+# rm-az-1 and rm-az-2, registered in .ursa/region.json, and per zone a real and a hollow
+# kubelet), and writes an admin kubeconfig per partition (.ursa/tp-1.kubeconfig,
+# .ursa/rm-az-1.kubeconfig, .ursa/rm-az-2.kubeconfig) and .ursa/admin.kubeconfig (tp-1).
 #
 # Safe to run again: a component whose PID is alive is left alone, unless its binary was
 # rebuilt or its flags changed, in which case it is restarted (so `cmake --build build &&
@@ -22,7 +25,7 @@ build=1
 for arg in "$@"; do
 	case $arg in
 	--no-build) build=0 ;;
-	-h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $arg (see --help)" ;;
 	esac
 done
@@ -32,19 +35,15 @@ ensure_packages
 keep_debian_etcd_quiet
 [ $build -eq 1 ] && build_tree "$URSA_BUILD_DIR"
 
-ursactl=$URSA_BUILD_DIR/src/ursactl/ursactl
+ursactl=$URSACTL
 [ -x "$ursactl" ] || die "$ursactl is missing: the build did not produce ursactl"
 
-ensure_identity "$ursactl"
+ensure_identity
 for row in "${URSA_COMPONENTS[@]}"; do
 	up_component "$row"
 done
-
-# ursactl finds signing-key.pem, server and ca.crt through URSA_HOME.
-URSA_HOME=$URSA_STATE "$ursactl" kubeconfig --tenant system --user admin \
-	--groups system:masters --ttl 0 >"$URSA_STATE/admin.kubeconfig.tmp"
-chmod 600 "$URSA_STATE/admin.kubeconfig.tmp"
-mv "$URSA_STATE/admin.kubeconfig.tmp" "$URSA_STATE/admin.kubeconfig"
+# ursactl finds signing-key.pem and ca.crt through URSA_HOME.
+write_kubeconfigs
 
 rel=${URSA_STATE#"$PWD"/}
 cat <<MSG
@@ -53,11 +52,14 @@ Ursa local region is up.
 $(printf '  %s\n' "${URSA_SUMMARY[@]}")
 
   API server:   $(cat "$URSA_STATE/server")   (CA: $rel/ca.crt)
-  kubeconfig:   $rel/admin.kubeconfig   (tenant system, user admin, group system:masters)
+  kubeconfig:   $rel/admin.kubeconfig   (tp-1; tenant system, user admin, group system:masters)
+  per partition: $rel/tp-1.kubeconfig $rel/rm-az-1.kubeconfig $rel/rm-az-2.kubeconfig
+  region:       $rel/region.json   ($ursactl partitions)
 
 Use it with kubectl:
   export KUBECONFIG=$URSA_STATE/admin.kubeconfig
   kubectl get tenants
+  KUBECONFIG=$rel/rm-az-1.kubeconfig kubectl get nodes
 
 A kubeconfig for a user of a tenant (ursactl reads .ursa/ through URSA_HOME):
   export URSA_HOME=$URSA_STATE

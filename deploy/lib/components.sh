@@ -4,16 +4,32 @@
 # manager...), add a row to URSA_COMPONENTS and, for a new kind, a start_<kind> function that
 # calls start_daemon and waits for the process to be ready.
 
-# Rows are started top to bottom and stopped bottom to top.
-#   name             kind           arguments passed to start_<kind> after the name
+# Rows are started top to bottom and stopped bottom to top. One row is a step, not a process:
+# `register` records every partition started above it in the region (.ursa/region.json) with
+# `ursactl register`, which writes the tenant partitions into every resource manager's registry
+# and the resource managers into every tenant partition. Kubelets find the tenant partitions in
+# their resource manager's registry, so they come after it.
+#   name               kind            arguments passed to start_<kind> after the name
 URSA_COMPONENTS=(
-	"tp-1-etcd        etcd           tp-1 23791 23801"
-	"tp-1-apiserver   tp_apiserver   tp-1 7101 http://127.0.0.1:23791"
+	"tp-1-etcd         etcd            tp-1 23791 23801"
+	"tp-1-apiserver    tp_apiserver    tp-1 7101 http://127.0.0.1:23791"
+	"rm-az-1-etcd      etcd            rm-az-1 23891 23901"
+	"rm-az-1-apiserver rm_apiserver    rm-az-1 az-1 7201 http://127.0.0.1:23891"
+	"rm-az-2-etcd      etcd            rm-az-2 23892 23902"
+	"rm-az-2-apiserver rm_apiserver    rm-az-2 az-2 7202 http://127.0.0.1:23892"
+	"region            register"
+	"az-1-host-1       kubelet         az-1 7201 host-1 10251"
+	"az-1-hollow       hollow_kubelet  az-1 7201 3"
+	"az-2-host-1       kubelet         az-2 7202 host-1 10252"
+	"az-2-hollow       hollow_kubelet  az-2 7202 3"
 )
 
 URSA_CA=$URSA_STATE/ca.crt
 URSA_PKI=$URSA_STATE/pki
-URSA_SUMMARY=() # lines printed by local-up.sh at the end
+URSA_REGION_TOKEN=$URSA_STATE/region.token
+URSACTL=$URSA_BUILD_DIR/src/ursactl/ursactl
+URSA_SUMMARY=()    # lines printed by local-up.sh at the end
+URSA_PARTITIONS=() # "kind name url [zone]" of every partition started, for `register`
 
 # up_component "ROW": starts the component a table row describes.
 up_component() {
@@ -60,41 +76,193 @@ start_etcd() {
 	URSA_SUMMARY+=("$name: etcd $client_url (data $data, log $log)")
 }
 
-# start_tp_apiserver NAME DIR PORT ETCD_URLS: the tenant partition's API server over HTTPS
-# with the local CA's server certificate, the static token file and the ursactl signing key.
-start_tp_apiserver() {
-	local name=$1 dir=$2 port=$3 etcd=$4
+# start_apiserver NAME DIR PORT ETCD_URLS BINARY: a partition's API server over HTTPS with the
+# local CA's server certificate, the static token file and the ursactl signing key. The region
+# token and CA let it reach the other partitions and the kubelets (`kubectl logs`).
+start_apiserver() {
+	local name=$1 dir=$2 port=$3 etcd=$4 bin=$5
 	local log=$URSA_STATE/$dir/apiserver.log url=https://127.0.0.1:$port
-	local bin=$URSA_BUILD_DIR/src/tenant-partition/ursa-tp-apiserver
-	[ -x "$bin" ] || die "$bin is missing: the build did not produce ursa-tp-apiserver"
+	[ -x "$bin" ] || die "$bin is missing: the build did not produce $(basename "$bin")"
 	start_daemon "$name" "$log" "$bin" \
 		--listen "127.0.0.1:$port" \
 		--etcd-servers "$etcd" --etcd-prefix /registry \
 		--tls-cert-file "$URSA_PKI/server.crt" --tls-private-key-file "$URSA_PKI/server.key" \
 		--token-auth-file "$URSA_STATE/tokens.csv" \
 		--token-signing-public-key "$URSA_STATE/signing-key.pub" \
+		--region-token-file "$URSA_REGION_TOKEN" --region-ca-file "$URSA_CA" \
 		--partition-id "$dir" --log-level info
 	wait_http "$url/readyz" 60 "$name" "$log" --cacert "$URSA_CA" \
 		-H "Authorization: Bearer $(admin_static_token)"
-	URSA_SUMMARY+=("$name: tenant partition $dir API server $url (log $log)")
+}
+
+# start_tp_apiserver NAME DIR PORT ETCD_URLS: the API server of tenant partition DIR.
+start_tp_apiserver() {
+	local name=$1 dir=$2 port=$3 etcd=$4
+	start_apiserver "$name" "$dir" "$port" "$etcd" "$URSA_BUILD_DIR/src/tenant-partition/ursa-tp-apiserver"
+	URSA_PARTITIONS+=("tp $dir https://127.0.0.1:$port")
+	URSA_SUMMARY+=("$name: tenant partition $dir API server https://127.0.0.1:$port (log $URSA_STATE/$dir/apiserver.log)")
+}
+
+# start_rm_apiserver NAME DIR ZONE PORT ETCD_URLS: the API server of resource manager DIR,
+# which owns the nodes of ZONE.
+start_rm_apiserver() {
+	local name=$1 dir=$2 zone=$3 port=$4 etcd=$5
+	start_apiserver "$name" "$dir" "$port" "$etcd" "$URSA_BUILD_DIR/src/resource-manager/ursa-rm-apiserver"
+	URSA_PARTITIONS+=("rm $dir https://127.0.0.1:$port $zone")
+	URSA_SUMMARY+=("$name: resource manager $dir (zone $zone) API server https://127.0.0.1:$port (log $URSA_STATE/$dir/apiserver.log)")
+}
+
+# start_register NAME: registers every partition started so far with `ursactl register` (safe
+# to repeat; it also repairs registries that missed an earlier registration). A failure is a
+# warning: a partition recorded in .ursa/region.json that is not running (say, one registered
+# by hand and since stopped) must not keep the rest of the region from starting.
+start_register() {
+	local row kind name url zone out
+	for row in "${URSA_PARTITIONS[@]}"; do
+		read -r kind name url zone <<<"$row"
+		if out=$(URSA_HOME=$URSA_STATE "$URSACTL" register --kind "$kind" --name "$name" \
+			--endpoints "$url" ${zone:+--zone "$zone"} 2>&1); then
+			say "registered $kind $name ($url${zone:+, zone $zone})"
+		else
+			warn "ursactl register --kind $kind --name $name: $(printf '%s' "$out" | tr '\n' ' ')"
+		fi
+	done
+	URSA_SUMMARY+=("$1: partitions registered in $URSA_STATE/region.json")
+}
+
+# kubelet_kubeconfig ZONE RM_PORT: .ursa/ZONE/kubelet.kubeconfig, for the kubelets of ZONE (user
+# kubelet-ZONE of tenant system, group system:masters, against the zone's resource manager).
+# The kubelets use its token and CA for every tenant partition too. Made once.
+kubelet_kubeconfig() {
+	local zone=$1 port=$2 kc=$URSA_STATE/$1/kubelet.kubeconfig
+	if [ ! -s "$kc" ]; then
+		mkdir -p "$URSA_STATE/$zone"
+		( umask 077; URSA_HOME=$URSA_STATE "$URSACTL" kubeconfig --tenant system \
+			--user "kubelet-$zone" --groups system:masters --ttl 0 \
+			--server "https://127.0.0.1:$port" >"$kc.tmp" )
+		mv "$kc.tmp" "$kc"
+	fi
+	printf '%s\n' "$kc"
+}
+
+# start_kubelet NAME ZONE RM_PORT HOST PORT: a real node ZONE-HOST running pods as local
+# processes (the process runtime), its state under .ursa/ZONE/HOST and its HTTPS server (logs)
+# on 127.0.0.1:PORT.
+start_kubelet() {
+	local name=$1 zone=$2 rm=$3 host=$4 port=$5
+	local kc root=$URSA_STATE/$zone/$host log=$URSA_STATE/$zone/$host.log
+	kc=$(kubelet_kubeconfig "$zone" "$rm")
+	mkdir -p "$root"
+	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/kubelet/ursa-kubelet" \
+		--kubeconfig "$kc" --node-name "$zone-$host" --zone "$zone" --region local \
+		--runtime process --root-dir "$root" \
+		--address 127.0.0.1 --port "$port" \
+		--tls-cert-file "$URSA_PKI/kubelet.crt" --tls-private-key-file "$URSA_PKI/kubelet.key" \
+		--log-level info
+	wait_http "https://127.0.0.1:$port/healthz" 30 "$name" "$log" --cacert "$URSA_CA"
+	wait_nodes_ready "$name" "$log" "$rm" "$zone-$host"
+	URSA_SUMMARY+=("$name: kubelet of node $zone-$host (process runtime), https://127.0.0.1:$port (state $root, log $log)")
+}
+
+# start_hollow_kubelet NAME ZONE RM_PORT COUNT: one process simulating COUNT nodes
+# ZONE-hollow-0.. (fake runtime: pods become Running without running anything).
+start_hollow_kubelet() {
+	local name=$1 zone=$2 rm=$3 count=$4
+	local kc root=$URSA_STATE/$zone/hollow log=$URSA_STATE/$zone/hollow.log i nodes=()
+	kc=$(kubelet_kubeconfig "$zone" "$rm")
+	mkdir -p "$root"
+	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/kubelet/ursa-kubelet" \
+		--kubeconfig "$kc" --zone "$zone" --region local \
+		--hollow-nodes "$count" --hollow-prefix "$zone-hollow" --port 0 \
+		--root-dir "$root" --cpu 8 --memory 32Gi --max-pods 110 \
+		--log-level info
+	for ((i = 0; i < count; i++)); do
+		nodes+=("$zone-hollow-$i")
+	done
+	wait_nodes_ready "$name" "$log" "$rm" "${nodes[@]}"
+	URSA_SUMMARY+=("$name: hollow kubelet of nodes $zone-hollow-0..$((count - 1)) (state $root, log $log)")
+}
+
+# wait_nodes_ready NAME LOG RM_PORT NODE...: waits up to 30 s until the resource manager on
+# RM_PORT has every NODE with condition Ready=True.
+wait_nodes_ready() {
+	local name=$1 log=$2 rm=$3 i
+	shift 3
+	local want=" $* "
+	for ((i = 0; i < 150; i++)); do
+		if [ "$(ready_nodes "$rm" "$want")" = "$#" ]; then
+			return 0
+		fi
+		if ! daemon_pid "$name" >/dev/null; then
+			tail -n 30 "$log" >&2 || true
+			die "$name died before its nodes became Ready; log: $log"
+		fi
+		sleep 0.2
+	done
+	tail -n 30 "$log" >&2 || true
+	die "$name: nodes $* not Ready in resource manager https://127.0.0.1:$rm within 30s; log: $log"
+}
+
+# ready_nodes RM_PORT " NODE NODE ... ": prints how many of the nodes are Ready.
+ready_nodes() {
+	curl -s --max-time 5 --cacert "$URSA_CA" -H "Authorization: Bearer $(admin_static_token)" \
+		"https://127.0.0.1:$1/api/v1/nodes" 2>/dev/null |
+		python3 -c '
+import json, sys
+want = sys.argv[1].split()
+try:
+    items = json.load(sys.stdin).get("items") or []
+except ValueError:
+    items = []
+ready = 0
+for n in items:
+    conds = (n.get("status") or {}).get("conditions") or []
+    if (n.get("metadata") or {}).get("name") in want and any(
+            c.get("type") == "Ready" and c.get("status") == "True" for c in conds):
+        ready += 1
+print(ready)' "$2"
 }
 
 admin_static_token() {
 	cut -d, -f1 "$URSA_STATE/tokens.csv"
 }
 
-# ensure_identity: CA, server certificate, ursactl signing keys, the static admin token and
-# the default server URL under .ursa/. Existing files are kept.
+# partition_kubeconfig NAME URL: .ursa/NAME.kubeconfig, an admin of tenant system (group
+# system:masters) on the partition at URL, rewritten on every run.
+partition_kubeconfig() {
+	local out=$URSA_STATE/$1.kubeconfig
+	( umask 077; URSA_HOME=$URSA_STATE "$URSACTL" kubeconfig --tenant system --user admin \
+		--groups system:masters --ttl 0 --server "$2" >"$out.tmp" )
+	mv "$out.tmp" "$out"
+}
+
+# write_kubeconfigs: one admin kubeconfig per partition started, and admin.kubeconfig for the
+# first tenant partition.
+write_kubeconfigs() {
+	local row kind name url first_tp=
+	for row in "${URSA_PARTITIONS[@]}"; do
+		read -r kind name url _ <<<"$row"
+		partition_kubeconfig "$name" "$url"
+		[ "$kind" = tp ] && [ -z "$first_tp" ] && first_tp=$name
+	done
+	if [ -n "$first_tp" ]; then
+		cp "$URSA_STATE/$first_tp.kubeconfig" "$URSA_STATE/admin.kubeconfig.tmp"
+		mv "$URSA_STATE/admin.kubeconfig.tmp" "$URSA_STATE/admin.kubeconfig"
+	fi
+}
+
+# ensure_identity: CA, server and kubelet certificates, ursactl signing keys, the static admin
+# token, the region token and the default server URL under .ursa/. Existing files are kept.
 ensure_identity() {
-	local ursactl=$1
 	mkdir -p "$URSA_STATE" "$URSA_PKI"
 	chmod 700 "$URSA_PKI"
 	ensure_ca "$URSA_PKI"
 	cp "$URSA_PKI/ca.crt" "$URSA_CA"
 	ensure_server_cert "$URSA_PKI" "$URSA_PKI" server "IP:127.0.0.1,DNS:localhost"
+	ensure_server_cert "$URSA_PKI" "$URSA_PKI" kubelet "IP:127.0.0.1,DNS:localhost"
 	if [ ! -s "$URSA_STATE/signing-key.pem" ] || [ ! -s "$URSA_STATE/signing-key.pub" ]; then
 		say "creating token signing keys"
-		"$ursactl" keygen --out-dir "$URSA_STATE"
+		"$URSACTL" keygen --out-dir "$URSA_STATE"
 		if [ ! -s "$URSA_STATE/signing-key.pem" ] || [ ! -s "$URSA_STATE/signing-key.pub" ]; then
 			die "ursactl keygen did not write $URSA_STATE/signing-key.pem and .pub"
 		fi
@@ -104,5 +272,72 @@ ensure_identity() {
 		( umask 077; printf '%s,admin,admin,"system:masters",system\n' \
 			"$(openssl rand -hex 24)" >"$URSA_STATE/tokens.csv" )
 	fi
+	if [ ! -s "$URSA_REGION_TOKEN" ]; then
+		# What a partition presents to the other partitions and to kubelets.
+		( umask 077; URSA_HOME=$URSA_STATE "$URSACTL" token --tenant system --user region \
+			--groups system:masters --ttl 0 >"$URSA_REGION_TOKEN.tmp" )
+		mv "$URSA_REGION_TOKEN.tmp" "$URSA_REGION_TOKEN"
+	fi
 	printf 'https://127.0.0.1:7101\n' >"$URSA_STATE/server"
+}
+
+# --- containers of the process runtime ------------------------------------------------------
+# Each container of a real node runs under an `ursa-kubelet shim` in a session of its own, so it
+# outlives its kubelet (a restarted kubelet takes its containers back). local-down.sh stops them
+# after the kubelets: every container whose shim recorded it in
+# .ursa/<zone>/<host>/runtime/pods/<uid>/containers/<name>/state.json.
+
+# proc_start PID: the process's start time (field 22 of /proc/PID/stat), or nothing.
+proc_start() {
+	local stat rest
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	rest=${stat##*) } # the command name may hold spaces and parentheses
+	# shellcheck disable=SC2086 # split into fields on purpose
+	set -- $rest
+	printf '%s\n' "${20}"
+}
+
+# stop_containers: TERM to the process group of every recorded container still running (the
+# same PID and start time as in state.json, so a reused PID is never hit); its shim then
+# records the exit and ends. Whatever still runs after 10 s gets KILL, shims included.
+stop_containers() {
+	local f pid pstart spid sstart i alive groups=() shims=()
+	shopt -s nullglob
+	for f in "$URSA_STATE"/*/*/runtime/pods/*/containers/*/state.json; do
+		read -r pid pstart spid sstart < <(python3 -c '
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    d = {}
+print(*(int(d.get(k) or 0) for k in ("pid", "pidStart", "shimPid", "shimStart")))' "$f")
+		if [ "$pid" -gt 1 ] && [ "$(proc_start "$pid")" = "$pstart" ]; then
+			kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+			groups+=("$pid:$pstart")
+		fi
+		if [ "$spid" -gt 1 ] && [ "$(proc_start "$spid")" = "$sstart" ]; then
+			shims+=("$spid:$sstart")
+		fi
+	done
+	[ ${#groups[@]} -eq 0 ] && [ ${#shims[@]} -eq 0 ] && return 0
+	for ((i = 0; i < 100; i++)); do
+		alive=0
+		for f in "${groups[@]}" "${shims[@]}"; do
+			[ "$(proc_start "${f%%:*}")" = "${f#*:}" ] && alive=1 && break
+		done
+		[ $alive -eq 0 ] && break
+		sleep 0.1
+	done
+	for f in "${groups[@]}"; do
+		if [ "$(proc_start "${f%%:*}")" = "${f#*:}" ]; then
+			warn "container process ${f%%:*} did not stop in 10 s; sending KILL"
+			kill -KILL -- "-${f%%:*}" 2>/dev/null || kill -KILL "${f%%:*}" 2>/dev/null || true
+		fi
+	done
+	for f in "${shims[@]}"; do
+		if [ "$(proc_start "${f%%:*}")" = "${f#*:}" ]; then
+			kill -KILL "${f%%:*}" 2>/dev/null || true
+		fi
+	done
+	say "stopped ${#groups[@]} container(s) of the process runtime"
 }

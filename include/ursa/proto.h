@@ -22,11 +22,15 @@
  * On success returns 0 and sets *ret to a NEW reference: the object with "kind" and
  * "apiVersion" set from the envelope. On error *ret is untouched, a message is appended to
  * err (if not NULL), and the result is:
- *   E_MEDIA_TYPE   no "k8s\0" magic, a kind/apiVersion without a schema (the message names it),
- *                  or a contentEncoding/contentType this decoder does not handle;
- *   E_BAD_REQUEST  malformed protobuf (truncated varint or length, wrong wire type for a
- *                  known field, invalid UTF-8, bad Time/IntOrString/Quantity), nesting deeper
- *                  than K8S_PROTOBUF_MAX_DEPTH, or more than K8S_PROTOBUF_MAX_VALUES values. */
+ *   E_MEDIA_TYPE   a kind/apiVersion without a schema (the message names both; the client
+ *                  can send application/json instead), or a contentEncoding/contentType
+ *                  this decoder does not handle;
+ *   E_BAD_REQUEST  no "k8s\0" magic, or malformed protobuf: truncated varint or length,
+ *                  wrong wire type for a known field, invalid UTF-8 or a NUL in a string,
+ *                  bad Time/IntOrString/Quantity, nesting deeper than K8S_PROTOBUF_MAX_DEPTH,
+ *                  more than K8S_PROTOBUF_MAX_VALUES values.
+ * Status fields are not decoded: a status present in the body becomes {} (kubectl never sends
+ * one), except the few small ones kubectl's JSON shows (Service, Namespace, PDB). */
 int k8s_protobuf_to_json(const void *data, size_t len, json_t **ret, struct buf *err);
 
 /* True if apiVersion/kind has a schema (both NUL-terminated). */

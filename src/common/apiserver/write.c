@@ -2,6 +2,7 @@
 #include "internal.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
+#include "ursa/proto.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 #include <openssl/rand.h>
@@ -25,9 +26,15 @@ json_t *parse_body(struct req *q)
 	struct buf err = BUF_INIT;
 	json_t *obj = NULL;
 	const char *ct = http_header(q->http, "Content-Type");
+	if (ct && strncmp(ct, "application/vnd.kubernetes.protobuf", 35) == 0) {
+		int rc = k8s_protobuf_to_json(body, len, &obj, &err);
+		if (rc < 0)
+			reply_status(q, rc, "%s", buf_cstr(&err));
+		goto out;
+	}
 	if (ct && strncmp(ct, "application/json", 16) != 0 && strncmp(ct, "application/yaml", 16) != 0 &&
 	    strncmp(ct, "*/*", 3) != 0 && strncmp(ct, "text/plain", 10) != 0) {
-		reply_status(q, E_MEDIA_TYPE, "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml");
+		reply_status(q, E_MEDIA_TYPE, "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf");
 		goto out;
 	}
 	if (len == 0) {

@@ -580,7 +580,7 @@ int k8s_protobuf_to_json(const void *data, size_t len, json_t **ret, struct buf 
 	int rc;
 
 	if (len < sizeof(magic) || memcmp(data, magic, sizeof(magic))) {
-		rc = fail(&d, E_MEDIA_TYPE, "protobuf: body does not start with the k8s magic");
+		rc = fail(&d, E_BAD_REQUEST, "protobuf: body does not start with the k8s magic");
 		goto out;
 	}
 	r.p = (const uint8_t *)data + sizeof(magic);

@@ -15,6 +15,7 @@
 #include "ursa/buf.h"
 #include "ursa/errors.h"
 #include "ursa/proto.h"
+#include "ursa/xalloc.h"
 
 /* --- encoder: every helper appends to b --- */
 static inline void e_varint(struct buf *b, uint64_t v)
@@ -93,7 +94,7 @@ static inline void e_body(struct buf *out, const char *api_version, const char *
 static inline json_t *J(const char *s)
 {
 	json_error_t e;
-	char *t = strdup(s);
+	char *t = xstrdup(s);
 	for (char *p = t; *p; p++)
 		if (*p == '\'')
 			*p = '"';

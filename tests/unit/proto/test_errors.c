@@ -8,10 +8,10 @@ static void cm_body(struct buf *body, struct buf *cm)
 
 static void test_magic(void **state)
 {
-	check_error("", 0, E_MEDIA_TYPE, "magic", "empty");
-	check_error("k8s", 3, E_MEDIA_TYPE, "magic", "short");
-	check_error("{\"kind\":\"Pod\"}", 14, E_MEDIA_TYPE, "magic", "json");
-	check_error("k8s\x01\x0a\x00", 6, E_MEDIA_TYPE, "magic", "wrong magic");
+	check_error("", 0, E_BAD_REQUEST, "magic", "empty");
+	check_error("k8s", 3, E_BAD_REQUEST, "magic", "short");
+	check_error("{\"kind\":\"Pod\"}", 14, E_BAD_REQUEST, "magic", "json");
+	check_error("k8s\x01\x0a\x00", 6, E_BAD_REQUEST, "magic", "wrong magic");
 }
 
 static void test_unknown_kind(void **state)
@@ -225,7 +225,7 @@ static void test_null_err(void **state)
 {
 	json_t *got = NULL;
 
-	assert_int_equal(k8s_protobuf_to_json("nope", 4, &got, NULL), E_MEDIA_TYPE);
+	assert_int_equal(k8s_protobuf_to_json("nope", 4, &got, NULL), E_BAD_REQUEST);
 	assert_null(got);
 }
 
