@@ -266,3 +266,32 @@ void validate_immutable_data(const json_t *obj, const json_t *old, struct field_
 		field_error_forbidden(errs, keys[i], "field is immutable when `immutable` is set");
 	}
 }
+
+void cells_name_phase_age(const json_t *obj, time_t now, json_t *cells)
+{
+	cell_name(obj, cells);
+	cell_str(cells, json_path_str(obj, "status.phase"));
+	cell_age(obj, now, cells);
+}
+
+const struct api_field phase_fields[1] = { { "status.phase", "status.phase" } };
+
+void validate_spec_finalizers(const json_t *obj, struct field_errors *errs)
+{
+	const json_t *fins = json_path(obj, "spec.finalizers");
+	size_t i;
+	json_t *f;
+	if (fins && !json_is_null(fins) && !json_is_array(fins))
+		field_error_type(errs, "spec.finalizers", "an array of strings");
+	json_array_foreach(fins, i, f) {
+		const char *s = json_string_value(f);
+		if (s && !label_key_why(s))
+			continue;
+		char *path = xasprintf("spec.finalizers[%zu]", i);
+		if (!s)
+			field_error_type(errs, path, "a string");
+		else
+			field_error_invalid(errs, path, s, "%s", label_key_why(s));
+		free(path);
+	}
+}

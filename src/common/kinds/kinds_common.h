@@ -36,6 +36,12 @@ void cell_int(json_t *cells, long long v);
 void cell_name(const json_t *obj, json_t *cells);
 /* Age since metadata.creationTimestamp, "<unknown>" when absent or unparseable. */
 void cell_age(const json_t *obj, time_t now, json_t *cells);
+/* Name, status.phase, age: the cells of namespaces and tenants. */
+void cells_name_phase_age(const json_t *obj, time_t now, json_t *cells);
+/* The field selector status.phase. */
+extern const struct api_field phase_fields[1];
+/* spec.finalizers, if present, is an array of qualified names. */
+void validate_spec_finalizers(const json_t *obj, struct field_errors *errs);
 /* Appends the age since an RFC3339 timestamp (or "<unknown>") to out. */
 void since_add(struct buf *out, const char *ts, time_t now);
 /* labels.FormatLabels: "k=v,k2=v2" sorted by key; "<none>" for an empty or absent map. */

@@ -29,27 +29,7 @@ static void namespace_prepare_create(json_t *obj)
 
 static void namespace_validate(const json_t *obj, const json_t *old, struct field_errors *errs)
 {
-	const json_t *fins = json_path(obj, "spec.finalizers");
-	size_t i;
-	json_t *f;
-	if (fins && !json_is_null(fins) && !json_is_array(fins))
-		field_error_type(errs, "spec.finalizers", "an array of strings");
-	json_array_foreach(fins, i, f) {
-		const char *s = json_string_value(f);
-		char *path = xasprintf("spec.finalizers[%zu]", i);
-		if (!s)
-			field_error_type(errs, path, "a string");
-		else if (label_key_why(s))
-			field_error_invalid(errs, path, s, "%s", label_key_why(s));
-		free(path);
-	}
-}
-
-static void namespace_cells(const json_t *obj, time_t now, json_t *cells)
-{
-	cell_name(obj, cells);
-	cell_str(cells, json_path_str(obj, "status.phase"));
-	cell_age(obj, now, cells);
+	validate_spec_finalizers(obj, errs);
 }
 
 static const struct api_column namespace_columns[] = {
@@ -58,9 +38,6 @@ static const struct api_column namespace_columns[] = {
 	COLUMN_AGE,
 };
 
-static const struct api_field namespace_fields[] = {
-	{ "status.phase", "status.phase" },
-};
 
 const struct api_strategy strategy_namespace = {
 	.defaults = namespace_defaults,
@@ -68,7 +45,7 @@ const struct api_strategy strategy_namespace = {
 	.validate = namespace_validate,
 	.columns = namespace_columns,
 	.ncolumns = ARRAY_SIZE(namespace_columns),
-	.cells = namespace_cells,
-	.fields = namespace_fields,
-	.nfields = ARRAY_SIZE(namespace_fields),
+	.cells = cells_name_phase_age,
+	.fields = phase_fields,
+	.nfields = 1,
 };
