@@ -412,10 +412,20 @@ static void bump_generation(const struct api_resource *r, const json_t *old, jso
 	json_object_set_new(nm, "generation", json_integer(g + 1));
 }
 
+/* Finalizers still holding obj: metadata.finalizers, and for namespaces and tenants also
+ * spec.finalizers (the "kubernetes" finalizer their controllers remove once empty). */
+static size_t pending_finalizers(const json_t *obj)
+{
+	size_t n = json_array_size(json_path(obj, "metadata.finalizers"));
+	const char *kind = json_str(obj, "kind");
+	if (kind && (strcmp(kind, "Namespace") == 0 || strcmp(kind, "Tenant") == 0))
+		n += json_array_size(json_path(obj, "spec.finalizers"));
+	return n;
+}
+
 static bool finalized(const json_t *obj)
 {
-	const json_t *m = json_object_get(obj, "metadata");
-	return json_object_get(m, "deletionTimestamp") && json_array_size(json_object_get(m, "finalizers")) == 0;
+	return json_path(obj, "metadata.deletionTimestamp") && pending_finalizers(obj) == 0;
 }
 
 /* The watch cache's copy of key: true with *ret (new reference, resourceVersion set). */
@@ -623,7 +633,7 @@ static bool mark_for_deletion(struct req *q, json_t *obj, const struct delete_op
 		add_finalizer(meta, "foregroundDeletion");
 	else if (d->propagation && strcmp(d->propagation, "Orphan") == 0)
 		add_finalizer(meta, "orphan");
-	bool has_fin = json_array_size(json_object_get(meta, "finalizers")) > 0;
+	bool has_fin = pending_finalizers(obj) > 0;
 	if (!has_fin && grace == 0)
 		return false;
 	if (!already) {

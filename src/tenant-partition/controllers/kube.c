@@ -1,0 +1,89 @@
+/* API helpers shared by the controllers: paths, requests, events. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tpc.h"
+#include "ursa/errors.h"
+#include "ursa/jsonutil.h"
+#include "ursa/log.h"
+#include "ursa/timeutil.h"
+#include "ursa/xalloc.h"
+
+static const char *group_prefix(const char *plural)
+{
+	if (strcmp(plural, "deployments") == 0 || strcmp(plural, "replicasets") == 0)
+		return "/apis/apps/v1";
+	if (strcmp(plural, "leases") == 0)
+		return "/apis/coordination.k8s.io/v1";
+	return "/api/v1";
+}
+
+void tpc_path(struct buf *out, const char *plural, const char *tenant, const char *ns, const char *name)
+{
+	buf_addf(out, "%s/tenants/%s", group_prefix(plural), tenant);
+	if (strcmp(plural, "namespaces") != 0 && ns)
+		buf_addf(out, "/namespaces/%s", ns);
+	buf_addf(out, "/%s", plural);
+	if (name)
+		buf_addf(out, "/%s", name);
+}
+
+int tpc_get(struct tpc *m, const char *path, json_t **ret)
+{
+	return rest_do(m->rest, "GET", path, NULL, NULL, ret);
+}
+
+int tpc_send(struct tpc *m, const char *method, const char *path, const json_t *body, json_t **ret)
+{
+	const char *ct = strcmp(method, "PATCH") == 0 ? "application/merge-patch+json" : NULL;
+	json_t *resp = NULL;
+	int rc = rest_do(m->rest, method, path, body, ct, &resp);
+	if (ret)
+		*ret = resp;
+	else
+		json_decref(resp);
+	return rc;
+}
+
+void tpc_event(struct tpc *m, const json_t *obj, const char *type, const char *reason, const char *fmt, ...)
+{
+	const char *tenant = json_path_str(obj, "metadata.tenant"), *ns = json_path_str(obj, "metadata.namespace");
+	const char *name = json_path_str(obj, "metadata.name");
+	if (!tenant || !ns || !name)
+		return;
+	struct buf msg = BUF_INIT, ts = BUF_INIT, path = BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	buf_vaddf(&msg, fmt, ap);
+	va_end(ap);
+	rfc3339_add(&ts, time(NULL));
+	char *evname = xasprintf("%s.%llx", name, (unsigned long long)now_ms() * 1000 + (unsigned)(rand() % 1000));
+	json_t *ev = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s?,s:s?,s:s,s:s,s:s?},s:s,s:s,s:s,s:{s:s},s:s,s:s,s:i}",
+			       "apiVersion", "v1", "kind", "Event", "metadata", "name", evname, "namespace", ns,
+			       "involvedObject", "apiVersion", json_str(obj, "apiVersion"), "kind", json_str(obj, "kind"),
+			       "name", name, "namespace", ns, "uid", json_path_str(obj, "metadata.uid"), "type", type,
+			       "reason", reason, "message", buf_cstr(&msg), "source", "component",
+			       "controller-manager", "firstTimestamp", buf_cstr(&ts), "lastTimestamp", buf_cstr(&ts),
+			       "count", 1);
+	tpc_path(&path, "events", tenant, ns, NULL);
+	int rc = ev ? tpc_send(m, "POST", path.ptr, ev, NULL) : E_INTERNAL;
+	if (rc != 201 && rc != 200)
+		log_debug("event not recorded", "tenant=\"%s\" namespace=\"%s\" reason=%s rc=%d", tenant, ns, reason, rc);
+	json_decref(ev);
+	free(evname);
+	buf_release(&msg);
+	buf_release(&ts);
+	buf_release(&path);
+}
+
+bool tpc_split_key(const char *key, char **ret_t, char **ret_ns, char **ret_name)
+{
+	const char *a = strchr(key, '/');
+	const char *b = a ? strchr(a + 1, '/') : NULL;
+	if (!a || !b || strchr(b + 1, '/'))
+		return false;
+	*ret_t = xstrndup(key, (size_t)(a - key));
+	*ret_ns = xstrndup(a + 1, (size_t)(b - a - 1));
+	*ret_name = xstrdup(b + 1);
+	return true;
+}

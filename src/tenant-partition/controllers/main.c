@@ -1,0 +1,103 @@
+/* ursa-tp-controller-manager: the controllers of one tenant partition, active-standby through
+ * a Lease. Exits when leadership is lost (a supervisor restarts it as a standby). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tpc.h"
+#include "ursa/log.h"
+#include "ursa/options.h"
+#include "ursa/xalloc.h"
+
+#define LEASE_PATH "/apis/coordination.k8s.io/v1/tenants/system/namespaces/kube-system/leases/ursa-tp-controller-manager"
+
+static volatile sig_atomic_t stopping;
+static struct tpc mgr;
+static volatile int started;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static void on_started(void *ud)
+{
+	(void)ud;
+	log_info("became leader", "%s", "");
+	tpc_start(&mgr);
+	started = 1;
+}
+
+static void on_stopped(void *ud)
+{
+	(void)ud;
+	if (stopping)
+		return;
+	log_error("lost leadership; exiting", "%s", "");
+	_exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	const char *kubeconfig = NULL, *identity = NULL, *controllers = "*", *level = "info";
+	bool leader_elect = true;
+	long long workers = 2;
+	const struct opt opts[] = {
+		{ "kubeconfig", OPT_STRING, &kubeconfig, "kubeconfig of the tenant partition's admin (system:masters)" },
+		{ "leader-elect", OPT_BOOL, &leader_elect, "campaign for the Lease kube-system/ursa-tp-controller-manager" },
+		{ "identity", OPT_STRING, &identity, "leader election identity (default hostname_pid)" },
+		{ "workers", OPT_INT, &workers, "worker threads per controller" },
+		{ "controllers", OPT_STRING, &controllers,
+		  "comma list: tenant,namespace,replicaset,deployment,garbagecollector (default * = all)" },
+		{ "log-level", OPT_STRING, &level, "debug, info, warn or error" },
+	};
+	if (opts_parse("ursa-tp-controller-manager", "Controllers of a tenant partition.", opts, ARRAY_SIZE(opts), argc,
+		       argv) < 0)
+		return 2;
+	log_set_component("tp-controller-manager");
+	log_set_level(strcmp(level, "debug") == 0 ? LOG_DEBUG : strcmp(level, "warn") == 0 ? LOG_WARN
+						 : strcmp(level, "error") == 0 ? LOG_ERROR : LOG_INFO);
+	if (!kubeconfig) {
+		fprintf(stderr, "ursa-tp-controller-manager: --kubeconfig is required\n");
+		return 2;
+	}
+	char *err = NULL;
+	mgr.rest = rest_from_kubeconfig(kubeconfig, &err);
+	if (!mgr.rest) {
+		fprintf(stderr, "ursa-tp-controller-manager: %s\n", err ? err : "bad kubeconfig");
+		free(err);
+		return 2;
+	}
+	if (tpc_parse_controllers(&mgr, controllers) < 0) {
+		fprintf(stderr, "ursa-tp-controller-manager: unknown controller in --controllers %s\n", controllers);
+		return 2;
+	}
+	mgr.workers = workers < 1 ? 1 : workers > 64 ? 64 : (int)workers;
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	char host[128] = "host";
+	gethostname(host, sizeof(host) - 1);
+	char *id = identity ? xstrdup(identity) : xasprintf("%s_%d", host, (int)getpid());
+	struct leader_elector *le = NULL;
+	if (leader_elect) {
+		struct leader_config lc = { .lease_path = LEASE_PATH, .identity = id, .lease_duration_s = 15,
+					    .renew_deadline_s = 10, .retry_period_s = 2, .on_started = on_started,
+					    .on_stopped = on_stopped };
+		le = leader_start(mgr.rest, &lc);
+		log_info("campaigning for leadership", "identity=\"%s\"", id);
+	} else {
+		on_started(NULL);
+	}
+	while (!stopping)
+		usleep(100 * 1000);
+	if (le)
+		leader_stop(le);
+	if (started)
+		tpc_stop(&mgr);
+	rest_free(mgr.rest);
+	free(id);
+	return 0;
+}

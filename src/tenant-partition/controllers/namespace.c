@@ -1,0 +1,195 @@
+/* Namespace and tenant lifecycle: a namespace gets a default ServiceAccount; a deleted
+ * namespace is emptied and then finalized; a tenant keeps its standard namespaces, and a
+ * deleted tenant is emptied (every namespaced object, then its namespaces) and finalized. */
+#include <stdlib.h>
+#include <string.h>
+#include "tpc.h"
+#include "ursa/errors.h"
+#include "ursa/jsonutil.h"
+#include "ursa/log.h"
+#include "ursa/timeutil.h"
+#include "ursa/xalloc.h"
+
+/* Workloads first, so their controllers stop recreating what goes next. */
+static const char *const contents[] = { "deployments", "replicasets", "pods",   "services", "configmaps",
+					"secrets",     "leases",      "events", "serviceaccounts" };
+
+static json_t *list_items(struct tpc *m, const char *path, int *ret_code)
+{
+	json_t *l = NULL;
+	*ret_code = tpc_get(m, path, &l);
+	json_t *items = json_incref(json_object_get(l, "items"));
+	json_decref(l);
+	return items ? items : json_array();
+}
+
+/* Deletes every object of the namespace (ns NULL: of the whole tenant); returns how many were
+ * still there, or E_UNAVAILABLE. */
+static int purge(struct tpc *m, const char *t, const char *ns, bool force)
+{
+	int left = 0;
+	for (size_t k = 0; k < ARRAY_SIZE(contents); k++) {
+		struct buf path = BUF_INIT;
+		tpc_path(&path, contents[k], t, ns, NULL);
+		int code;
+		json_t *items = list_items(m, path.ptr, &code);
+		if (code != 200 && code != 404) {
+			json_decref(items);
+			buf_release(&path);
+			return E_UNAVAILABLE;
+		}
+		size_t i;
+		json_t *o;
+		json_array_foreach(items, i, o) {
+			left++;
+			if (json_path(o, "metadata.deletionTimestamp") && !force)
+				continue;
+			struct buf p = BUF_INIT;
+			tpc_path(&p, contents[k], t, json_path_str(o, "metadata.namespace"),
+				 json_path_str(o, "metadata.name"));
+			json_t *body = json_pack("{s:s,s:s,s:s}", "kind", "DeleteOptions", "apiVersion", "v1",
+						 "propagationPolicy", "Background");
+			if (force)
+				json_object_set_new(body, "gracePeriodSeconds", json_integer(0));
+			tpc_send(m, "DELETE", p.ptr, body, NULL);
+			json_decref(body);
+			buf_release(&p);
+		}
+		json_decref(items);
+		buf_release(&path);
+	}
+	return left;
+}
+
+/* Drops spec.finalizers "kubernetes" and metadata.finalizers of a terminating object. */
+static int finalize(struct tpc *m, const char *path, const json_t *obj)
+{
+	json_t *body = json_deep_copy(obj);
+	json_t *spec = json_obj_child(body, "spec");
+	json_object_set_new(spec, "finalizers", json_array());
+	json_object_set_new(json_obj_child(body, "metadata"), "finalizers", json_array());
+	int code = tpc_send(m, "PUT", path, body, NULL);
+	json_decref(body);
+	return code == 200 || code == 404 ? 0 : code == 409 ? E_CONFLICT : E_UNAVAILABLE;
+}
+
+static void ensure(struct tpc *m, const char *path, const char *coll, json_t *obj)
+{
+	json_t *cur = NULL;
+	if (tpc_get(m, path, &cur) == 404)
+		tpc_send(m, "POST", coll, obj, NULL);
+	json_decref(cur);
+	json_decref(obj);
+}
+
+static bool force_due(const json_t *obj)
+{
+	time_t t = 0;
+	const char *s = json_path_str(obj, "metadata.deletionTimestamp");
+	return s && rfc3339_parse(s, &t) == 0 && time(NULL) - t > 60;
+}
+
+int tpc_sync_namespace(struct tpc *m, const char *key)
+{
+	char *t = NULL, *ns = NULL, *name = NULL;
+	if (!tpc_split_key(key, &t, &ns, &name))
+		return 0;
+	struct buf path = BUF_INIT;
+	json_t *obj = NULL;
+	int rc = 0;
+	tpc_path(&path, "namespaces", t, NULL, ns);
+	int code = tpc_get(m, path.ptr, &obj);
+	if (code != 200 && code != 404) {
+		rc = E_UNAVAILABLE;
+		goto out;
+	}
+	if (code == 200 && !json_path(obj, "metadata.deletionTimestamp")) {
+		struct buf sa = BUF_INIT, coll = BUF_INIT;
+		tpc_path(&sa, "serviceaccounts", t, ns, "default");
+		tpc_path(&coll, "serviceaccounts", t, ns, NULL);
+		ensure(m, sa.ptr, coll.ptr,
+		       json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "ServiceAccount", "metadata", "name",
+				 "default"));
+		buf_release(&sa);
+		buf_release(&coll);
+		goto out;
+	}
+	/* terminating, or already gone (its contents must not outlive it) */
+	int left = purge(m, t, ns, code == 404 || force_due(obj));
+	if (left < 0) {
+		rc = left;
+	} else if (left > 0) {
+		wq_add_after(m->wq[CTL_NAMESPACE], key, 1000);
+	} else if (code == 200) {
+		rc = finalize(m, path.ptr, obj);
+		if (rc == 0)
+			log_info("namespace finalized", "tenant=\"%s\" namespace=\"%s\"", t, ns);
+	}
+out:
+	json_decref(obj);
+	buf_release(&path);
+	free(t), free(ns), free(name);
+	return rc;
+}
+
+int tpc_sync_tenant(struct tpc *m, const char *key)
+{
+	char *t = NULL, *ns = NULL, *name = NULL;
+	if (!tpc_split_key(key, &t, &ns, &name))
+		return 0;
+	struct buf path = BUF_INIT, nsp = BUF_INIT;
+	json_t *obj = NULL, *nss = NULL;
+	int rc = 0, code;
+	buf_addf(&path, "/api/v1/tenants/%s", t);
+	code = tpc_get(m, path.ptr, &obj);
+	if (code != 200 && code != 404) {
+		rc = E_UNAVAILABLE;
+		goto out;
+	}
+	tpc_path(&nsp, "namespaces", t, NULL, NULL);
+	if (code == 200 && !json_path(obj, "metadata.deletionTimestamp")) {
+		static const char *const std[] = { "default", "kube-system", "kube-public" };
+		for (size_t i = 0; i < ARRAY_SIZE(std); i++) {
+			struct buf p = BUF_INIT;
+			tpc_path(&p, "namespaces", t, NULL, std[i]);
+			ensure(m, p.ptr, nsp.ptr,
+			       json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name",
+					 std[i]));
+			buf_release(&p);
+		}
+		goto out;
+	}
+	if (strcmp(t, "system") == 0)
+		goto out;
+	/* everything inside first, then the namespaces, then the tenant */
+	int left = purge(m, t, NULL, true);
+	nss = list_items(m, nsp.ptr, &code);
+	size_t i;
+	json_t *n;
+	json_array_foreach(nss, i, n) {
+		struct buf p = BUF_INIT;
+		tpc_path(&p, "namespaces", t, NULL, json_path_str(n, "metadata.name"));
+		if (!json_path(n, "metadata.deletionTimestamp"))
+			tpc_send(m, "DELETE", p.ptr, NULL, NULL);
+		else if (left == 0)
+			finalize(m, p.ptr, n);
+		buf_release(&p);
+		left++;
+	}
+	if (left < 0) {
+		rc = left;
+	} else if (left > 0) {
+		wq_add_after(m->wq[CTL_TENANT], key, 1000);
+	} else if (obj && json_path(obj, "metadata.deletionTimestamp")) {
+		rc = finalize(m, path.ptr, obj);
+		if (rc == 0)
+			log_info("tenant finalized", "tenant=\"%s\"", t);
+	}
+out:
+	json_decref(obj);
+	json_decref(nss);
+	buf_release(&path);
+	buf_release(&nsp);
+	free(t), free(ns), free(name);
+	return rc;
+}

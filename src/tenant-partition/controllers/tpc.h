@@ -1,0 +1,114 @@
+/* ursa-tp-controller-manager internals: the controllers of a tenant partition (tenant,
+ * namespace, replicaset, deployment, garbage collector) on the shared client library.
+ *
+ * Model: informers over /tenants/all/... feed work queues with keys "tenant/namespace/name"
+ * (the queue is fair between tenants); a worker syncs one key by reading the live object from
+ * the API server (so a lagging informer never makes a controller create twice) and writing
+ * the difference. Pure arithmetic lives in logic.c so unit tests reach it without a server. */
+#ifndef TPC_H
+#define TPC_H
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include "ursa/buf.h"
+#include "ursa/client.h"
+
+/* logic.c: pure functions ------------------------------------------------------------------ */
+#define TPC_HASH_LABEL "pod-template-hash"
+#define TPC_REVISION_ANN "deployment.kubernetes.io/revision"
+#define TPC_REVISION_HISTORY_ANN "deployment.kubernetes.io/revision-history"
+#define TPC_DESIRED_ANN "deployment.kubernetes.io/desired-replicas"
+#define TPC_MAX_ANN "deployment.kubernetes.io/max-replicas"
+
+/* FNV-1a 32 of bytes. */
+uint32_t tpc_fnv32a(const void *data, size_t len);
+/* The pod-template-hash of a pod template (JSON, borrowed; its pod-template-hash label is
+ * ignored) and a collision count (< 0: none): FNV-32a over the canonical JSON (sorted keys,
+ * compact) then the decimal count, rendered as upstream does (decimal digits of the sum
+ * mapped into "bcdfghjklmnpqrstvwxz2456789"). Appends to out. */
+void tpc_template_hash(const json_t *tmpl, long long collision_count, struct buf *out);
+/* True if two pod templates are equal ignoring the pod-template-hash label. */
+bool tpc_templates_equal(const json_t *a, const json_t *b);
+
+/* Resolves an IntOrString (integer, "N" or "N%"; NULL means def) against total: percentages
+ * round up when round_up, else down. E_INVALID on garbage or negatives. */
+int tpc_int_or_percent(const json_t *v, const char *def, long long total, bool round_up, long long *ret);
+/* maxSurge (rounded up) and maxUnavailable (rounded down) of a RollingUpdate strategy; if both
+ * come to 0, maxUnavailable becomes 1 (as upstream). strategy may be NULL (25%/25%). */
+int tpc_fenceposts(const json_t *rolling, long long replicas, long long *ret_surge, long long *ret_unavail);
+
+/* One ReplicaSet as the rollout arithmetic sees it. target is the output. */
+struct rs_view {
+	long long replicas;  /* spec.replicas */
+	long long available; /* status.availableReplicas */
+	int64_t created;     /* creation time, for oldest-first order */
+	long long target;
+};
+/* One rolling-update step (upstream order: scale the new RS up within maxSurge; if it did not
+ * move, scale old ones down within maxUnavailable: unhealthy first, then oldest first). Sets
+ * every target (new is neu, may be NULL; old[] unsorted). Returns true if anything changes. */
+bool tpc_rolling_step(long long want, long long surge, long long unavail, struct rs_view *neu, struct rs_view *old,
+		      size_t nold);
+/* One Recreate step: old ones to 0 first; the new one up to want once old_pods (pods still
+ * existing from old ReplicaSets) is 0. */
+bool tpc_recreate_step(long long want, long long old_pods, struct rs_view *neu, struct rs_view *old, size_t nold);
+
+/* Pod facts the controllers read. now is wall-clock seconds. */
+bool tpc_pod_ready(const json_t *pod);
+bool tpc_pod_available(const json_t *pod, long long min_ready_seconds, time_t now);
+bool tpc_pod_active(const json_t *pod); /* not terminating, not Succeeded/Failed */
+/* Order for scale-down: negative if a should be deleted before b (unscheduled, then
+ * Pending < Unknown < Running, not ready, ready more recently, more restarts, newer). */
+int tpc_pod_delete_cmp(const json_t *a, const json_t *b);
+/* Sorts pods (array of borrowed json_t *) deletion-first. */
+void tpc_rank_for_deletion(const json_t **pods, size_t n);
+/* Slow start: size of the next creation batch after a batch of prev (0 at first) succeeded. */
+long long tpc_next_batch(long long prev, long long remaining);
+/* The controller owner reference of obj (borrowed) or NULL. */
+const json_t *tpc_controller_ref(const json_t *obj);
+/* Percent-encodes s for a query value, appended to out. */
+void tpc_query_escape(struct buf *out, const char *s);
+
+/* kube.c: API helpers ---------------------------------------------------------------------- */
+struct tpc;
+/* Collection path of a kind in tenant/namespace ("pods", "replicasets", ...), appended. */
+void tpc_path(struct buf *out, const char *plural, const char *tenant, const char *ns, const char *name);
+/* Returns the HTTP status (or E_*) with *ret (new) the body. */
+int tpc_get(struct tpc *m, const char *path, json_t **ret);
+int tpc_send(struct tpc *m, const char *method, const char *path, const json_t *body, json_t **ret);
+/* Records an Event about obj (type "Normal"/"Warning"); failures are only logged. */
+void tpc_event(struct tpc *m, const json_t *obj, const char *type, const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* Splits "tenant/ns/name" into owned parts; false if malformed. */
+bool tpc_split_key(const char *key, char **ret_t, char **ret_ns, char **ret_name);
+
+/* manager.c -------------------------------------------------------------------------------- */
+enum tpc_inf { INF_TENANTS, INF_NAMESPACES, INF_PODS, INF_RS, INF_DEPLOY, INF__N };
+enum tpc_ctl { CTL_TENANT, CTL_NAMESPACE, CTL_RS, CTL_DEPLOY, CTL_GC, CTL__N };
+
+struct tpc {
+	struct rest_client *rest;
+	struct informer *inf[INF__N];
+	struct workqueue *wq[CTL__N];
+	bool enabled[CTL__N];
+	int workers;
+};
+/* Each controller's sync: 0 when done, else an E_* code and the key is retried with back-off. */
+int tpc_sync_tenant(struct tpc *m, const char *key);
+int tpc_sync_namespace(struct tpc *m, const char *key);
+int tpc_sync_replicaset(struct tpc *m, const char *key);
+int tpc_sync_deployment(struct tpc *m, const char *key);
+int tpc_sync_gc(struct tpc *m, const char *key);
+/* GC: enqueue the owners named by obj's ownerReferences / obj itself as an owner. */
+void tpc_gc_enqueue_owners(struct tpc *m, const json_t *obj);
+void tpc_gc_enqueue_self(struct tpc *m, const json_t *obj, const char *kind);
+
+/* Starts informers and workers; returns once started. */
+void tpc_start(struct tpc *m);
+void tpc_stop(struct tpc *m);
+/* Parses a comma list of controller names ("*" or "" = all) into m->enabled; E_INVALID on an
+ * unknown name. */
+int tpc_parse_controllers(struct tpc *m, const char *list);
+
+#endif
