@@ -144,13 +144,10 @@ now_s() { date +%s.%N; }
 calc() { LC_ALL=C awk "BEGIN {printf \"$1\", $2}"; }
 metric() { api /metrics | awk -v m="$1" '$1 == m {print $2; f = 1} END {if (!f) print 0}'; }
 
-# node_count: nodes the RM lists (one item plus remainingItemCount), or 0.
+# node_count PREFIX: nodes PREFIX-* the RM lists (a full list: the RM's paged lists carry no
+# remainingItemCount), or 0.
 node_count() {
-	local body items rest
-	body=$(api "/api/v1/nodes?limit=1") || { echo 0; return; }
-	items=$(grep -o '"kind":"Node"' <<<"$body" | wc -l)
-	rest=$(sed -n 's/.*"remainingItemCount":\([0-9]*\).*/\1/p' <<<"$body")
-	echo $(( ${rest:-0} + (items > 0 ? 1 : 0) ))
+	api /api/v1/nodes | grep -o "\"name\":\"$1-[0-9]*\"" | sort -u | wc -l
 }
 
 # fresh_leases PREFIX SECONDS: leases of PREFIX-* renewed within the last SECONDS.
@@ -195,9 +192,9 @@ for n in $COUNTS; do
 	deadline=$(( $(date +%s) + REGISTER_TIMEOUT ))
 	while [ "$(date +%s)" -lt "$deadline" ]; do
 		kill -0 "$KL_PID" 2>/dev/null || { tail -30 "$dir/kubelet.log" >&2; die "ursa-kubelet exited during registration ($n nodes)"; }
-		seen=$(node_count)
+		seen=$(node_count "$prefix")
 		[ "$seen" -ge "$n" ] && break
-		sleep 1
+		sleep 2
 	done
 	[ "$seen" -ge "$n" ] || { tail -30 "$dir/kubelet.log" >&2; die "only $seen of $n nodes registered in ${REGISTER_TIMEOUT}s"; }
 	reg_s=$(calc %.1f "$(now_s) - $t_start")
