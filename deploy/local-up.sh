@@ -35,7 +35,7 @@ ensure_packages
 keep_debian_etcd_quiet
 [ $build -eq 1 ] && build_tree "$URSA_BUILD_DIR"
 
-ursactl=$URSACTL
+ursactl=$URSACTL # from lib/components.sh
 [ -x "$ursactl" ] || die "$ursactl is missing: the build did not produce ursactl"
 
 ensure_identity

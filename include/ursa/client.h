@@ -25,6 +25,17 @@ void rest_free(struct rest_client *c);
  * certificate-authority) into a new client. NULL with *ret_err (new string) on failure. */
 struct rest_client *rest_from_kubeconfig(const char *path, char **ret_err);
 
+/* The credentials of a kubeconfig's current context (token or client certificate, cluster CA,
+ * insecure-skip-tls-verify), to reach any server of the region with them: a kubelet's RM
+ * kubeconfig serves for every tenant partition found in the registry. */
+struct rest_creds;
+struct rest_creds *rest_creds_from_kubeconfig(const char *path, char **ret_err);
+/* The kubeconfig's own server URL (borrowed). */
+const char *rest_creds_server(const struct rest_creds *kc);
+/* A client for servers (comma-separated) with these credentials; user_agent may be NULL. */
+struct rest_client *rest_new_with_creds(const struct rest_creds *kc, const char *servers, const char *user_agent);
+void rest_creds_free(struct rest_creds *kc);
+
 /* One request. path includes the query ("/api/v1/namespaces/default/pods?limit=1"). body may
  * be NULL; content_type NULL means application/json. Returns the HTTP status (>= 100), or
  * E_UNAVAILABLE when no server answered (fails over between servers), or E_TIMEOUT.

@@ -202,11 +202,13 @@ static int load_pem(const char *kubeconfig, const json_t *obj, const char *data_
 	return 0;
 }
 
-struct kc {
+struct rest_creds {
 	struct buf ca, cert, key, token;
+	char *server;
+	bool insecure;
 };
 
-static int load_user(const char *path, const json_t *user, struct kc *kc, char **ret_err)
+static int load_user(const char *path, const json_t *user, struct rest_creds *kc, char **ret_err)
 {
 	const char *token = json_str(user, "token"), *token_file = json_str(user, "tokenFile");
 
@@ -226,14 +228,31 @@ static int load_user(const char *path, const json_t *user, struct kc *kc, char *
 	return 0;
 }
 
-struct rest_client *rest_from_kubeconfig(const char *path, char **ret_err)
+void rest_creds_free(struct rest_creds *kc)
+{
+	if (!kc)
+		return;
+	buf_release(&kc->ca);
+	buf_release(&kc->cert);
+	buf_release(&kc->key);
+	buf_release(&kc->token);
+	free(kc->server);
+	free(kc);
+}
+
+const char *rest_creds_server(const struct rest_creds *kc)
+{
+	return kc->server;
+}
+
+struct rest_creds *rest_creds_from_kubeconfig(const char *path, char **ret_err)
 {
 	struct buf text = BUF_INIT, perr = BUF_INIT;
-	struct kc kc = { BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT };
-	struct rest_client *c = NULL;
+	struct rest_creds *kc = xcalloc(1, sizeof(*kc));
 	json_t *doc = NULL, *ctx, *cluster, *user;
 	const char *cur, *server, *insecure;
 	char *err = NULL;
+	bool ok = false;
 
 	if (read_file(path, &text, &err) < 0)
 		goto out;
@@ -254,34 +273,51 @@ struct rest_client *rest_from_kubeconfig(const char *path, char **ret_err)
 		err = xasprintf("%s: cluster of context \"%s\" has no server", path, cur);
 		goto out;
 	}
-	if (load_pem(path, cluster, "certificate-authority-data", "certificate-authority", &kc.ca, &err) < 0)
+	kc->server = xstrdup(server);
+	if (load_pem(path, cluster, "certificate-authority-data", "certificate-authority", &kc->ca, &err) < 0)
 		goto out;
 	user = find_named(doc, "users", "user", json_str(ctx, "user"));
-	if (user && load_user(path, user, &kc, &err) < 0)
+	if (user && load_user(path, user, kc, &err) < 0)
 		goto out;
 	insecure = json_str(cluster, "insecure-skip-tls-verify");
-
-	struct rest_config cfg = { .servers = server, .token = kc.token.len ? kc.token.ptr : NULL };
-	struct rest_extra extra = {
-		.ca_blob = kc.ca.ptr, .ca_blob_len = kc.ca.len,
-		.cert_blob = kc.cert.ptr, .cert_blob_len = kc.cert.len,
-		.key_blob = kc.key.ptr, .key_blob_len = kc.key.len,
-		.insecure = insecure && !strcmp(insecure, "true"),
-	};
-	c = rest_new_ext(&cfg, &extra);
-	if (!c)
-		err = xasprintf("%s: bad server \"%s\"", path, server);
+	kc->insecure = insecure && !strcmp(insecure, "true");
+	ok = true;
 out:
-	if (!c && ret_err)
-		*ret_err = err ? err : xstrdup("kubeconfig: unknown error");
-	else
-		free(err);
+	if (!ok) {
+		if (ret_err)
+			*ret_err = err ? err : xstrdup("kubeconfig: unknown error");
+		else
+			free(err);
+		rest_creds_free(kc);
+		kc = NULL;
+	}
 	json_decref(doc);
 	buf_release(&text);
 	buf_release(&perr);
-	buf_release(&kc.ca);
-	buf_release(&kc.cert);
-	buf_release(&kc.key);
-	buf_release(&kc.token);
+	return kc;
+}
+
+struct rest_client *rest_new_with_creds(const struct rest_creds *kc, const char *servers, const char *user_agent)
+{
+	struct rest_config cfg = { .servers = servers, .token = kc->token.len ? kc->token.ptr : NULL,
+				   .user_agent = user_agent };
+	struct rest_extra extra = {
+		.ca_blob = kc->ca.ptr, .ca_blob_len = kc->ca.len,
+		.cert_blob = kc->cert.ptr, .cert_blob_len = kc->cert.len,
+		.key_blob = kc->key.ptr, .key_blob_len = kc->key.len,
+		.insecure = kc->insecure,
+	};
+	return rest_new_ext(&cfg, &extra);
+}
+
+struct rest_client *rest_from_kubeconfig(const char *path, char **ret_err)
+{
+	struct rest_creds *kc = rest_creds_from_kubeconfig(path, ret_err);
+	if (!kc)
+		return NULL;
+	struct rest_client *c = rest_new_with_creds(kc, kc->server, NULL);
+	if (!c && ret_err)
+		*ret_err = xasprintf("%s: bad server \"%s\"", path, kc->server);
+	rest_creds_free(kc);
 	return c;
 }
