@@ -18,6 +18,9 @@ URSA_COMPONENTS=(
 	"rm-az-2-etcd      etcd            rm-az-2 23892 23902"
 	"rm-az-2-apiserver rm_apiserver    rm-az-2 az-2 7202 http://127.0.0.1:23892"
 	"region            register"
+	"tp-1-controllers  tp_controller_manager tp-1 7101"
+	"rm-az-1-controllers rm_controller_manager rm-az-1 7201"
+	"rm-az-2-controllers rm_controller_manager rm-az-2 7202"
 	"az-1-host-1       kubelet         az-1 7201 host-1 10251"
 	"az-1-hollow       hollow_kubelet  az-1 7201 3"
 	"az-2-host-1       kubelet         az-2 7202 host-1 10252"
@@ -158,6 +161,7 @@ start_kubelet() {
 		--runtime process --root-dir "$root" \
 		--address 127.0.0.1 --port "$port" \
 		--tls-cert-file "$URSA_PKI/kubelet.crt" --tls-private-key-file "$URSA_PKI/kubelet.key" \
+		--client-token-file "$URSA_REGION_TOKEN" \
 		--log-level info
 	wait_http "https://127.0.0.1:$port/healthz" 30 "$name" "$log" --cacert "$URSA_CA"
 	wait_nodes_ready "$name" "$log" "$rm" "$zone-$host"
@@ -181,6 +185,41 @@ start_hollow_kubelet() {
 	done
 	wait_nodes_ready "$name" "$log" "$rm" "${nodes[@]}"
 	URSA_SUMMARY+=("$name: hollow kubelet of nodes $zone-hollow-0..$((count - 1)) (state $root, log $log)")
+}
+
+# component_kubeconfig DIR USER PORT: .ursa/DIR/USER.kubeconfig, an admin of tenant system
+# (group system:masters) against https://127.0.0.1:PORT, for a control-plane daemon. Made once.
+component_kubeconfig() {
+	local dir=$1 user=$2 port=$3 kc=$URSA_STATE/$1/$2.kubeconfig
+	if [ ! -s "$kc" ]; then
+		mkdir -p "$URSA_STATE/$dir"
+		( umask 077; URSA_HOME=$URSA_STATE "$URSACTL" kubeconfig --tenant system --user "$user" \
+			--groups system:masters --ttl 0 --server "https://127.0.0.1:$port" >"$kc.tmp" )
+		mv "$kc.tmp" "$kc"
+	fi
+	printf '%s\n' "$kc"
+}
+
+# start_tp_controller_manager NAME PARTITION PORT: the tenant partition's controllers (tenant,
+# namespace, replicaset, deployment, garbage collector), leader-elected through a Lease.
+start_tp_controller_manager() {
+	local name=$1 part=$2 port=$3 kc log=$URSA_STATE/$2/controller-manager.log
+	kc=$(component_kubeconfig "$part" controller-manager "$port")
+	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/tenant-partition/controllers/ursa-tp-controller-manager" \
+		--kubeconfig "$kc" --log-level info
+	URSA_SUMMARY+=("$name: controller manager of $part (log $log)")
+}
+
+# start_rm_controller_manager NAME PARTITION PORT: the resource manager's node lifecycle and
+# daemonset controllers. URSA_NODE_MONITOR_GRACE_SECONDS (default 50) is how long a node may go
+# without a heartbeat before it becomes Ready=Unknown and is tainted.
+start_rm_controller_manager() {
+	local name=$1 part=$2 port=$3 kc log=$URSA_STATE/$2/controller-manager.log
+	kc=$(component_kubeconfig "$part" controller-manager "$port")
+	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/resource-manager/controllers/ursa-rm-controller-manager" \
+		--kubeconfig "$kc" --node-monitor-grace-period "${URSA_NODE_MONITOR_GRACE_SECONDS:-50}" \
+		--log-level info
+	URSA_SUMMARY+=("$name: controller manager of $part, node grace ${URSA_NODE_MONITOR_GRACE_SECONDS:-50} s (log $log)")
 }
 
 # wait_nodes_ready NAME LOG RM_PORT NODE...: waits up to 30 s until the resource manager on

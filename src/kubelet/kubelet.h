@@ -31,6 +31,7 @@ struct kl_options {
 	const char *kubeconfig, *node_name, *zone, *region, *runtime, *root_dir, *address;
 	long long port;
 	const char *tls_cert, *tls_key;
+	const char *client_token_file; /* bearer token the kubelet server requires (or NULL: none) */
 	const char *cpu, *memory;
 	long long max_pods;
 	long long hollow_nodes;
@@ -51,6 +52,7 @@ struct kl_node {
 	char *name;
 	/* heartbeat worker */
 	int64_t status_posted_ms;    /* mono ms of the last status post, 0 = never */
+	int64_t renewed_ms;        /* last successful lease renewal (mono) */
 	int64_t ready_since;         /* unix s of Ready's lastTransitionTime */
 	int64_t pressure_since[KL_NPRESSURE];
 	uint8_t pressure;            /* bit per enum kl_pressure */
@@ -58,18 +60,6 @@ struct kl_node {
 	/* pod worker */
 	long long cpu_used_m, mem_used_m, pods_used;
 };
-
-/* Credentials of the RM kubeconfig, reused for every tenant partition. */
-struct kl_creds {
-	char *server, *token;
-	struct buf ca;          /* PEM bundle, may be empty */
-	bool insecure;
-};
-/* Loads the current context of a kubeconfig. 0, or -1 with *ret_err (new string). */
-int kl_creds_load(const char *path, struct kl_creds *ret, char **ret_err);
-void kl_creds_release(struct kl_creds *c);
-/* A client for servers (comma-separated URLs) with c's token and CA. */
-struct rest_client *kl_creds_client(const struct kl_creds *c, const char *servers);
 
 struct kl_partitions;
 struct kl_pods;
@@ -84,7 +74,7 @@ struct kubelet {
 	long long cpu_m, mem_m, max_pods;   /* capacity = allocatable, per node */
 	int64_t boot_unix;
 
-	struct kl_creds creds;
+	struct rest_creds *creds; /* of the RM kubeconfig, reused for every tenant partition */
 	struct rest_client *rm;
 
 	struct kl_node *nodes;

@@ -109,6 +109,13 @@ static int beat(struct kubelet *k, size_t i)
 	rc = kl_lease_renew(k, i);
 	if (rc == 0 && !n->lease_ok && !k->hollow)
 		log_info("lease renewed", "node=\"%s\"", n->name);
+	/* Back after failed renewals or a long gap (cut off, paused): the node lifecycle
+	 * controller may have marked the node Ready=Unknown, so post status at once. */
+	int64_t gap_ms = k->opt.lease_s * 1000 / 2;
+	if (rc == 0 && (!n->lease_ok || (n->renewed_ms && mono_ms() - n->renewed_ms > gap_ms)))
+		n->status_dirty = true;
+	if (rc == 0)
+		n->renewed_ms = mono_ms();
 	n->lease_ok = rc == 0;
 	int64_t due = n->status_posted_ms + k->opt.status_report_s * 1000;
 	if (rc == 0 && (n->status_dirty || mono_ms() >= due)) {

@@ -18,6 +18,22 @@
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
+/* The first line of path (a bearer token), or NULL. New string. */
+static char *read_token(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[16384];
+	char *tok = NULL;
+	if (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[0])
+			tok = xstrdup(line);
+	}
+	if (f)
+		fclose(f);
+	return tok;
+}
+
 static int mkdir_p(const char *path)
 {
 	char *p = xstrdup(path);
@@ -161,7 +177,13 @@ static int run(struct kubelet *k, sigset_t *sigs)
 		return 1;
 	if (k->opt.port > 0) {
 		char *listen = xasprintf("%s:%lld", k->opt.address, k->opt.port);
-		logs = kl_logs_start(listen, k->opt.tls_cert, k->opt.tls_key, NULL, k->rt_ops, k->rt, &err);
+		char *token = k->opt.client_token_file ? read_token(k->opt.client_token_file) : NULL;
+		if (k->opt.client_token_file && !token) {
+			fprintf(stderr, "ursa-kubelet: cannot read --client-token-file %s\n", k->opt.client_token_file);
+			return -1;
+		}
+		logs = kl_logs_start(listen, k->opt.tls_cert, k->opt.tls_key, token, k->rt_ops, k->rt, &err);
+		free(token);
 		free(listen);
 		if (!logs) {
 			fprintf(stderr, "ursa-kubelet: kubelet server: %s\n", err);
@@ -170,8 +192,8 @@ static int run(struct kubelet *k, sigset_t *sigs)
 		}
 	}
 	k->wq = wq_new();
+	kl_partitions_start(k);  /* its handlers only enqueue; the worker starts after it */
 	k->pods = kl_pods_start(k);
-	kl_partitions_start(k);
 	k->hb = kl_heartbeat_start(k);
 	log_info("kubelet started", "nodes=%zu first=\"%s\" runtime=%s id=%s port=%lld", k->nnodes, k->nodes[0].name,
 		 k->rt_ops->name, k->kubelet_id, k->opt.port);
@@ -179,7 +201,7 @@ static int run(struct kubelet *k, sigset_t *sigs)
 	sigwait(sigs, &sig);
 	log_info("kubelet stopping", "signal=%d", sig);
 	kl_heartbeat_stop(k->hb);
-	kl_pods_stop(k->pods);
+	kl_pods_stop(k->pods);   /* first: it holds partition references */
 	kl_partitions_stop(k->parts);
 	kl_logs_stop(logs);
 	wq_free(k->wq);
@@ -201,13 +223,13 @@ int main(int argc, char **argv)
 	if (capacity(&k) != 0)
 		return 2;
 	char *err = NULL;
-	if (kl_creds_load(k.opt.kubeconfig, &k.creds, &err) != 0) {
+	if (!(k.creds = rest_creds_from_kubeconfig(k.opt.kubeconfig, &err))) {
 		fprintf(stderr, "ursa-kubelet: %s\n", err);
 		return 1;
 	}
-	k.rm = kl_creds_client(&k.creds, k.creds.server);
+	k.rm = rest_new_with_creds(k.creds, rest_creds_server(k.creds), "ursa-kubelet");
 	if (!k.rm || mkdir_p(k.opt.root_dir) != 0) {
-		fprintf(stderr, "ursa-kubelet: cannot use server \"%s\" or create --root-dir \"%s\"\n", k.creds.server,
+		fprintf(stderr, "ursa-kubelet: cannot use server \"%s\" or create --root-dir \"%s\"\n", rest_creds_server(k.creds),
 			k.opt.root_dir);
 		return 1;
 	}
@@ -231,7 +253,7 @@ int main(int argc, char **argv)
 	k.rt_ops->destroy(k.rt);
 	kl_nodes_release(&k);
 	rest_free(k.rm);
-	kl_creds_release(&k.creds);
+	rest_creds_free(k.creds);
 	free(k.kubelet_id);
 	free(k.hostname);
 	return rc;

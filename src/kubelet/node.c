@@ -36,7 +36,6 @@ static json_t *resources_json(const struct kubelet *k)
 	json_object_set_new(r, "cpu", cpu_json(k->cpu_m));
 	json_object_set_new(r, "memory", mem_json(k->mem_m));
 	json_object_set_new(r, "pods", json_sprintf("%lld", k->max_pods));
-	json_object_set_new(r, "ephemeral-storage", json_string("0"));
 	return r;
 }
 

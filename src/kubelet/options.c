@@ -29,6 +29,8 @@ int kl_options_parse(struct kl_options *o, int argc, char **argv)
 		{ "port", OPT_INT, &o->port, "kubelet server port (/healthz, /containerLogs); 0 disables it" },
 		{ "tls-cert-file", OPT_STRING, &o->tls_cert, "PEM certificate of the kubelet server (HTTPS)" },
 		{ "tls-private-key-file", OPT_STRING, &o->tls_key, "PEM private key of --tls-cert-file" },
+		{ "client-token-file", OPT_STRING, &o->client_token_file,
+		  "file holding the bearer token /containerLogs requires (the region token the tenant partitions' log proxy sends); without it the server asks for none" },
 		{ "cpu", OPT_STRING, &o->cpu, "cpu capacity, a quantity (default: online CPUs)" },
 		{ "memory", OPT_STRING, &o->memory, "memory capacity, a quantity (default: physical memory)" },
 		{ "max-pods", OPT_INT, &o->max_pods, "pod capacity" },

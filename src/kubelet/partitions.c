@@ -81,7 +81,7 @@ static struct kl_partition *partition_new(struct kubelet *k, const char *name, c
 	p->is_rm = is_rm;
 	p->k = k;
 	atomic_init(&p->refs, 1);
-	p->rc = is_rm ? k->rm : kl_creds_client(&k->creds, servers);
+	p->rc = is_rm ? k->rm : rest_new_with_creds(k->creds, servers, "ursa-kubelet");
 	p->pods_path = is_rm ? RM_PODS_PATH : TP_PODS_PATH;
 	return p;
 }
@@ -207,18 +207,19 @@ static const struct informer_handlers registry_handlers = {
 	.on_add = on_tp_add, .on_update = on_tp_update, .on_delete = on_tp_delete,
 };
 
+/* Call before kl_pods_start: the pod worker reads k->parts without a lock. */
 struct kl_partitions *kl_partitions_start(struct kubelet *k)
 {
 	struct kl_partitions *ps = xcalloc(1, sizeof(*ps));
 	ps->k = k;
 	pthread_mutex_init(&ps->mu, NULL);
-	k->parts = ps;
 	pthread_mutex_lock(&ps->mu);
-	struct kl_partition *rm = partition_new(k, KL_RM_PARTITION, k->creds.server, true);
+	struct kl_partition *rm = partition_new(k, KL_RM_PARTITION, rest_creds_server(k->creds), true);
 	ps->v[ps->n++] = rm;
 	partition_start(rm);
 	pthread_mutex_unlock(&ps->mu);
 	ps->registry = informer_start(k->rm, REGISTRY_PATH, NULL, &registry_handlers, ps);
+	k->parts = ps;  /* complete before the pod worker (started after us) can look at it */
 	return ps;
 }
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include "kubelet.h"
 #include "podlogic.h"
-#include "client/client_internal.h"
+#include "ursa/strmap.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"

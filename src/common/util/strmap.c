@@ -1,7 +1,7 @@
 /* A chained hash map from strings to caller-owned values (informer stores, work queue sets). */
 #include <stdlib.h>
 #include <string.h>
-#include "client/client_internal.h"
+#include "ursa/strmap.h"
 #include "ursa/xalloc.h"
 
 static uint64_t hash_str(const char *s)

@@ -1,0 +1,792 @@
+/* The running scheduler. Threads: the informers' (pods of the partition, its registry of
+ * resource managers, and the nodes of each resource manager) feed the cache; workers pop pod
+ * keys from the tenant-fair work queue, decide under the cache mutex, then reserve and bind
+ * without it; a ticker requeues unschedulable pods after node changes, releases stale
+ * reservations and logs counters. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "daemon.h"
+#include "sched.h"
+#include "ursa/errors.h"
+#include "ursa/jsonutil.h"
+#include "ursa/log.h"
+#include "ursa/timeutil.h"
+#include "ursa/xalloc.h"
+
+#define LEASE_PATH "/apis/coordination.k8s.io/v1/tenants/system/namespaces/kube-system/leases/ursa-scheduler"
+#define RM_REGISTRY "/apis/ursa.io/v1/resourcemanagers"
+#define RESERVE_ATTEMPTS 8
+#define MSG_MAX 1024
+
+struct rm_entry {
+	char *name, *endpoints;
+	struct rest_client *client;
+	struct informer *inf;
+	struct sched_daemon *d;
+	bool synced;
+};
+
+struct sched_daemon {
+	struct sched_options o;
+	char *identity;
+	struct sched_creds creds;
+	struct rest_client *tp;
+	pthread_mutex_t mu;             /* guards cache, unsched, rms */
+	struct sched_cache cache;
+	struct strmap unsched;          /* pods waiting for a node change */
+	struct strmap rms;              /* name -> struct rm_entry */
+	struct rm_entry **retired;      /* stopped RMs whose clients workers may still hold */
+	size_t nretired;
+	struct workqueue *q;
+	struct informer *pods, *rm_inf;
+	struct leader_elector *le;
+	pthread_t *workers, ticker;
+	size_t nworkers;
+	pthread_mutex_t start_mu;
+	atomic_bool stop, lost, requeue;
+	/* counters */
+	atomic_llong scheduled, failed, reserve_writes, reserve_conflicts, collisions, bind_conflicts,
+		bind_errors, decisions, decision_us, gc_writes;
+};
+
+/* Pods ------------------------------------------------------------------------------------- */
+
+static bool pending_for_us(const struct sched_daemon *d, const json_t *obj)
+{
+	const char *node = json_path_str(obj, "spec.nodeName");
+	const char *name = json_path_str(obj, "spec.schedulerName");
+	const char *phase = json_path_str(obj, "status.phase");
+	if (node && *node)
+		return false;
+	if (json_path(obj, "metadata.deletionTimestamp"))
+		return false;
+	if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0))
+		return false;
+	return strcmp(name ? name : "default-scheduler", d->o.scheduler_name) == 0;
+}
+
+static void pod_upsert(struct sched_daemon *d, const json_t *obj)
+{
+	bool freed = false;
+	pthread_mutex_lock(&d->mu);
+	struct sched_cpod *p = sched_cache_pod_set(&d->cache, obj, &freed);
+	char *key = xstrdup(p->key);
+	bool pending = pending_for_us(d, obj);
+	if (!pending)
+		strmap_del(&d->unsched, key, NULL);
+	pthread_mutex_unlock(&d->mu);
+	if (pending)
+		wq_add(d->q, key);
+	if (freed)
+		atomic_store(&d->requeue, true);
+	free(key);
+}
+
+static void on_pod_add(void *ud, const json_t *obj)
+{
+	pod_upsert(ud, obj);
+}
+
+static void on_pod_update(void *ud, const json_t *old_obj, const json_t *new_obj)
+{
+	(void)old_obj;
+	pod_upsert(ud, new_obj);
+}
+
+static void on_pod_delete(void *ud, const json_t *obj)
+{
+	struct sched_daemon *d = ud;
+	char *key = object_key(obj);
+	pthread_mutex_lock(&d->mu);
+	struct sched_cpod *p = sched_cache_pod(&d->cache, key);
+	bool held = p && p->node;
+	sched_cache_pod_del(&d->cache, key);
+	strmap_del(&d->unsched, key, NULL);
+	pthread_mutex_unlock(&d->mu);
+	wq_forget(d->q, key);
+	if (held)
+		atomic_store(&d->requeue, true);
+	free(key);
+}
+
+/* Nodes of one resource manager ----------------------------------------------------------- */
+
+static void node_upsert(struct rm_entry *r, const json_t *obj)
+{
+	struct sched_daemon *d = r->d;
+	pthread_mutex_lock(&d->mu);
+	bool better = sched_cache_node_set(&d->cache, obj, r->name);
+	pthread_mutex_unlock(&d->mu);
+	if (better)
+		atomic_store(&d->requeue, true);
+}
+
+static void on_node_add(void *ud, const json_t *obj)
+{
+	node_upsert(ud, obj);
+}
+
+static void on_node_update(void *ud, const json_t *old_obj, const json_t *new_obj)
+{
+	(void)old_obj;
+	node_upsert(ud, new_obj);
+}
+
+static void on_node_delete(void *ud, const json_t *obj)
+{
+	struct rm_entry *r = ud;
+	const char *name = json_path_str(obj, "metadata.name");
+	pthread_mutex_lock(&r->d->mu);
+	struct sched_node *n = name ? sched_cache_node(&r->d->cache, name) : NULL;
+	if (n && n->rm && strcmp(n->rm, r->name) == 0)
+		sched_cache_node_del(&r->d->cache, name);
+	pthread_mutex_unlock(&r->d->mu);
+}
+
+static void on_node_synced(void *ud)
+{
+	struct rm_entry *r = ud;
+	pthread_mutex_lock(&r->d->mu);
+	r->synced = true;
+	pthread_mutex_unlock(&r->d->mu);
+	log_info("resource manager synced", "rm=\"%s\"", r->name);
+}
+
+static const struct informer_handlers node_handlers = { on_node_add, on_node_update, on_node_delete,
+							 on_node_synced };
+
+/* The registry of resource managers ------------------------------------------------------- */
+
+static char *endpoints_of(const json_t *obj)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+	const json_t *e;
+	json_array_foreach(json_path(obj, "spec.endpoints"), i, e) {
+		if (!json_is_string(e) || i >= 16)
+			continue;
+		if (b.len)
+			buf_addch(&b, ',');
+		buf_adds(&b, json_string_value(e));
+	}
+	return b.len ? buf_detach(&b, NULL) : NULL;
+}
+
+/* Stops r's informer (with no lock held: its handlers take the mutex) and retires it. */
+static void rm_retire(struct sched_daemon *d, struct rm_entry *r)
+{
+	informer_stop(r->inf);
+	r->inf = NULL;
+	pthread_mutex_lock(&d->mu);
+	sched_cache_rm_del(&d->cache, r->name);
+	d->retired = xrealloc(d->retired, (d->nretired + 1) * sizeof(*d->retired));
+	d->retired[d->nretired++] = r;
+	pthread_mutex_unlock(&d->mu);
+}
+
+static void rm_upsert(struct sched_daemon *d, const json_t *obj)
+{
+	const char *name = json_path_str(obj, "metadata.name");
+	char *eps = endpoints_of(obj);
+	if (!name || !eps) {
+		free(eps);
+		return;
+	}
+	pthread_mutex_lock(&d->mu);
+	struct strmap_ent *e = strmap_get(&d->rms, name);
+	struct rm_entry *old = e ? e->val : NULL;
+	if (old && strcmp(old->endpoints, eps) == 0) {
+		pthread_mutex_unlock(&d->mu);
+		free(eps);
+		return;
+	}
+	if (old)
+		strmap_del(&d->rms, name, NULL);
+	pthread_mutex_unlock(&d->mu);
+	if (old)
+		rm_retire(d, old);
+	struct rm_entry *r = xcalloc(1, sizeof(*r));
+	r->name = xstrdup(name);
+	r->endpoints = eps;
+	r->d = d;
+	r->client = sched_creds_client(&d->creds, eps);
+	pthread_mutex_lock(&d->mu);
+	strmap_put(&d->rms, name, NULL)->val = r;
+	pthread_mutex_unlock(&d->mu);
+	r->inf = informer_start(r->client, "/api/v1/nodes", NULL, &node_handlers, r);
+	log_info("following resource manager", "rm=\"%s\" endpoints=\"%s\"", name, eps);
+}
+
+static void on_rm_add(void *ud, const json_t *obj)
+{
+	rm_upsert(ud, obj);
+}
+
+static void on_rm_update(void *ud, const json_t *old_obj, const json_t *new_obj)
+{
+	(void)old_obj;
+	rm_upsert(ud, new_obj);
+}
+
+static void on_rm_delete(void *ud, const json_t *obj)
+{
+	struct sched_daemon *d = ud;
+	const char *name = json_path_str(obj, "metadata.name");
+	void *v = NULL;
+	pthread_mutex_lock(&d->mu);
+	bool had = name && strmap_del(&d->rms, name, &v);
+	pthread_mutex_unlock(&d->mu);
+	if (had) {
+		rm_retire(d, v);
+		log_info("resource manager removed", "rm=\"%s\"", name);
+	}
+}
+
+/* Reservation ------------------------------------------------------------------------------ */
+
+/* What to write to reserve the room our pods take on a node; taken under the mutex. */
+struct reservation {
+	char *node, *rm, *rv, *value;
+	struct rest_client *client;
+	bool needed;
+};
+
+static void reservation_release(struct reservation *r)
+{
+	free(r->node);
+	free(r->rm);
+	free(r->rv);
+	free(r->value);
+	*r = (struct reservation){ NULL };
+}
+
+static bool res_more(const struct sched_res *a, const struct sched_res *b)
+{
+	return a->cpu_m > b->cpu_m || a->mem_m > b->mem_m || a->pods > b->pods;
+}
+
+static bool overcommitted(const struct sched_node *n)
+{
+	struct sched_res u = n->used;
+	sched_res_add(&u, &n->other);
+	return res_more(&u, &n->alloc);
+}
+
+/* Under the mutex. shrink: write even when the node needs less than it holds (GC). */
+static void reservation_snapshot(struct sched_daemon *d, const struct sched_node *n, bool shrink,
+				 struct reservation *ret)
+{
+	struct strmap_ent *e = strmap_get(&d->rms, n->rm ? n->rm : "");
+	struct reservation r = { NULL };
+	r.node = xstrdup(n->name);
+	r.rm = xstrdup(n->rm ? n->rm : "");
+	r.rv = xstrdup(n->rv ? n->rv : "");
+	r.client = e ? ((struct rm_entry *)e->val)->client : NULL;
+	r.needed = shrink ? res_more(&n->own_reserved, &n->used) : res_more(&n->used, &n->own_reserved);
+	if (r.needed)
+		r.value = sched_reserved_format(n->reserved, d->cache.partition, &n->used);
+	*ret = r;
+}
+
+static int reservation_write(struct sched_daemon *d, const struct reservation *r, json_t **ret_node)
+{
+	char *path = xasprintf("/api/v1/nodes/%s", r->node);
+	json_t *ann = json_pack("{s:s}", SCHED_ANN_RESERVED, r->value);
+	json_t *patch = json_pack("{s:{s:s, s:o}}", "metadata", "resourceVersion", r->rv, "annotations", ann);
+	int code = rest_do(r->client, "PATCH", path, patch, "application/merge-patch+json", ret_node);
+	json_decref(patch);
+	free(path);
+	atomic_fetch_add(&d->reserve_writes, 1);
+	return code;
+}
+
+static int node_refresh(struct sched_daemon *d, const struct reservation *r)
+{
+	char *path = xasprintf("/api/v1/nodes/%s", r->node);
+	json_t *obj = NULL;
+	int code = rest_do(r->client, "GET", path, NULL, NULL, &obj);
+	free(path);
+	if (code == 200 && json_is_object(obj)) {
+		pthread_mutex_lock(&d->mu);
+		sched_cache_node_set(&d->cache, obj, r->rm);
+		pthread_mutex_unlock(&d->mu);
+	}
+	json_decref(obj);
+	return code == 200 ? 0 : E_UNAVAILABLE;
+}
+
+/* Makes our reservation on node cover our pods there (the pod already assumed), writing
+ * with optimistic concurrency; after a conflict it re-reads the node and re-checks that
+ * everything still fits. 0, E_CONFLICT when another partition took the room, or another
+ * E_* code. */
+static int reserve(struct sched_daemon *d, const char *node)
+{
+	int rc = E_UNAVAILABLE;
+	for (int attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
+		struct reservation r;
+		pthread_mutex_lock(&d->mu);
+		struct sched_node *n = sched_cache_node(&d->cache, node);
+		if (!n || !n->present || overcommitted(n)) {
+			pthread_mutex_unlock(&d->mu);
+			return E_CONFLICT;
+		}
+		reservation_snapshot(d, n, false, &r);
+		pthread_mutex_unlock(&d->mu);
+		if (!r.needed || !r.client) {
+			rc = r.needed ? E_UNAVAILABLE : 0;
+			reservation_release(&r);
+			return rc;
+		}
+		json_t *resp = NULL;
+		int code = reservation_write(d, &r, &resp);
+		if (code == 200 && json_is_object(resp)) {
+			pthread_mutex_lock(&d->mu);
+			sched_cache_node_set(&d->cache, resp, r.rm);
+			pthread_mutex_unlock(&d->mu);
+		}
+		json_decref(resp);
+		if (code == 409) {
+			atomic_fetch_add(&d->reserve_conflicts, 1);
+			rc = node_refresh(d, &r);
+		}
+		reservation_release(&r);
+		if (code == 200)
+			return 0;
+		if (code != 409 || rc != 0)
+			return code == 404 ? E_NOT_FOUND : E_UNAVAILABLE;
+	}
+	return E_CONFLICT;
+}
+
+/* Events and status ----------------------------------------------------------------------- */
+
+static void add_now(struct buf *b)
+{
+	rfc3339_add(b, (time_t)(now_ms() / 1000));
+}
+
+static void post_event(struct sched_daemon *d, const json_t *pod, const char *type, const char *reason,
+		       const char *msg)
+{
+	const char *t = json_path_str(pod, "metadata.tenant"), *ns = json_path_str(pod, "metadata.namespace");
+	const char *name = json_path_str(pod, "metadata.name"), *uid = json_path_str(pod, "metadata.uid");
+	struct buf now = BUF_INIT;
+	add_now(&now);
+	char *ev_name = xasprintf("%s.%llx", name, (unsigned long long)mono_us() ^ ((unsigned long long)now_ms() << 20));
+	json_t *ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s}, "
+			       "s:s, s:s, s:i, s:s}",
+			       "apiVersion", "v1", "kind", "Event", "metadata", "name", ev_name, "namespace", ns,
+			       "involvedObject", "apiVersion", "v1", "kind", "Pod", "name", name, "namespace", ns,
+			       "uid", uid ? uid : "", "reason", reason, "message", msg, "type", type, "source",
+			       "component", d->o.scheduler_name, "firstTimestamp", buf_cstr(&now),
+			       "lastTimestamp", buf_cstr(&now), "count", 1, "reportingComponent",
+			       d->o.scheduler_name);
+	char *path = xasprintf("/api/v1/tenants/%s/namespaces/%s/events", t, ns);
+	int code = ev ? rest_do(d->tp, "POST", path, ev, NULL, NULL) : 0;
+	if (code >= 300 || code < 0)
+		log_warn("event not recorded", "pod=\"%s/%s/%s\" code=%d", t, ns, name, code);
+	json_decref(ev);
+	free(path);
+	free(ev_name);
+	buf_release(&now);
+}
+
+static void set_unschedulable(struct sched_daemon *d, const json_t *pod, const char *msg)
+{
+	const char *t = json_path_str(pod, "metadata.tenant"), *ns = json_path_str(pod, "metadata.namespace");
+	const char *name = json_path_str(pod, "metadata.name");
+	struct buf now = BUF_INIT;
+	add_now(&now);
+	json_t *patch = json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:s, s:n}]}}", "status", "conditions", "type",
+				  "PodScheduled", "status", "False", "reason", "Unschedulable", "message", msg,
+				  "lastTransitionTime", buf_cstr(&now), "lastProbeTime");
+	char *path = xasprintf("/api/v1/tenants/%s/namespaces/%s/pods/%s/status", t, ns, name);
+	int code = patch ? rest_do(d->tp, "PATCH", path, patch, "application/merge-patch+json", NULL) : 0;
+	if (code >= 300 || code < 0)
+		log_warn("pod condition not set", "pod=\"%s/%s/%s\" code=%d", t, ns, name, code);
+	json_decref(patch);
+	free(path);
+	buf_release(&now);
+}
+
+/* Scheduling one pod ------------------------------------------------------------------------ */
+
+static void unassume(struct sched_daemon *d, const char *key)
+{
+	pthread_mutex_lock(&d->mu);
+	struct sched_cpod *p = sched_cache_pod(&d->cache, key);
+	if (p)
+		sched_cache_forget(&d->cache, p);
+	pthread_mutex_unlock(&d->mu);
+	atomic_store(&d->requeue, true);
+}
+
+static int bind(struct sched_daemon *d, const json_t *pod, const char *node)
+{
+	const char *t = json_path_str(pod, "metadata.tenant"), *ns = json_path_str(pod, "metadata.namespace");
+	const char *name = json_path_str(pod, "metadata.name");
+	json_t *body = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind", "Binding",
+				 "metadata", "name", name, "namespace", ns, "target", "apiVersion", "v1", "kind",
+				 "Node", "name", node);
+	char *path = xasprintf("/api/v1/tenants/%s/namespaces/%s/pods/%s/binding", t, ns, name);
+	int code = rest_do(d->tp, "POST", path, body, NULL, NULL);
+	json_decref(body);
+	free(path);
+	return code;
+}
+
+static void failed(struct sched_daemon *d, const char *key, const json_t *pod, const char *msg)
+{
+	bool changed = false;
+	pthread_mutex_lock(&d->mu);
+	struct sched_cpod *p = sched_cache_pod(&d->cache, key);
+	if (p && (!p->last_msg || strcmp(p->last_msg, msg) != 0)) {
+		free(p->last_msg);
+		p->last_msg = xstrdup(msg);
+		changed = true;
+	}
+	if (p)
+		strmap_put(&d->unsched, key, NULL);
+	pthread_mutex_unlock(&d->mu);
+	atomic_fetch_add(&d->failed, 1);
+	if (changed) {
+		log_info("pod unschedulable", "pod=\"%s\" message=\"%s\"", key, msg);
+		set_unschedulable(d, pod, msg);
+		post_event(d, pod, "Warning", "FailedScheduling", msg);
+	}
+	wq_add_rate_limited(d->q, key);
+}
+
+static void bound(struct sched_daemon *d, const char *key, const json_t *pod, const char *node)
+{
+	pthread_mutex_lock(&d->mu);
+	struct sched_cpod *p = sched_cache_pod(&d->cache, key);
+	if (p) {
+		free(p->last_msg);
+		p->last_msg = NULL;
+	}
+	strmap_del(&d->unsched, key, NULL);
+	pthread_mutex_unlock(&d->mu);
+	wq_forget(d->q, key);
+	atomic_fetch_add(&d->scheduled, 1);
+	log_debug("pod bound", "pod=\"%s\" node=\"%s\"", key, node);
+	if (d->o.scheduled_events) {
+		char *msg = xasprintf("Successfully assigned %s/%s to %s", json_path_str(pod, "metadata.namespace"),
+				      json_path_str(pod, "metadata.name"), node);
+		post_event(d, pod, "Normal", "Scheduled", msg);
+		free(msg);
+	}
+}
+
+/* Under the mutex: the decision; on success the pod is assumed on *ret_node (new string). */
+static int decide(struct sched_daemon *d, struct sched_cpod *cp, char **ret_node, struct buf *msg)
+{
+	struct sched_pod p;
+	struct sched_result res;
+	struct buf err = BUF_INIT;
+	if (sched_pod_parse(cp->obj, &p, &err) != 0) {
+		buf_addf(msg, "invalid pod: %s", buf_cstr(&err));
+		buf_release(&err);
+		return E_INVALID;
+	}
+	int64_t t0 = mono_us();
+	sched_decide(&d->cache, &p, &res);
+	atomic_fetch_add(&d->decision_us, mono_us() - t0);
+	atomic_fetch_add(&d->decisions, 1);
+	int rc = 0;
+	if (res.node) {
+		sched_cache_assume(&d->cache, cp, res.node->name);
+		*ret_node = xstrdup(res.node->name);
+	} else {
+		sched_result_message(&res, d->cache.n, msg);
+		rc = E_CONFLICT;
+	}
+	sched_result_release(&res);
+	sched_pod_release(&p);
+	return rc;
+}
+
+static void schedule_one(struct sched_daemon *d, const char *key)
+{
+	struct buf msg = BUF_INIT;
+	char *node = NULL;
+	pthread_mutex_lock(&d->mu);
+	struct sched_cpod *cp = sched_cache_pod(&d->cache, key);
+	if (!cp || !pending_for_us(d, cp->obj) || cp->assumed) {
+		pthread_mutex_unlock(&d->mu);
+		wq_forget(d->q, key);
+		return;
+	}
+	json_t *pod = json_incref(cp->obj);
+	int rc = decide(d, cp, &node, &msg);
+	pthread_mutex_unlock(&d->mu);
+	if (rc) {
+		failed(d, key, pod, buf_cstr(&msg));
+		goto out;
+	}
+	rc = reserve(d, node);
+	if (rc == E_CONFLICT) {
+		/* another partition's scheduler took the room first: decide again at once */
+		atomic_fetch_add(&d->collisions, 1);
+		unassume(d, key);
+		wq_add(d->q, key);
+		goto out;
+	}
+	if (rc) {
+		unassume(d, key);
+		wq_add_rate_limited(d->q, key);
+		goto out;
+	}
+	int code = bind(d, pod, node);
+	if (code == 200 || code == 201) {
+		bound(d, key, pod, node);
+	} else {
+		unassume(d, key);
+		if (code == 409) {
+			atomic_fetch_add(&d->bind_conflicts, 1);
+		} else if (code != 404) {
+			atomic_fetch_add(&d->bind_errors, 1);
+			log_warn("binding failed", "pod=\"%s\" node=\"%s\" code=%d", key, node, code);
+			wq_add_rate_limited(d->q, key);
+		}
+	}
+out:
+	json_decref(pod);
+	free(node);
+	buf_release(&msg);
+}
+
+/* Workers, ticker, leadership ---------------------------------------------------------------- */
+
+static bool caches_synced(struct sched_daemon *d)
+{
+	if (!informer_synced(d->pods) || !informer_synced(d->rm_inf))
+		return false;
+	bool all = true;
+	pthread_mutex_lock(&d->mu);
+	size_t it = 0;
+	for (struct strmap_ent *e = strmap_next(&d->rms, NULL, &it); e; e = strmap_next(&d->rms, e, &it))
+		all = all && ((struct rm_entry *)e->val)->synced;
+	pthread_mutex_unlock(&d->mu);
+	return all;
+}
+
+static void *worker_main(void *arg)
+{
+	struct sched_daemon *d = arg;
+	char *key;
+	while ((key = wq_get(d->q))) {
+		schedule_one(d, key);
+		wq_done(d->q, key);
+		free(key);
+	}
+	return NULL;
+}
+
+static void start_workers(struct sched_daemon *d)
+{
+	pthread_mutex_lock(&d->start_mu);
+	if (d->workers) {
+		pthread_mutex_unlock(&d->start_mu);
+		return;
+	}
+	int64_t deadline = mono_ms() + 30000;
+	while (!caches_synced(d) && mono_ms() < deadline && !atomic_load(&d->stop))
+		usleep(50 * 1000);
+	log_info("scheduling", "workers=%lld nodes=%zu pods=%zu", d->o.workers, d->cache.n, d->cache.pods.n);
+	d->nworkers = (size_t)d->o.workers;
+	d->workers = xcalloc(d->nworkers, sizeof(pthread_t));
+	for (size_t i = 0; i < d->nworkers; i++)
+		pthread_create(&d->workers[i], NULL, worker_main, d);
+	pthread_mutex_unlock(&d->start_mu);
+}
+
+static void on_started(void *ud)
+{
+	struct sched_daemon *d = ud;
+	log_info("became leader", "identity=\"%s\"", d->identity);
+	start_workers(d);
+}
+
+static void on_stopped(void *ud)
+{
+	struct sched_daemon *d = ud;
+	if (!atomic_load(&d->stop)) {
+		log_error("lost leadership", "identity=\"%s\"", d->identity);
+		atomic_store(&d->lost, true);
+	}
+}
+
+static void requeue_unschedulable(struct sched_daemon *d)
+{
+	struct strmap keys;
+	pthread_mutex_lock(&d->mu);
+	keys = d->unsched;
+	strmap_init(&d->unsched);
+	pthread_mutex_unlock(&d->mu);
+	size_t it = 0;
+	for (struct strmap_ent *e = strmap_next(&keys, NULL, &it); e; e = strmap_next(&keys, e, &it))
+		wq_add(d->q, e->key);
+	strmap_release(&keys, NULL);
+}
+
+/* Releases reservations that exceed what our pods on a node need (pods finished or were
+ * deleted). Conflicts are left for the next round. */
+static void gc_reservations(struct sched_daemon *d)
+{
+	struct reservation *todo = NULL;
+	size_t n = 0;
+	pthread_mutex_lock(&d->mu);
+	for (size_t i = 0; i < d->cache.n && n < 1000; i++) {
+		struct sched_node *node = d->cache.list[i];
+		if (!res_more(&node->own_reserved, &node->used))
+			continue;
+		todo = xrealloc(todo, (n + 1) * sizeof(*todo));
+		reservation_snapshot(d, node, true, &todo[n++]);
+	}
+	pthread_mutex_unlock(&d->mu);
+	for (size_t i = 0; i < n; i++) {
+		json_t *resp = NULL;
+		if (todo[i].client && todo[i].needed && reservation_write(d, &todo[i], &resp) == 200) {
+			atomic_fetch_add(&d->gc_writes, 1);
+			pthread_mutex_lock(&d->mu);
+			sched_cache_node_set(&d->cache, resp, todo[i].rm);
+			pthread_mutex_unlock(&d->mu);
+		}
+		json_decref(resp);
+		reservation_release(&todo[i]);
+	}
+	free(todo);
+}
+
+static void log_stats(struct sched_daemon *d, const char *msg)
+{
+	long long dec = atomic_load(&d->decisions);
+	log_info(msg,
+		 "scheduled=%lld unschedulable_attempts=%lld decisions=%lld decision_avg_us=%lld reserve_writes=%lld "
+		 "reserve_conflicts=%lld collisions=%lld bind_conflicts=%lld bind_errors=%lld gc_writes=%lld "
+		 "queue=%zu nodes=%zu",
+		 atomic_load(&d->scheduled), atomic_load(&d->failed), dec, dec ? atomic_load(&d->decision_us) / dec : 0,
+		 atomic_load(&d->reserve_writes), atomic_load(&d->reserve_conflicts), atomic_load(&d->collisions),
+		 atomic_load(&d->bind_conflicts), atomic_load(&d->bind_errors), atomic_load(&d->gc_writes),
+		 wq_len(d->q), d->cache.n);
+}
+
+static bool active(struct sched_daemon *d)
+{
+	return !d->le || leader_is_leader(d->le);
+}
+
+static void *ticker_main(void *arg)
+{
+	struct sched_daemon *d = arg;
+	int64_t next_gc = mono_ms() + d->o.gc_s * 1000, next_stats = mono_ms() + d->o.stats_s * 1000;
+	long long last_sched = -1;
+	while (!atomic_load(&d->stop)) {
+		usleep(100 * 1000);
+		if (atomic_exchange(&d->requeue, false))
+			requeue_unschedulable(d);
+		int64_t now = mono_ms();
+		if (now >= next_gc) {
+			if (active(d) && d->workers)
+				gc_reservations(d);
+			next_gc = now + d->o.gc_s * 1000;
+		}
+		if (d->o.stats_s && now >= next_stats) {
+			long long s = atomic_load(&d->scheduled) + atomic_load(&d->failed);
+			if (s != last_sched)
+				log_stats(d, "stats");
+			last_sched = s;
+			next_stats = now + d->o.stats_s * 1000;
+		}
+	}
+	return NULL;
+}
+
+static const struct informer_handlers pod_handlers = { on_pod_add, on_pod_update, on_pod_delete, NULL };
+static const struct informer_handlers rm_handlers = { on_rm_add, on_rm_update, on_rm_delete, NULL };
+
+struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **ret_err)
+{
+	struct sched_daemon *d = xcalloc(1, sizeof(*d));
+	d->o = *o;
+	if (sched_creds_load(o->kubeconfig, &d->creds, ret_err) != 0) {
+		free(d);
+		return NULL;
+	}
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	d->identity = o->identity ? xstrdup(o->identity) : xasprintf("%s_%ld", host, (long)getpid());
+	d->tp = sched_creds_client(&d->creds, d->creds.server);
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_mutex_init(&d->start_mu, NULL);
+	sched_cache_init(&d->cache, o->partition);
+	d->cache.pct = o->pct;
+	d->cache.max_score_nodes = o->max_nodes;
+	strmap_init(&d->unsched);
+	strmap_init(&d->rms);
+	d->q = wq_new();
+	d->rm_inf = informer_start(d->tp, RM_REGISTRY, NULL, &rm_handlers, d);
+	d->pods = informer_start(d->tp, "/api/v1/tenants/all/pods", NULL, &pod_handlers, d);
+	pthread_create(&d->ticker, NULL, ticker_main, d);
+	if (o->leader_elect) {
+		struct leader_config lc = { .lease_path = LEASE_PATH, .identity = d->identity,
+					    .lease_duration_s = (int)o->lease_s, .renew_deadline_s = (int)o->renew_s,
+					    .retry_period_s = (int)o->retry_s, .on_started = on_started,
+					    .on_stopped = on_stopped, .ud = d };
+		d->le = leader_start(d->tp, &lc);
+	} else {
+		start_workers(d);
+	}
+	log_info("started", "identity=\"%s\" partition=\"%s\" server=\"%s\" leader_elect=%s", d->identity,
+		 o->partition, d->creds.server, o->leader_elect ? "true" : "false");
+	return d;
+}
+
+bool sched_daemon_lost(struct sched_daemon *d)
+{
+	return atomic_load(&d->lost);
+}
+
+static void rm_free(struct rm_entry *r)
+{
+	informer_stop(r->inf);
+	rest_free(r->client);
+	free(r->name);
+	free(r->endpoints);
+	free(r);
+}
+
+void sched_daemon_stop(struct sched_daemon *d)
+{
+	atomic_store(&d->stop, true);
+	wq_shutdown(d->q);
+	for (size_t i = 0; i < d->nworkers; i++)
+		pthread_join(d->workers[i], NULL);
+	if (d->le)
+		leader_stop(d->le);
+	pthread_join(d->ticker, NULL);
+	informer_stop(d->pods);
+	informer_stop(d->rm_inf);
+	log_stats(d, "stopped");
+	size_t it = 0;
+	for (struct strmap_ent *e = strmap_next(&d->rms, NULL, &it); e; e = strmap_next(&d->rms, e, &it))
+		rm_free(e->val);
+	strmap_release(&d->rms, NULL);
+	for (size_t i = 0; i < d->nretired; i++)
+		rm_free(d->retired[i]);
+	free(d->retired);
+	strmap_release(&d->unsched, NULL);
+	sched_cache_release(&d->cache);
+	wq_free(d->q);
+	rest_free(d->tp);
+	sched_creds_release(&d->creds);
+	pthread_mutex_destroy(&d->mu);
+	pthread_mutex_destroy(&d->start_mu);
+	free(d->workers);
+	free(d->identity);
+	free(d);
+}

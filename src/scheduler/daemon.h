@@ -1,0 +1,38 @@
+/* ursa-scheduler's daemon: options, credentials, and the running scheduler (informers on
+ * the partition's pods and registry of resource managers, node informers per resource
+ * manager, workers that reserve and bind, leader election). */
+#ifndef URSA_SCHED_DAEMON_H
+#define URSA_SCHED_DAEMON_H
+#include <stdbool.h>
+#include "ursa/buf.h"
+#include "ursa/client.h"
+
+struct sched_options {
+	const char *kubeconfig, *scheduler_name, *identity, *partition, *log_level;
+	bool leader_elect, scheduled_events;
+	long long workers, pct, max_nodes, lease_s, renew_s, retry_s, gc_s, stats_s;
+};
+/* Fills o from argv (defaults first). -1 on bad flags (message printed). */
+int sched_options_parse(struct sched_options *o, int argc, char **argv);
+
+/* The kubeconfig's server, token and CA, reused for every resource manager. */
+struct sched_creds {
+	char *server, *token;
+	struct buf ca;
+	bool insecure;
+};
+/* 0, or -1 with *ret_err (new string). */
+int sched_creds_load(const char *path, struct sched_creds *ret, char **ret_err);
+void sched_creds_release(struct sched_creds *c);
+/* A client for servers (comma-separated URLs) with these credentials. New; NULL if empty. */
+struct rest_client *sched_creds_client(const struct sched_creds *c, const char *servers);
+
+struct sched_daemon;
+/* Starts informers (and, once leader, the workers). NULL with *ret_err on failure. */
+struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **ret_err);
+/* True once the daemon lost its lease and must exit. */
+bool sched_daemon_lost(struct sched_daemon *d);
+/* Stops everything, releases the lease, logs the totals. */
+void sched_daemon_stop(struct sched_daemon *d);
+
+#endif
