@@ -66,10 +66,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# stop_pid PID NAME LOG: SIGTERM, SIGKILL after 20 s; warns (with the log's tail) when the
+# process did not exit cleanly.
 stop_pid() {
+	local rc=0
 	kill "$1" 2>/dev/null || true
 	timeout 20 tail --pid="$1" -f /dev/null 2>/dev/null || kill -9 "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || rc=$?
+	if [ "$rc" != 0 ] && [ "$rc" != 143 ]; then
+		echo "# warning: $2 exited with status $rc on SIGTERM; end of its log:" >&2
+		tail -5 "$3" >&2 || true
+	fi
 }
 
 # ---- processes (fresh per count) ----------------------------------------------------------
@@ -142,19 +149,20 @@ busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/sta
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
 now_s() { date +%s.%N; }
 calc() { LC_ALL=C awk "BEGIN {printf \"$1\", $2}"; }
-metric() { api /metrics | awk -v m="$1" '$1 == m {print $2; f = 1} END {if (!f) print 0}'; }
+metric() { { api /metrics || true; } | awk -v m="$1" '$1 == m {print $2; f = 1} END {if (!f) print 0}'; }
 
 # node_count PREFIX: nodes PREFIX-* the RM lists (a full list: the RM's paged lists carry no
 # remainingItemCount), or 0.
 node_count() {
-	api /api/v1/nodes | grep -o "\"name\":\"$1-[0-9]*\"" | sort -u | wc -l
+	{ api /api/v1/nodes || true; } | { grep -o "\"name\":\"$1-[0-9]*\"" || true; } | sort -u | wc -l
 }
 
 # fresh_leases PREFIX SECONDS: leases of PREFIX-* renewed within the last SECONDS.
 fresh_leases() {
 	local since
 	since=$(date -u -d "-$2 sec" +%Y-%m-%dT%H:%M:%S)
-	api "$LEASES" | grep -o "\"holderIdentity\":\"$1-[0-9]*\",[^}]*\"renewTime\":\"[^\"]*\"" |
+	{ api "$LEASES" || true; } |
+		{ grep -o "\"holderIdentity\":\"$1-[0-9]*\",[^}]*\"renewTime\":\"[^\"]*\"" || true; } |
 		sed 's/.*"renewTime":"\([^"]*\)"/\1/' | awk -v s="$since" '$0 >= s' | wc -l
 }
 
@@ -232,9 +240,9 @@ for n in $COUNTS; do
 	RSS_BY_N+=("$n:$rss")
 	echo "# $n nodes: RSS ${rss} kB, kubelet ${kl_cores} cores, RM ${rm_cores}, etcd ${etcd_cores}, other ${other_cores}" >&2
 
-	stop_pid "$KL_PID"
-	stop_pid "$RM_PID"
-	stop_pid "$ETCD_PID"
+	stop_pid "$KL_PID" ursa-kubelet "$dir/kubelet.log"
+	stop_pid "$RM_PID" ursa-rm-apiserver "$dir/rm.log"
+	stop_pid "$ETCD_PID" etcd "$dir/etcd.log"
 done
 
 LOAD_AFTER=$(uptime | sed 's/.*load average: //')

@@ -83,6 +83,7 @@ start_etcd() {
 	ETCD_PID=$!
 	PIDS+=("$ETCD_PID")
 	ETCD_URL="http://127.0.0.1:$c"
+	ETCD_METRICS="http://127.0.0.1:$m"
 	for i in $(seq 100); do
 		"$LOAD" request --server "$ETCD_URL" --path /health --expect 200 >/dev/null 2>&1 && return 0
 		kill -0 "$ETCD_PID" 2>/dev/null || break
@@ -122,12 +123,21 @@ now_s() { date +%s.%N; }
 
 # metric NAME: a counter from the RM's /metrics ("0" if absent).
 metric() {
-	"$LOAD" request --server "$RM_URL" --token "$TOKEN" --path /metrics --expect 200 2>/dev/null |
+	{ "$LOAD" request --server "$RM_URL" --token "$TOKEN" --path /metrics --expect 200 2>/dev/null || true; } |
 		awk -v m="$1" '$1 == m {print $2; found = 1} END {if (!found) print 0}'
 }
 
-snapshot() { # snapshot VAR-PREFIX: sets ${p}_T, _RM, _ETCD, _BUSY, _TXN, _WR
+# etcd_metric REGEX: the sum of etcd's own metrics whose line (name and labels) matches REGEX.
+etcd_metric() {
+	{ "$LOAD" request --server "$ETCD_METRICS" --path /metrics --expect 200 2>/dev/null || true; } |
+		awk -v re="$1" '$1 ~ re {s += $2} END {printf "%.6f\n", s}'
+}
+
+snapshot() { # snapshot VAR-PREFIX: sets ${p}_T, _RM, _ETCD, _BUSY, _TXN, _WR, _ETXN, _FSN, _FSS
 	local p=$1
+	printf -v "${p}_ETXN" '%s' "$(etcd_metric '^grpc_server_handled_total.*grpc_method="Txn"')"
+	printf -v "${p}_FSN" '%s' "$(etcd_metric '^etcd_disk_wal_fsync_duration_seconds_count')"
+	printf -v "${p}_FSS" '%s' "$(etcd_metric '^etcd_disk_wal_fsync_duration_seconds_sum')"
 	printf -v "${p}_T" '%s' "$(now_s)"
 	printf -v "${p}_RM" '%s' "$(cpu_ticks "$RM_PID")"
 	printf -v "${p}_ETCD" '%s' "$(cpu_ticks "$ETCD_PID")"
@@ -160,9 +170,13 @@ OTHERS_BEFORE=$(busiest)
 
 start_etcd
 echo "## etcd put rate: $THREADS clients, $VALUE_BYTES-byte values, $ETCD_SECONDS s" >&2
+P0_ETCD=$(cpu_ticks "$ETCD_PID"); P0_T=$(now_s); P0_FSN=$(etcd_metric '^etcd_disk_wal_fsync_duration_seconds_count')
 timeout -k 10 $((ETCD_SECONDS + 60)) "$LOAD" etcd-put --endpoint "$ETCD_URL" --clients "$THREADS" \
 	--duration "$ETCD_SECONDS" --value-bytes "$VALUE_BYTES" >"$TMP/etcd-put.out" 2>&1 ||
 	echo "# etcd-put exited with $?" >&2
+P1_ETCD=$(cpu_ticks "$ETCD_PID"); P1_T=$(now_s); P1_FSN=$(etcd_metric '^etcd_disk_wal_fsync_duration_seconds_count')
+PUT_CPU=$(calc %.0f "($P1_ETCD - $P0_ETCD) / $HZ / ($P1_T - $P0_T) * 100")
+PUT_FSYNC=$(calc %.0f "($P1_FSN - $P0_FSN) / ($P1_T - $P0_T)")
 grep -v '^RESULT ' "$TMP/etcd-put.out" >&2 || true
 start_rm
 
@@ -173,6 +187,7 @@ VERDICT="all steps passed"
 # run_step N ATTEMPT: one step; appends a row to ROWS and sets PASS (yes/no/none).
 run_step() {
 	local n=$1 attempt=$2 out rc el txn_s wr_s per_txn rm_cpu etcd_cpu tool_cpu other_cpu sched ok late p99
+	local etxn_s fsync_s fsync_ms
 	out=$TMP/hb-$n-$attempt.out
 	echo "## $n nodes, ${PERIOD}s period, ${STEP_SECONDS}s (attempt $attempt)" >&2
 	timeout -k 10 $((STEP_SECONDS + 240)) "$HB" --server "$RM_URL" --token "$TOKEN" --nodes "$n" \
@@ -196,6 +211,9 @@ run_step() {
 	txn_s=$(calc %.0f "($B_TXN - $A_TXN) / $el")
 	wr_s=$(calc %.0f "($B_WR - $A_WR) / $el")
 	per_txn=$(calc %.2f "($B_TXN > $A_TXN) ? ($B_WR - $A_WR) / ($B_TXN - $A_TXN) : 0")
+	etxn_s=$(calc %.0f "($B_ETXN - $A_ETXN) / $el")
+	fsync_s=$(calc %.0f "($B_FSN - $A_FSN) / $el")
+	fsync_ms=$(calc %.2f "($B_FSN > $A_FSN) ? ($B_FSS - $A_FSS) * 1000 / ($B_FSN - $A_FSN) : 0")
 	rm_cpu=$(calc %.0f "($B_RM - $A_RM) / $HZ / $el * 100")
 	etcd_cpu=$(calc %.0f "($B_ETCD - $A_ETCD) / $HZ / $el * 100")
 	tool_cpu=$(calc %.0f "$(field "$out" tool_cpu_cores) * 100")
@@ -206,7 +224,7 @@ run_step() {
 		'BEGIN {print (p <= lim && ok >= 0.99 * s && l <= 0.01 * s) ? "yes" : "no"}')
 	local label=$n
 	[ "$attempt" = 1 ] || label="$n ($attempt)"
-	ROWS+=("| $label | $(calc %.0f "$n / $PERIOD") | $(fmt %.0f "$(field "$out" achieved_per_s)") | $(fmt %.1f "$(field "$out" p50_ms)") | $(fmt %.1f "$p99") | $(fmt %.1f "$(field "$out" total_p99_ms)") | $late | $(field "$out" errors) | $txn_s | $wr_s | $per_txn | $rm_cpu | $etcd_cpu | $tool_cpu | $other_cpu | $PASS |")
+	ROWS+=("| $label | $(calc %.0f "$n / $PERIOD") | $(fmt %.0f "$(field "$out" achieved_per_s)") | $(fmt %.1f "$(field "$out" p50_ms)") | $(fmt %.1f "$p99") | $(fmt %.1f "$(field "$out" total_p99_ms)") | $late | $(field "$out" errors) | $txn_s | $wr_s | $per_txn | $etxn_s | $fsync_s | $fsync_ms | $rm_cpu | $etcd_cpu | $tool_cpu | $other_cpu | $PASS |")
 	echo "# $n nodes: pass=$PASS p99=${p99}ms etcd txns/s=$txn_s writes/s=$wr_s RM=${rm_cpu}% etcd=${etcd_cpu}% other=${other_cpu}%" >&2
 	[ "$PASS" = yes ] && CAPACITY_ROW="$(fmt %.0f "$(field "$out" achieved_per_s)") renewals/s, p99 $(fmt %.1f "$p99") ms"
 	return 0
@@ -244,13 +262,14 @@ cat <<EOF
 
 Machine: $(nproc) CPUs, ${MODEL:-unknown CPU}, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r); etcd $ETCD_VER (one member, loopback, plain HTTP); RM with its default 16 workers.
 Load average before: $LOAD_BEFORE; after: $LOAD_AFTER. Processes above 5% of a core (1 s sample) before: ${OTHERS_BEFORE:-none}; after: ${OTHERS_AFTER:-none}.
-etcd's own put rate (\`ursa-load etcd-put\`, $THREADS clients, $VALUE_BYTES-byte values, new keys, ${ETCD_SECONDS} s): **$ETCD_PUT puts/s**, p50 $(fmt %.2f "$(field "$TMP/etcd-put.out" p50_ms)") ms, p99 $(fmt %.2f "$(field "$TMP/etcd-put.out" p99_ms)") ms.
+etcd's own put rate (\`ursa-load etcd-put\`, $THREADS clients, $VALUE_BYTES-byte values, new keys, ${ETCD_SECONDS} s): **$ETCD_PUT puts/s**, p50 $(fmt %.2f "$(field "$TMP/etcd-put.out" p50_ms)") ms, p99 $(fmt %.2f "$(field "$TMP/etcd-put.out" p99_ms)") ms, etcd CPU ${PUT_CPU}% of a core, $PUT_FSYNC WAL fsyncs/s.
 Each step: \`ursa-heartbeat\` with $THREADS keep-alive connections renews every lease once per ${PERIOD} s on an open-loop schedule for ${STEP_SECONDS} s
 (PUT with the last resourceVersion; latency is send -> response; "p99 + lag" adds the wait past the scheduled time; late = started > 100 ms after schedule).
+"RM etcd txns/s" and "writes/s" come from the RM's /metrics (its conditional writes are group-committed, several per txn); "etcd Txn/s (all)", fsyncs and mean fsync time from etcd's own metrics.
 CPU columns are % of one core over the renewal phase; "other" is everything else on the machine (other engineers' builds and tests share these cores).
 
-| Nodes | Target/s | Achieved/s | p50 ms | p99 ms | p99 + lag ms | Late | Errors | etcd txns/s | etcd writes/s | Writes/txn | RM CPU % | etcd CPU % | Load tool CPU % | Other CPU % | Pass |
-| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |
+| Nodes | Target/s | Achieved/s | p50 ms | p99 ms | p99 + lag ms | Late | Errors | RM etcd txns/s | RM etcd writes/s | Writes/txn | etcd Txn/s (all) | WAL fsyncs/s | fsync ms | RM CPU % | etcd CPU % | Load tool CPU % | Other CPU % | Pass |
+| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |
 EOF
 printf '%s\n' "${ROWS[@]}"
 cat <<EOF

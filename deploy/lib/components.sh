@@ -19,6 +19,7 @@ URSA_COMPONENTS=(
 	"rm-az-2-apiserver rm_apiserver    rm-az-2 az-2 7202 http://127.0.0.1:23892"
 	"region            register"
 	"tp-1-controllers  tp_controller_manager tp-1 7101"
+	"tp-1-scheduler    scheduler       tp-1 7101"
 	"rm-az-1-controllers rm_controller_manager rm-az-1 7201"
 	"rm-az-2-controllers rm_controller_manager rm-az-2 7202"
 	"az-1-host-1       kubelet         az-1 7201 host-1 10251"
@@ -208,6 +209,16 @@ start_tp_controller_manager() {
 	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/tenant-partition/controllers/ursa-tp-controller-manager" \
 		--kubeconfig "$kc" --log-level info
 	URSA_SUMMARY+=("$name: controller manager of $part (log $log)")
+}
+
+# start_scheduler NAME PARTITION PORT: the tenant partition's scheduler (leader-elected), placing
+# its pods on the nodes of every resource manager in the partition's registry.
+start_scheduler() {
+	local name=$1 part=$2 port=$3 kc log=$URSA_STATE/$2/scheduler.log
+	kc=$(component_kubeconfig "$part" scheduler "$port")
+	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/scheduler/ursa-scheduler" \
+		--kubeconfig "$kc" --partition-id "$part" --log-level info
+	URSA_SUMMARY+=("$name: scheduler of $part (log $log)")
 }
 
 # start_rm_controller_manager NAME PARTITION PORT: the resource manager's node lifecycle and

@@ -32,7 +32,7 @@ struct rm_entry {
 struct sched_daemon {
 	struct sched_options o;
 	char *identity;
-	struct sched_creds creds;
+	struct rest_creds *creds; /* the TP kubeconfig's, reused for every resource manager */
 	struct rest_client *tp;
 	pthread_mutex_t mu;             /* guards cache, unsched, rms */
 	struct sched_cache cache;
@@ -212,7 +212,7 @@ static void rm_upsert(struct sched_daemon *d, const json_t *obj)
 	r->name = xstrdup(name);
 	r->endpoints = eps;
 	r->d = d;
-	r->client = sched_creds_client(&d->creds, eps);
+	r->client = rest_new_with_creds(d->creds, eps, "ursa-scheduler");
 	pthread_mutex_lock(&d->mu);
 	strmap_put(&d->rms, name, NULL)->val = r;
 	pthread_mutex_unlock(&d->mu);
@@ -713,14 +713,14 @@ struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **re
 {
 	struct sched_daemon *d = xcalloc(1, sizeof(*d));
 	d->o = *o;
-	if (sched_creds_load(o->kubeconfig, &d->creds, ret_err) != 0) {
+	if (!(d->creds = rest_creds_from_kubeconfig(o->kubeconfig, ret_err))) {
 		free(d);
 		return NULL;
 	}
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
 	d->identity = o->identity ? xstrdup(o->identity) : xasprintf("%s_%ld", host, (long)getpid());
-	d->tp = sched_creds_client(&d->creds, d->creds.server);
+	d->tp = rest_new_with_creds(d->creds, rest_creds_server(d->creds), "ursa-scheduler");
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_mutex_init(&d->start_mu, NULL);
 	sched_cache_init(&d->cache, o->partition);
@@ -742,7 +742,7 @@ struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **re
 		start_workers(d);
 	}
 	log_info("started", "identity=\"%s\" partition=\"%s\" server=\"%s\" leader_elect=%s", d->identity,
-		 o->partition, d->creds.server, o->leader_elect ? "true" : "false");
+		 o->partition, rest_creds_server(d->creds), o->leader_elect ? "true" : "false");
 	return d;
 }
 
@@ -783,7 +783,7 @@ void sched_daemon_stop(struct sched_daemon *d)
 	sched_cache_release(&d->cache);
 	wq_free(d->q);
 	rest_free(d->tp);
-	sched_creds_release(&d->creds);
+	rest_creds_free(d->creds);
 	pthread_mutex_destroy(&d->mu);
 	pthread_mutex_destroy(&d->start_mu);
 	free(d->workers);

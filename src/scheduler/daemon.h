@@ -15,18 +15,6 @@ struct sched_options {
 /* Fills o from argv (defaults first). -1 on bad flags (message printed). */
 int sched_options_parse(struct sched_options *o, int argc, char **argv);
 
-/* The kubeconfig's server, token and CA, reused for every resource manager. */
-struct sched_creds {
-	char *server, *token;
-	struct buf ca;
-	bool insecure;
-};
-/* 0, or -1 with *ret_err (new string). */
-int sched_creds_load(const char *path, struct sched_creds *ret, char **ret_err);
-void sched_creds_release(struct sched_creds *c);
-/* A client for servers (comma-separated URLs) with these credentials. New; NULL if empty. */
-struct rest_client *sched_creds_client(const struct sched_creds *c, const char *servers);
-
 struct sched_daemon;
 /* Starts informers (and, once leader, the workers). NULL with *ret_err on failure. */
 struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **ret_err);
