@@ -84,13 +84,30 @@ static void collect(void *ud, const json_t *obj)
 		json_array_append_new(s->out, json_pack("[s,O]", s->plural, obj));
 }
 
-/* Dependents of uid in t/ns from the caches (new array). */
+/* Dependents of uid in t/ns, from a consistent list of the API server (the informers may not
+ * have seen a dependent created a moment ago, and orphaning must reach every one). New array,
+ * or NULL if a list failed. */
 static json_t *dependents(struct tpc *m, const char *t, const char *ns, const char *uid)
 {
-	struct scan s = { t, ns, uid, "replicasets", json_array() };
-	informer_foreach(m->inf[INF_RS], collect, &s);
-	s.plural = "pods";
-	informer_foreach(m->inf[INF_PODS], collect, &s);
+	static const char *const plurals[] = { "replicasets", "pods" };
+	struct scan s = { t, ns, uid, NULL, json_array() };
+	for (size_t k = 0; k < sizeof(plurals) / sizeof(plurals[0]); k++) {
+		struct buf path = BUF_INIT;
+		json_t *list = NULL;
+		tpc_path(&path, plurals[k], t, ns, NULL);
+		int code = tpc_get(m, path.ptr, &list);
+		buf_release(&path);
+		if (code != 200) {
+			json_decref(list);
+			json_decref(s.out);
+			return NULL;
+		}
+		s.plural = plurals[k];
+		size_t i;
+		json_t *o;
+		json_array_foreach(json_object_get(list, "items"), i, o) collect(&s, o);
+		json_decref(list);
+	}
 	return s.out;
 }
 
@@ -194,6 +211,10 @@ int tpc_sync_gc(struct tpc *m, const char *key)
 		goto out;
 	}
 	deps = dependents(m, t, ns, uid);
+	if (!deps) {
+		rc = E_UNAVAILABLE;
+		goto out;
+	}
 	const char *ouid = code == 200 ? json_path_str(owner, "metadata.uid") : NULL;
 	if (!ouid || strcmp(ouid, uid) != 0) {
 		rc = owner_gone(m, t, ns, uid, deps);
