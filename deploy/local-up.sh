@@ -44,6 +44,7 @@ for row in "${URSA_COMPONENTS[@]}"; do
 done
 # ursactl finds signing-key.pem and ca.crt through URSA_HOME.
 write_kubeconfigs
+use_gateway_kubeconfig # admin.kubeconfig -> HAProxy (the gateways) when it runs
 
 rel=${URSA_STATE#"$PWD"/}
 cat <<MSG
@@ -52,7 +53,7 @@ Ursa local region is up.
 $(printf '  %s\n' "${URSA_SUMMARY[@]}")
 
   API server:   $(cat "$URSA_STATE/server")   (CA: $rel/ca.crt)
-  kubeconfig:   $rel/admin.kubeconfig   (tp-1; tenant system, user admin, group system:masters)
+  kubeconfig:   $rel/admin.kubeconfig   (HAProxy on 6443 when it runs, else tp-1; tenant system, user admin, group system:masters)
   per partition: $rel/tp-1.kubeconfig $rel/rm-az-1.kubeconfig $rel/rm-az-2.kubeconfig
   region:       $rel/region.json   ($ursactl partitions)
 

@@ -26,6 +26,11 @@ URSA_COMPONENTS=(
 	"az-1-hollow       hollow_kubelet  az-1 7201 3"
 	"az-2-host-1       kubelet         az-2 7202 host-1 10252"
 	"az-2-hollow       hollow_kubelet  az-2 7202 3"
+	"gateway-etcd      etcd            gateway 23991 24001"
+	"gateway-registry  gateway_register http://127.0.0.1:23991"
+	"gateway-1         gateway         1 7001 http://127.0.0.1:23991"
+	"gateway-2         gateway         2 7002 http://127.0.0.1:23991"
+	"haproxy           haproxy         6443"
 )
 
 URSA_CA=$URSA_STATE/ca.crt
@@ -34,6 +39,8 @@ URSA_REGION_TOKEN=$URSA_STATE/region.token
 URSACTL=$URSA_BUILD_DIR/src/ursactl/ursactl
 URSA_SUMMARY=()    # lines printed by local-up.sh at the end
 URSA_PARTITIONS=() # "kind name url [zone]" of every partition started, for `register`
+URSA_GATEWAY_BIN=${URSA_GATEWAY_BIN:-$URSA_BUILD_DIR/src/gateway/ursa-gateway}
+URSA_GATEWAYS=()   # "host:port" of every gateway started, for haproxy
 
 # up_component "ROW": starts the component a table row describes.
 up_component() {
@@ -207,7 +214,7 @@ start_tp_controller_manager() {
 	local name=$1 part=$2 port=$3 kc log=$URSA_STATE/$2/controller-manager.log
 	kc=$(component_kubeconfig "$part" controller-manager "$port")
 	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/tenant-partition/controllers/ursa-tp-controller-manager" \
-		--kubeconfig "$kc" --log-level info
+		--kubeconfig "$kc" --node-monitor-grace-period "${URSA_NODE_MONITOR_GRACE_SECONDS:-50}" --log-level info
 	URSA_SUMMARY+=("$name: controller manager of $part (log $log)")
 }
 
@@ -390,4 +397,80 @@ print(*(int(d.get(k) or 0) for k in ("pid", "pidStart", "shimPid", "shimStart"))
 		fi
 	done
 	say "stopped ${#groups[@]} container(s) of the process runtime"
+}
+
+# --- the gateway tier -------------------------------------------------------------------------
+
+# start_gateway_register NAME ETCD_URL: records every partition started so far in the gateway's
+# etcd (<prefix>/partitions/<id>). Tenants need no step: the gateways adopt every tenant their
+# partitions already hold, and the system tenant lives on the first tenant partition.
+start_gateway_register() {
+	local name=$1 etcd=$2 row kind pname url zone out
+	[ -x "$URSA_GATEWAY_BIN" ] || die "$URSA_GATEWAY_BIN is missing: the build did not produce ursa-gateway"
+	for row in "${URSA_PARTITIONS[@]}"; do
+		read -r kind pname url zone <<<"$row"
+		if out=$("$URSA_GATEWAY_BIN" register-partition --etcd-servers "$etcd" --id "$pname" --kind "$kind" \
+			--endpoints "$url" ${zone:+--zone "$zone"} 2>&1); then
+			say "gateway registry: $kind $pname ($url${zone:+, zone $zone})"
+		else
+			warn "ursa-gateway register-partition $pname: $(printf '%s' "$out" | tr '\n' ' ')"
+		fi
+	done
+	URSA_SUMMARY+=("$name: partitions recorded in the gateway's etcd $etcd")
+}
+
+# start_gateway NAME INDEX PORT ETCD_URL: gateway INDEX on https://127.0.0.1:PORT (state and
+# audit log under .ursa/gateway-INDEX).
+start_gateway() {
+	local name=$1 idx=$2 port=$3 etcd=$4 dir=$URSA_STATE/gateway-$2
+	local log=$dir/gateway.log
+	mkdir -p "$dir"
+	start_daemon "$name" "$log" "$URSA_GATEWAY_BIN" \
+		--listen "127.0.0.1:$port" --etcd-servers "$etcd" \
+		--tls-cert-file "$URSA_PKI/server.crt" --tls-private-key-file "$URSA_PKI/server.key" \
+		--token-auth-file "$URSA_STATE/tokens.csv" \
+		--token-signing-public-key "$URSA_STATE/signing-key.pub" \
+		--partition-ca-file "$URSA_CA" --partition-token-file "$URSA_REGION_TOKEN" \
+		--audit-log-path "$dir/audit.log" --log-level info
+	wait_http "https://127.0.0.1:$port/readyz" 30 "$name" "$log" --cacert "$URSA_CA"
+	URSA_GATEWAYS+=("127.0.0.1:$port")
+	URSA_SUMMARY+=("$name: gateway https://127.0.0.1:$port (log $log, audit $dir/audit.log)")
+}
+
+# start_haproxy NAME PORT: HAProxy on https://127.0.0.1:PORT (certificate for 127.0.0.1 from
+# the region CA) balancing over every gateway started above, from deploy/haproxy/haproxy.cfg.in.
+start_haproxy() {
+	local name=$1 port=$2 dir=$URSA_STATE/haproxy servers="" g i=0
+	local bin=${URSA_HAPROXY_BIN:-/usr/sbin/haproxy}
+	[ -x "$bin" ] || die "$bin is missing (Debian package haproxy)"
+	[ ${#URSA_GATEWAYS[@]} -gt 0 ] || die "$name: no gateway was started before it"
+	mkdir -p "$dir"
+	ensure_server_cert "$URSA_PKI" "$URSA_PKI" haproxy "IP:127.0.0.1,DNS:localhost"
+	( umask 077; cat "$URSA_PKI/haproxy.crt" "$URSA_PKI/haproxy.key" >"$dir/haproxy.pem" )
+	for g in "${URSA_GATEWAYS[@]}"; do
+		i=$((i + 1))
+		servers+=$'\t'"server gateway-$i $g"$'\n'
+	done
+	python3 - "$URSA_ROOT/deploy/haproxy/haproxy.cfg.in" "$dir/haproxy.cfg" "$URSA_STATE" "$port" "$URSA_CA" "$servers" <<-'PY'
+		import sys
+		src, dst, state, port, ca, servers = sys.argv[1:]
+		text = open(src).read().replace("@STATE@", state).replace("@PORT@", port).replace("@CA@", ca)
+		open(dst + ".tmp", "w").write(text.replace("@SERVERS@\n", servers))
+	PY
+	"$bin" -c -q -f "$dir/haproxy.cfg.tmp" || die "$name: haproxy rejects $dir/haproxy.cfg.tmp"
+	mv "$dir/haproxy.cfg.tmp" "$dir/haproxy.cfg"
+	start_daemon "$name" "$dir/haproxy.log" "$bin" -db -f "$dir/haproxy.cfg"
+	wait_http "https://127.0.0.1:$port/healthz" 30 "$name" "$dir/haproxy.log" --cacert "$URSA_CA"
+	partition_kubeconfig gateway "https://127.0.0.1:$port"
+	URSA_SUMMARY+=("$name: HAProxy https://127.0.0.1:$port over ${URSA_GATEWAYS[*]} (kubeconfig $URSA_STATE/gateway.kubeconfig, log $dir/haproxy.log)")
+}
+
+# use_gateway_kubeconfig: once HAProxy is up (.ursa/gateway.kubeconfig written by
+# start_haproxy), admin.kubeconfig and .ursa/server point at https://127.0.0.1:6443.
+use_gateway_kubeconfig() {
+	local kc=$URSA_STATE/gateway.kubeconfig
+	[ -s "$kc" ] && daemon_pid haproxy >/dev/null || return 0
+	cp "$kc" "$URSA_STATE/admin.kubeconfig.tmp"
+	mv "$URSA_STATE/admin.kubeconfig.tmp" "$URSA_STATE/admin.kubeconfig"
+	printf 'https://127.0.0.1:6443\n' >"$URSA_STATE/server"
 }

@@ -124,10 +124,17 @@ static void start(struct kl_pods *ps, struct kl_pod *kp, const json_t *obj, bool
 	}
 	int rc = k->rt_ops->start_pod(k->rt, &spec, &rt_err);
 	rt_pod_release(&spec);
-	if (rc != 0) {
+	struct rt_container_status probe;
+	if (rc != 0 && k->rt_ops->status(k->rt, kp->uid, &probe, 1) < 0) {
 		fail_pod(kp, "RunContainerError", rt_err ? rt_err : "the runtime could not start the pod");
 		goto out;
 	}
+	/* A container the runtime cannot start (rc != 0 but the pod is known to the runtime) keeps
+	 * the pod Pending with the container Waiting, as Kubernetes does: failing the pod would make
+	 * its ReplicaSet replace it at once, over and over. */
+	if (rc != 0)
+		log_warn("container cannot start", "pod=\"%s/%s/%s\" err=\"%s\"", json_path_str(obj, "metadata.tenant"),
+			 json_path_str(obj, "metadata.namespace"), json_path_str(obj, "metadata.name"), rt_err ? rt_err : "");
 	kp->state = KP_RUNTIME;
 	kp->counted = true;
 	n->cpu_used_m += kp->req.cpu_m;

@@ -1,6 +1,7 @@
 """ursa-kubelet against a real region slice: etcd + resource manager (RM) + tenant partition (TP),
 a kubelet with the process runtime, and a hollow kubelet with 100 nodes."""
 
+import atexit
 import glob
 import json
 import os
@@ -18,6 +19,36 @@ REGISTRY = "/apis/ursa.io/v1/tenantpartitions"
 NODE = "kl-node-1"
 
 S = {}
+KUBELETS = []
+
+
+def kill_containers():
+    """Containers outlive their kubelet by design: end those our kubelets left behind."""
+    for kl in KUBELETS:
+        for f in glob.glob(os.path.join(kl.dir, "runtime", "pods", "*", "containers", "*", "state.json")):
+            try:
+                with open(f) as fh:
+                    st = json.load(fh)
+            except (OSError, ValueError):
+                continue
+            for key, group in (("pid", True), ("shimPid", False)):
+                pid = st.get(key)
+                if not isinstance(pid, int) or pid <= 1:
+                    continue
+                try:
+                    if group:
+                        os.killpg(pid, signal.SIGKILL)
+                    else:
+                        os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def teardown():
+    kill_containers()  # before the harness removes the directories
+
+
+atexit.register(kill_containers)  # also when the run is cut short
 
 
 class RmServer(h.ApiServer):
@@ -50,6 +81,7 @@ class Kubelet:
         self.log = os.path.join(self.dir, "kubelet.log")
         h._logs.append((name, self.log))
         self.proc = None
+        KUBELETS.append(self)
 
     def args(self):
         return [KUBELET_BIN, "--kubeconfig", self.kubeconfig, "--root-dir", self.dir,
@@ -275,6 +307,37 @@ def test_tp_registered_later():
     S["tp2"] = tp2
 
 
+def test_tp_restart_keeps_pods():
+    tp2 = S["tp2"]
+    a2 = tp2.admin()
+    uid = a2.get(h.pods_path("zeta", name="late")).json["metadata"]["uid"]
+    pid = container_pid(S["kl"], uid)
+    h.check(pid and alive(pid), "late pod's container alive")
+    tp2.restart()
+    create_bound(a2, "zeta", make_pod("after", ["sh", "-c", "exec sleep 300"]))
+    h.wait_until(lambda: (pod_status(a2, "zeta", "after") or {}).get("phase") == "Running", 40,
+                 "pod created after the TP restart Running")
+    h.eq(container_pid(S["kl"], uid), pid, "earlier pod's container not restarted")
+    h.eq(pod_status(a2, "zeta", "late")["containerStatuses"][0]["restartCount"], 0, "restartCount")
+    h.eq(pod_status(S["tpadmin"], "acme", "huge")["reason"], "OutOfcpu", "tp-1 pods untouched")
+
+
+def test_orphan_stopped_after_restart():
+    a2 = S["tp2"].admin()
+    uid = a2.get(h.pods_path("zeta", name="after")).json["metadata"]["uid"]
+    pid = container_pid(S["kl"], uid)
+    h.check(pid and alive(pid), "container alive")
+    S["kl"].stop()
+    # removed while the kubelet was down, without the kubelet's help (grace 0)
+    r = a2.delete(h.pods_path("zeta", name="after"), {"gracePeriodSeconds": 0})
+    h.check(r.status in (200, 202), "force delete: %s" % r.status)
+    h.wait_until(lambda: a2.get(h.pods_path("zeta", name="after")).status == 404, 10, "pod gone")
+    S["kl"].start()
+    h.wait_until(lambda: not alive(pid), 30, "orphaned container %s stopped after the restart" % pid)
+    late = a2.get(h.pods_path("zeta", name="late")).json["metadata"]["uid"]
+    h.check(alive(container_pid(S["kl"], late)), "the other pod of the partition still runs")
+
+
 def test_duplicate_node_name_refused():
     h.wait_until(lambda: ready(get_node()), 20, "node %s Ready" % NODE)
     h.wait_until(lambda: S["admin"].get(LEASES + "/" + NODE).status == 200, 20, "lease exists")
@@ -292,6 +355,9 @@ def test_hollow_nodes_register_and_renew():
 
     def count(prefix_path, key):
         r = S["admin"].get(prefix_path)
+        if r.status != 200:
+            print("list %s: %s %s" % (prefix_path, r.status, r.body[:200]))
+            return {}
         return {i["metadata"]["name"]: i for i in r.json["items"]
                 if i["metadata"]["name"].startswith("hollow-t-")}
     h.wait_until(lambda: len(count("/api/v1/nodes", None)) == 100, 40, "100 hollow nodes registered")

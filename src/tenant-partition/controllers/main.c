@@ -43,14 +43,21 @@ int main(int argc, char **argv)
 {
 	const char *kubeconfig = NULL, *identity = NULL, *controllers = "*", *level = "info";
 	bool leader_elect = true;
-	long long workers = 2;
+	long long workers = 2, grace = 50, default_tol = 300, rm_period = 2;
+	const char *evict_rate = "10";
 	const struct opt opts[] = {
 		{ "kubeconfig", OPT_STRING, &kubeconfig, "kubeconfig of the tenant partition's admin (system:masters)" },
 		{ "leader-elect", OPT_BOOL, &leader_elect, "campaign for the Lease kube-system/ursa-tp-controller-manager" },
 		{ "identity", OPT_STRING, &identity, "leader election identity (default hostname_pid)" },
 		{ "workers", OPT_INT, &workers, "worker threads per controller" },
 		{ "controllers", OPT_STRING, &controllers,
-		  "comma list: tenant,namespace,replicaset,deployment,garbagecollector (default * = all)" },
+		  "comma list: tenant,namespace,replicaset,deployment,garbagecollector,rmloss (default * = all)" },
+		{ "node-monitor-grace-period", OPT_INT, &grace,
+		  "rmloss: seconds a resource manager may be unreachable before its nodes count as unreachable" },
+		{ "default-unreachable-toleration-seconds", OPT_INT, &default_tol,
+		  "rmloss: how long a pod without a toleration of node.kubernetes.io/unreachable stays" },
+		{ "rm-monitor-period", OPT_INT, &rm_period, "rmloss: seconds between health checks of the resource managers" },
+		{ "rmloss-eviction-rate", OPT_STRING, &evict_rate, "rmloss: pods per second this partition evicts at most" },
 		{ "log-level", OPT_STRING, &level, "debug, info, warn or error" },
 	};
 	if (opts_parse("ursa-tp-controller-manager", "Controllers of a tenant partition.", opts, ARRAY_SIZE(opts), argc,
@@ -75,6 +82,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	mgr.workers = workers < 1 ? 1 : workers > 64 ? 64 : (int)workers;
+	if (grace < 1 || grace > 86400 || default_tol < 0 || default_tol > 86400 * 365 || rm_period < 1 ||
+	    rm_period > 3600 || tpc_parse_rate(evict_rate, &mgr.evict_rate) < 0) {
+		fprintf(stderr, "ursa-tp-controller-manager: --node-monitor-grace-period, "
+				"--default-unreachable-toleration-seconds, --rm-monitor-period or --rmloss-eviction-rate "
+				"out of range\n");
+		return 2;
+	}
+	mgr.kubeconfig = kubeconfig;
+	mgr.grace_s = grace;
+	mgr.default_tol_s = default_tol;
+	mgr.rm_period_s = rm_period;
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	signal(SIGPIPE, SIG_IGN);

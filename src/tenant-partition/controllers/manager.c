@@ -9,9 +9,10 @@
 #include "ursa/log.h"
 #include "ursa/xalloc.h"
 
-static const char *const ctl_names[CTL__N] = { "tenant", "namespace", "replicaset", "deployment", "garbagecollector" };
+static const char *const ctl_names[CTL__N] = { "tenant", "namespace", "replicaset", "deployment", "garbagecollector",
+					       "rmloss" };
 static int (*const ctl_sync[CTL__N])(struct tpc *, const char *) = {
-	tpc_sync_tenant, tpc_sync_namespace, tpc_sync_replicaset, tpc_sync_deployment, tpc_sync_gc,
+	tpc_sync_tenant, tpc_sync_namespace, tpc_sync_replicaset, tpc_sync_deployment, tpc_sync_gc, tpc_sync_rmloss,
 };
 
 struct worker {
@@ -185,6 +186,8 @@ void tpc_start(struct tpc *m)
 		m->wq[i] = wq_new();
 	for (int i = 0; i < INF__N; i++)
 		m->inf[i] = informer_start(m->rest, inf_table[i].path, NULL, &inf_table[i].h, m);
+	if (m->enabled[CTL_RMLOSS])
+		tpc_rmloss_start(m);
 	workers = xcalloc((size_t)CTL__N * (size_t)m->workers, sizeof(*workers));
 	for (int c = 0; c < CTL__N; c++) {
 		if (!m->enabled[c])
@@ -208,6 +211,7 @@ void tpc_stop(struct tpc *m)
 		wq_shutdown(m->wq[i]);
 	for (size_t i = 0; i < nworkers; i++)
 		pthread_join(workers[i].th, NULL);
+	tpc_rmloss_stop(m);
 	for (int i = 0; i < CTL__N; i++)
 		wq_free(m->wq[i]);
 	free(workers);

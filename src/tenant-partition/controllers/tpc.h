@@ -85,14 +85,22 @@ bool tpc_split_key(const char *key, char **ret_t, char **ret_ns, char **ret_name
 
 /* manager.c -------------------------------------------------------------------------------- */
 enum tpc_inf { INF_TENANTS, INF_NAMESPACES, INF_PODS, INF_RS, INF_DEPLOY, INF__N };
-enum tpc_ctl { CTL_TENANT, CTL_NAMESPACE, CTL_RS, CTL_DEPLOY, CTL_GC, CTL__N };
+enum tpc_ctl { CTL_TENANT, CTL_NAMESPACE, CTL_RS, CTL_DEPLOY, CTL_GC, CTL_RMLOSS, CTL__N };
 
+struct rmloss;
 struct tpc {
 	struct rest_client *rest;
 	struct informer *inf[INF__N];
 	struct workqueue *wq[CTL__N];
 	bool enabled[CTL__N];
 	int workers;
+	/* rmloss: the kubeconfig whose credentials reach the RMs (borrowed), its settings and state */
+	const char *kubeconfig;
+	long long grace_s;       /* --node-monitor-grace-period */
+	long long default_tol_s; /* --default-unreachable-toleration-seconds */
+	long long rm_period_s;   /* --rm-monitor-period */
+	double evict_rate;       /* --rmloss-eviction-rate, pods per second */
+	struct rmloss *rml;
 };
 /* Each controller's sync: 0 when done, else an E_* code and the key is retried with back-off. */
 int tpc_sync_tenant(struct tpc *m, const char *key);
@@ -100,9 +108,42 @@ int tpc_sync_namespace(struct tpc *m, const char *key);
 int tpc_sync_replicaset(struct tpc *m, const char *key);
 int tpc_sync_deployment(struct tpc *m, const char *key);
 int tpc_sync_gc(struct tpc *m, const char *key);
+int tpc_sync_rmloss(struct tpc *m, const char *key);
 /* GC: enqueue the owners named by obj's ownerReferences / obj itself as an owner. */
 void tpc_gc_enqueue_owners(struct tpc *m, const json_t *obj);
 void tpc_gc_enqueue_self(struct tpc *m, const json_t *obj, const char *kind);
+
+/* rmloss.c -------------------------------------------------------------------------------- */
+/* When a resource manager (and with it its zone's node lifecycle controller) stays unreachable
+ * past the node grace period, this partition evicts its own pods bound to that RM's nodes as
+ * if each node carried node.kubernetes.io/unreachable:NoExecute since the RM was declared lost.
+ * One key (TPC_RMLOSS_KEY) ticks through the CTL_RMLOSS queue. */
+#define TPC_RMLOSS_KEY "system/rmloss/tick"
+#define TPC_TAINT_UNREACHABLE "node.kubernetes.io/unreachable"
+/* Builds the state (m->rml) and queues the first tick; logs and leaves m->rml NULL when the
+ * kubeconfig's credentials cannot be loaded. */
+void tpc_rmloss_start(struct tpc *m);
+void tpc_rmloss_stop(struct tpc *m); /* after the workers stopped; NULL-safe */
+
+/* Pure parts. True once an RM last heard from at last_ok_ms has been silent longer than
+ * grace_s at now_ms. */
+bool tpc_rm_lost(int64_t last_ok_ms, int64_t now_ms, long long grace_s);
+/* The time (same clock as lost_ms) at which pod (borrowed) must go from a node unreachable
+ * since lost_ms: the smallest tolerationSeconds (negative counts as 0) among its tolerations
+ * of node.kubernetes.io/unreachable:NoExecute; INT64_MAX when those that match have none
+ * (tolerated forever); lost_ms + default_tol_s s when none matches. */
+int64_t tpc_unreachable_deadline_ms(const json_t *pod, int64_t lost_ms, long long default_tol_s);
+/* Token bucket: rate tokens per second, burst max(1, rate), starts full. */
+struct tpc_bucket {
+	double rate, burst, tokens;
+	int64_t last_ms;
+};
+void tpc_bucket_init(struct tpc_bucket *b, double rate, int64_t now_ms);
+bool tpc_bucket_take(struct tpc_bucket *b, int64_t now_ms);
+/* Milliseconds until a token is there (0 if one is; INT64_MAX at rate 0). */
+int64_t tpc_bucket_wait_ms(struct tpc_bucket *b, int64_t now_ms);
+/* A rate "10", "0.5": E_INVALID unless a finite number in 0..1e6. */
+int tpc_parse_rate(const char *s, double *ret);
 
 /* Starts informers and workers; returns once started. */
 void tpc_start(struct tpc *m);

@@ -1,0 +1,61 @@
+/* Per-tenant token buckets: each tenant may send `rate` requests a second on average with
+ * bursts of `burst`; beyond that the gateway answers 429 with Retry-After. */
+#include <math.h>
+#include <stdlib.h>
+#include "gw.h"
+#include "ursa/xalloc.h"
+
+#define LIMITER_MAX_TENANTS 100000
+
+int64_t bucket_take(struct bucket *b, double rate, double burst, int64_t now_us)
+{
+	if (b->last_us == 0) {
+		b->tokens = burst;
+		b->last_us = now_us;
+	}
+	if (now_us > b->last_us) {
+		b->tokens += rate * (double)(now_us - b->last_us) / 1e6;
+		if (b->tokens > burst)
+			b->tokens = burst;
+		b->last_us = now_us;
+	}
+	if (b->tokens >= 1.0) {
+		b->tokens -= 1.0;
+		return 0;
+	}
+	return (int64_t)ceil((1.0 - b->tokens) / rate * 1e6);
+}
+
+void limiter_init(struct limiter *l, double rate, double burst)
+{
+	pthread_mutex_init(&l->lock, NULL);
+	strmap_init(&l->buckets);
+	l->rate = rate;
+	l->burst = burst < 1 ? 1 : burst;
+}
+
+void limiter_release(struct limiter *l)
+{
+	strmap_release(&l->buckets, free);
+	pthread_mutex_destroy(&l->lock);
+}
+
+int limiter_check(struct limiter *l, const char *tenant, int64_t now_us)
+{
+	if (l->rate <= 0)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	if (l->buckets.n >= LIMITER_MAX_TENANTS && !strmap_get(&l->buckets, tenant)) {
+		strmap_release(&l->buckets, free);
+		strmap_init(&l->buckets);
+	}
+	struct strmap_ent *e = strmap_put(&l->buckets, tenant, NULL);
+	if (!e->val)
+		e->val = xcalloc(1, sizeof(struct bucket));
+	int64_t wait = bucket_take(e->val, l->rate, l->burst, now_us);
+	pthread_mutex_unlock(&l->lock);
+	if (wait == 0)
+		return 0;
+	int64_t s = (wait + 999999) / 1000000;
+	return s < 1 ? 1 : (int)s;
+}

@@ -1,0 +1,613 @@
+/* The gateway's request path: authenticate, route (route.c), authorize, rate-limit, then
+ * forward to one partition (streaming when the reply is a watch or a followed log), fan a
+ * list out over several partitions and merge it, or place a new tenant. */
+#include <curl/curl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gw.h"
+#include "reconcile.h"
+#include "ursa/errors.h"
+#include "ursa/etcd.h"
+#include "ursa/http.h"
+#include "ursa/jsonutil.h"
+#include "ursa/log.h"
+#include "ursa/timeutil.h"
+#include "ursa/xalloc.h"
+
+#define PARTITION_ANNOTATION "ursa.io/partition"
+#define MAX_PATH 4096
+
+struct gateway {
+	struct gw_options o;
+	struct authn *authn;
+	struct etcd *etcd;
+	struct registry *reg;
+	struct reconciler rc;
+	struct limiter lim;
+	struct audit *audit;
+	struct http_server *http;
+	char *own_auth; /* "Bearer <token>" of the gateway itself, or NULL */
+};
+
+/* A request in flight. */
+struct call {
+	struct gateway *g;
+	struct http_request *req;
+	struct http_reply *reply;
+	struct identity id;
+	bool authed;
+	struct route rt;
+};
+
+static void reply_status(struct http_reply *reply, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void reply_status(struct http_reply *reply, int err, const char *fmt, ...)
+{
+	struct buf msg = BUF_INIT, b = BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	buf_vaddf(&msg, fmt, ap);
+	va_end(ap);
+	buf_adds(&b, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":");
+	buf_add_json_str(&b, msg.ptr, msg.len);
+	buf_addf(&b, ",\"reason\":\"%s\",\"code\":%d}", err_reason(err), err_http_code(err));
+	if (err == E_UNAVAILABLE)
+		http_reply_header(reply, "Retry-After", "1");
+	http_reply_set(reply, err_http_code(err), "application/json", &b);
+	buf_release(&msg);
+}
+
+/* Query parameters the gateway passes on (the server API gives no raw query string). */
+static const char *const forwarded_params[] = {
+	"labelSelector", "fieldSelector", "watch", "resourceVersion", "resourceVersionMatch", "timeoutSeconds",
+	"limit", "continue", "allowWatchBookmarks", "sendInitialEvents", "follow", "container", "tailLines",
+	"timestamps", "limitBytes", "sinceSeconds", "previous", "propagationPolicy", "gracePeriodSeconds",
+	"orphanDependents", "dryRun", "fieldManager", "fieldValidation", "force", "pretty", "includeObject",
+	"tenant", "stdout", "stderr", "command", "tty", "stdin",
+};
+
+static bool url_safe(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~/:@!$&'()*+,;=", c);
+}
+
+/* The path and query to send to a partition. fanout drops paging (lists merged over
+ * partitions are complete). */
+static char *upstream_path(struct http_request *req, bool fanout)
+{
+	struct buf b = BUF_INIT;
+	const char *path = http_path(req);
+	for (const char *c = path; *c; c++) {
+		if (url_safe(*c))
+			buf_addch(&b, *c);
+		else
+			buf_addf(&b, "%%%02X", (unsigned char)*c);
+	}
+	char sep = '?';
+	for (size_t i = 0; i < ARRAY_SIZE(forwarded_params); i++) {
+		const char *v = http_query(req, forwarded_params[i]);
+		if (!v || (fanout && (strcmp(forwarded_params[i], "limit") == 0 || strcmp(forwarded_params[i], "continue") == 0)))
+			continue;
+		char *esc = curl_easy_escape(NULL, v, 0);
+		buf_addf(&b, "%c%s=%s", sep, forwarded_params[i], esc ? esc : "");
+		curl_free(esc);
+		sep = '&';
+	}
+	return buf_detach(&b, NULL);
+}
+
+static struct upstream_req base_req(struct call *c, const char *path)
+{
+	size_t len = 0;
+	const char *body = http_body(c->req, &len);
+	return (struct upstream_req){
+		.method = http_method(c->req), .path = path, .authorization = http_header(c->req, "Authorization"),
+		.content_type = http_header(c->req, "Content-Type"), .accept = http_header(c->req, "Accept"),
+		.forwarded_for = http_client_addr(c->req), .body = body, .len = len, .timeout_ms = 60000,
+	};
+}
+
+static void relay(struct http_reply *reply, struct upstream_resp *resp)
+{
+	http_reply_set(reply, resp->status, ctype_intern(resp->content_type), &resp->body);
+}
+
+static bool wants_stream(struct call *c)
+{
+	const char *f = http_query(c->req, "follow");
+	return c->rt.watch || (f && (strcmp(f, "true") == 0 || strcmp(f, "1") == 0));
+}
+
+/* Forwards the request as is to p. */
+static void forward(struct call *c, struct partition *p)
+{
+	if (atomic_load(&p->down)) {
+		reply_status(c->reply, E_UNAVAILABLE, "partition %s is unavailable", p->id);
+		return;
+	}
+	char *path = upstream_path(c->req, false);
+	struct upstream_req rq = base_req(c, path);
+	if (wants_stream(c) && strcmp(rq.method, "GET") == 0) {
+		upstream_stream(p, &rq, c->reply);
+		free(path);
+		return;
+	}
+	struct upstream_resp resp = { 0 };
+	int err = upstream_partition(p, &rq, &resp);
+	if (err == E_UNAVAILABLE)
+		reply_status(c->reply, E_UNAVAILABLE, "partition %s is unavailable", p->id);
+	else if (err)
+		reply_status(c->reply, E_TIMEOUT, "partition %s did not answer in time", p->id);
+	else
+		relay(c->reply, &resp);
+	upstream_resp_release(&resp);
+	free(path);
+}
+
+static void to_tenant(struct call *c, const char *tenant)
+{
+	struct partition *p = registry_tenant_partition(c->g->reg, tenant);
+	if (!p) {
+		reply_status(c->reply, E_NOT_FOUND, "tenant \"%s\" is not known to this region", tenant);
+		return;
+	}
+	forward(c, p);
+	partition_unref(p);
+}
+
+/* Adds to dst (array of objects keyed by "name") the entries of src it lacks. */
+static void union_by_name(json_t *dst, const json_t *src)
+{
+	size_t i, j;
+	json_t *v, *w;
+	json_array_foreach(src, i, v) {
+		const char *name = json_str(v, "name");
+		bool have = false;
+		json_array_foreach(dst, j, w) if (name && json_str(w, "name") && strcmp(json_str(w, "name"), name) == 0) have = true;
+		if (name && !have)
+			json_array_append(dst, v);
+	}
+}
+
+/* GET path from p as JSON (new ref) with the caller's headers, or NULL. */
+static json_t *get_json(struct call *c, struct partition *p, const char *path)
+{
+	struct upstream_req rq = base_req(c, path);
+	rq.accept = "application/json";
+	struct upstream_resp resp = { 0 };
+	json_t *j = NULL;
+	if (upstream_partition(p, &rq, &resp) == 0 && resp.status == 200)
+		j = json_loadb(buf_cstr(&resp.body), resp.body.len, 0, NULL);
+	upstream_resp_release(&resp);
+	return j;
+}
+
+/* Discovery is answered by a tenant partition; API resource and group lists also carry what
+ * the resource managers serve (nodes), so kubectl sees one consistent API. */
+static void to_discovery(struct call *c)
+{
+	size_t n, nrm;
+	struct partition **tps = registry_partitions(c->g->reg, false, &n);
+	struct partition **rms = registry_partitions(c->g->reg, true, &nrm);
+	struct partition *p = NULL;
+	const char *path = http_path(c->req);
+	for (size_t i = 0; i < n && !p; i++)
+		if (!atomic_load(&tps[i]->down))
+			p = tps[i];
+	json_t *tj = NULL;
+	if (!p) {
+		reply_status(c->reply, E_UNAVAILABLE, "no tenant partition is available");
+		goto out;
+	}
+	if (strcmp(http_method(c->req), "GET") != 0 || strncmp(path, "/api", 4) != 0 || !(tj = get_json(c, p, path))) {
+		forward(c, p);
+		goto out;
+	}
+	const char *kind = json_str(tj, "kind");
+	const char *key = !kind ? NULL : strcmp(kind, "APIResourceList") == 0 ? "resources"
+				     : strcmp(kind, "APIGroupList") == 0  ? "groups"
+									  : NULL;
+	for (size_t i = 0; key && i < nrm; i++) {
+		if (atomic_load(&rms[i]->down))
+			continue;
+		json_t *rj = get_json(c, rms[i], path);
+		if (json_is_array(json_object_get(rj, key)) && json_is_array(json_object_get(tj, key)))
+			union_by_name(json_object_get(tj, key), json_object_get(rj, key));
+		json_decref(rj);
+	}
+	struct buf b = BUF_INIT;
+	json_dump_buf(tj, &b);
+	http_reply_set(c->reply, 200, "application/json", &b);
+out:
+	json_decref(tj);
+	partitions_free(tps, n);
+	partitions_free(rms, nrm);
+}
+
+/* --- merged lists -------------------------------------------------------------------------- */
+static void annotate_item(json_t *item, const char *pid)
+{
+	json_t *meta = json_obj_child(item, "metadata");
+	json_t *ann = json_obj_child(meta, "annotations");
+	json_object_set_new(ann, PARTITION_ANNOTATION, json_string(pid));
+}
+
+/* Folds one partition's response into merged (new list or Table). */
+static void merge_into(json_t *merged, json_t *part, const char *pid, bool annotate)
+{
+	bool table = json_str(merged, "kind") && strcmp(json_str(merged, "kind"), "Table") == 0;
+	json_t *dst = json_object_get(merged, table ? "rows" : "items");
+	json_t *src = json_object_get(part, table ? "rows" : "items");
+	size_t i;
+	json_t *v;
+	json_array_foreach(src, i, v) {
+		if (annotate && table) {
+			json_t *cells = json_object_get(v, "cells");
+			if (json_is_array(cells))
+				json_array_append_new(cells, json_string(pid));
+		} else if (annotate) {
+			annotate_item(v, pid);
+		}
+		json_array_append(dst, v);
+	}
+}
+
+static void fan_out(struct call *c, bool rm, bool annotate)
+{
+	size_t n;
+	struct partition **ps = registry_partitions(c->g->reg, rm, &n);
+	if (c->rt.watch) {
+		if (n == 1)
+			forward(c, ps[0]);
+		else
+			reply_status(c->reply, E_BAD_REQUEST,
+				     "watching across %zu partitions is not supported by the gateway; watch each partition", n);
+		partitions_free(ps, n);
+		return;
+	}
+	char *path = upstream_path(c->req, true);
+	struct upstream_req rq = base_req(c, path);
+	json_t *merged = NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct upstream_resp resp = { 0 };
+		int err = upstream_partition(ps[i], &rq, &resp);
+		if (err) {
+			reply_status(c->reply, E_UNAVAILABLE, "partition %s is unavailable; the merged list would be incomplete",
+				     ps[i]->id);
+			upstream_resp_release(&resp);
+			goto out;
+		}
+		json_t *j = resp.status == 200 ? json_loadb(buf_cstr(&resp.body), resp.body.len, 0, NULL) : NULL;
+		if (!json_is_object(j)) {
+			json_decref(j);
+			relay(c->reply, &resp); /* an error Status (or a format we cannot merge) as is */
+			upstream_resp_release(&resp);
+			goto out;
+		}
+		upstream_resp_release(&resp);
+		if (!merged) {
+			merged = json_deep_copy(j);
+			json_t *key = json_object_get(merged, "rows") ? json_object_get(merged, "rows") : json_object_get(merged, "items");
+			if (key)
+				json_array_clear(key);
+			else
+				json_object_set_new(merged, "items", json_array());
+			json_t *cols = json_object_get(merged, "columnDefinitions");
+			if (annotate && json_is_array(cols))
+				json_array_append_new(cols, json_pack("{s:s,s:s,s:s,s:s,s:i}", "name", "Partition", "type",
+								      "string", "format", "", "description",
+								      "The tenant partition storing the tenant", "priority", 0));
+		}
+		merge_into(merged, j, ps[i]->id, annotate);
+		json_decref(j);
+	}
+	if (!merged)
+		merged = json_pack("{s:s,s:s,s:{},s:[]}", "kind", "List", "apiVersion", "v1", "metadata", "items");
+	json_t *meta = json_obj_child(merged, "metadata");
+	json_object_del(meta, "continue");
+	if (n > 1)
+		json_object_set_new(meta, "resourceVersion", json_string(""));
+	struct buf b = BUF_INIT;
+	json_dump_buf(merged, &b);
+	http_reply_set(c->reply, 200, "application/json", &b);
+out:
+	json_decref(merged);
+	free(path);
+	partitions_free(ps, n);
+}
+
+/* --- tenants -------------------------------------------------------------------------------- */
+static void create_tenant(struct call *c)
+{
+	size_t len;
+	const char *body = http_body(c->req, &len);
+	json_t *obj = json_parse_limited(body, len, 32, NULL);
+	const char *name = json_path_str(obj, "metadata.name");
+	const char *want = json_is_object(json_path(obj, "metadata.annotations"))
+				   ? json_str(json_path(obj, "metadata.annotations"), PARTITION_ANNOTATION)
+				   : NULL;
+	struct partition *p = NULL;
+	int64_t rev = 0;
+	if (!name || !dns_label_ok(name) || strcmp(name, TENANT_ALL) == 0 || strcmp(name, TENANT_SYSTEM) == 0) {
+		reply_status(c->reply, E_INVALID, "metadata.name must be a DNS label other than \"all\" and \"system\"");
+		goto out;
+	}
+	p = want ? registry_partition(c->g->reg, want) : registry_pick_tp(c->g->reg);
+	if (!p || p->is_rm) {
+		reply_status(c->reply, want ? E_INVALID : E_UNAVAILABLE, "%s", want ? "annotation ursa.io/partition names no tenant partition"
+									 : "no tenant partition is available");
+		goto out;
+	}
+	if (atomic_load(&p->down)) {
+		reply_status(c->reply, E_UNAVAILABLE, "partition %s is unavailable", p->id);
+		goto out;
+	}
+	int err = registry_assign(c->g->reg, name, p->id, true, &rev);
+	if (err == E_ALREADY_EXISTS) {
+		reply_status(c->reply, E_ALREADY_EXISTS, "tenants \"%s\" already exists", name);
+		goto out;
+	} else if (err) {
+		reply_status(c->reply, E_UNAVAILABLE, "the gateway's registry is unavailable");
+		goto out;
+	}
+	char *path = upstream_path(c->req, false);
+	struct upstream_req rq = base_req(c, path);
+	struct upstream_resp resp = { 0 };
+	err = upstream_partition(p, &rq, &resp);
+	free(path);
+	if (err == E_TIMEOUT) {
+		/* The partition may or may not have it: the reconciler settles the pending record. */
+		reply_status(c->reply, E_TIMEOUT, "partition %s did not answer; the tenant may still be created", p->id);
+	} else if (err || (resp.status / 100 != 2 && resp.status != 409)) {
+		registry_unassign(c->g->reg, name, rev);
+		if (err)
+			reply_status(c->reply, E_UNAVAILABLE, "partition %s is unavailable", p->id);
+		else
+			relay(c->reply, &resp);
+	} else {
+		/* 2xx, or 409: the partition already has it, so that is where it lives. A conflict
+		 * means the reconciler confirmed it first. */
+		registry_confirm(c->g->reg, name, p->id, rev);
+		log_info("tenant placed", "tenant=\"%s\" partition=%s code=%d", name, p->id, resp.status);
+		relay(c->reply, &resp);
+	}
+	upstream_resp_release(&resp);
+out:
+	partition_unref(p);
+	json_decref(obj);
+}
+
+/* --- nodes ---------------------------------------------------------------------------------- */
+static struct partition *rm_of_node(struct call *c, const char *node)
+{
+	char *id = registry_node_rm(c->g->reg, node);
+	if (!id) {
+		reconciler_refresh_nodes(&c->g->rc);
+		id = registry_node_rm(c->g->reg, node);
+	}
+	struct partition *p = id ? registry_partition(c->g->reg, id) : NULL;
+	free(id);
+	return p;
+}
+
+static void to_node(struct call *c)
+{
+	struct partition *p = rm_of_node(c, c->rt.node);
+	if (!p) {
+		reply_status(c->reply, E_NOT_FOUND, "node \"%s\" is not known to any resource manager", c->rt.node);
+		return;
+	}
+	forward(c, p);
+	partition_unref(p);
+}
+
+static void create_node_object(struct call *c)
+{
+	size_t len;
+	const char *body = http_body(c->req, &len);
+	json_t *obj = json_parse_limited(body, len, 32, NULL);
+	const char *name = json_path_str(obj, "metadata.name");
+	const char *zone = json_is_object(json_path(obj, "metadata.labels"))
+				   ? json_str(json_path(obj, "metadata.labels"), "topology.kubernetes.io/zone")
+				   : NULL;
+	struct partition *p = name ? rm_of_node(c, name) : NULL;
+	if (!p && zone) {
+		size_t n;
+		struct partition **rms = registry_partitions(c->g->reg, true, &n);
+		for (size_t i = 0; i < n && !p; i++)
+			if (rms[i]->zone && strcmp(rms[i]->zone, zone) == 0)
+				p = registry_partition(c->g->reg, rms[i]->id);
+		partitions_free(rms, n);
+	}
+	if (p)
+		forward(c, p);
+	else
+		reply_status(c->reply, E_INVALID, "cannot tell which resource manager owns this object: "
+						"label topology.kubernetes.io/zone names no resource manager's zone");
+	partition_unref(p);
+	json_decref(obj);
+}
+
+/* --- the handler ---------------------------------------------------------------------------- */
+static int authenticate(struct call *c)
+{
+	const char *h = http_header(c->req, "Authorization");
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0 || !h[7])
+		return E_UNAUTHORIZED;
+	if (authn_token(c->g->authn, h + 7, &c->id) != 0)
+		return E_UNAUTHORIZED;
+	c->authed = true;
+	return 0;
+}
+
+static bool truthy(const char *v)
+{
+	return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+}
+
+static void local(struct call *c)
+{
+	const char *path = http_path(c->req);
+	struct buf b = BUF_INIT;
+	bool ok = strcmp(path, "/livez") == 0 || registry_loaded(c->g->reg);
+	buf_adds(&b, ok ? "ok" : "registry not loaded");
+	http_reply_set(c->reply, ok ? 200 : 503, "text/plain", &b);
+}
+
+static void dispatch(struct call *c)
+{
+	switch (c->rt.kind) {
+	case RT_ERROR:
+		reply_status(c->reply, c->rt.err, "%s", c->rt.msg);
+		break;
+	case RT_LOCAL:
+		local(c);
+		break;
+	case RT_DISCOVERY:
+		to_discovery(c);
+		break;
+	case RT_TENANT:
+		to_tenant(c, c->rt.tenant);
+		break;
+	case RT_TENANT_CREATE:
+		create_tenant(c);
+		break;
+	case RT_TENANT_LIST:
+		fan_out(c, false, true);
+		break;
+	case RT_ALL_TENANTS:
+		fan_out(c, false, false);
+		break;
+	case RT_NODE:
+		to_node(c);
+		break;
+	case RT_NODE_CREATE:
+		create_node_object(c);
+		break;
+	case RT_NODE_LIST:
+		fan_out(c, true, false);
+		break;
+	}
+}
+
+static bool mutating(const char *m)
+{
+	return strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0 || strcmp(m, "PATCH") == 0 || strcmp(m, "DELETE") == 0;
+}
+
+static void on_request(void *ud, struct http_request *req, struct http_reply *reply)
+{
+	struct call c = { .g = ud, .req = req, .reply = reply };
+	const char *method = http_method(req), *path = http_path(req);
+	if (strlen(path) > MAX_PATH) {
+		reply_status(reply, E_BAD_REQUEST, "the path is too long");
+		return;
+	}
+	int err = authenticate(&c);
+	gw_route(method, path, truthy(http_query(req, "watch")), c.authed ? &c.id : NULL, &c.rt);
+	if (c.rt.kind != RT_LOCAL && err) {
+		reply_status(reply, E_UNAUTHORIZED, "a valid bearer token is required");
+		goto out;
+	}
+	if (c.rt.kind != RT_LOCAL && c.rt.kind != RT_ERROR) {
+		int wait = limiter_check(&c.g->lim, c.id.tenant, mono_us());
+		if (wait) {
+			char s[24];
+			snprintf(s, sizeof(s), "%d", wait);
+			http_reply_header(reply, "Retry-After", s);
+			reply_status(reply, E_TOO_MANY, "tenant \"%s\" is over its request rate; retry in %d s", c.id.tenant,
+				     wait);
+			goto out;
+		}
+	}
+	dispatch(&c);
+out:
+	if (mutating(method))
+		audit_log(c.g->audit, c.authed ? c.id.user : NULL, c.authed ? c.id.tenant : NULL, method, path,
+			  http_reply_status(reply), mono_us() - http_started_us(req));
+	log_debug("request", "method=%s path=\"%s\" route=%s code=%d", method, path, route_kind_name(c.rt.kind),
+		  http_reply_status(reply));
+	route_release(&c.rt);
+	if (c.authed)
+		identity_release(&c.id);
+}
+
+static char *read_token(const char *path, char **ret_err)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		*ret_err = xasprintf("cannot open %s", path);
+		return NULL;
+	}
+	struct buf b = BUF_INIT;
+	char chunk[512];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b.len < 65536)
+		buf_add(&b, chunk, n);
+	fclose(f);
+	while (b.len && (b.ptr[b.len - 1] == '\n' || b.ptr[b.len - 1] == '\r' || b.ptr[b.len - 1] == ' '))
+		b.ptr[--b.len] = '\0';
+	char *tok = xasprintf("Bearer %s", buf_cstr(&b));
+	buf_release(&b);
+	return tok;
+}
+
+struct gateway *gateway_start(const struct gw_options *o, char **ret_err)
+{
+	struct gateway *g = xcalloc(1, sizeof(*g));
+	g->o = *o;
+	upstream_init(o->partition_ca);
+	if (authn_new(o->token_file, o->signing_pub, &g->authn, ret_err) != 0)
+		goto fail;
+	if (o->partition_token_file && !(g->own_auth = read_token(o->partition_token_file, ret_err)))
+		goto fail;
+	g->etcd = etcd_new(o->etcd_servers, NULL);
+	if (!g->etcd) {
+		*ret_err = xasprintf("bad --etcd-servers %s", o->etcd_servers);
+		goto fail;
+	}
+	g->reg = registry_new(g->etcd, o->etcd_prefix);
+	if (registry_start(g->reg) != 0) {
+		*ret_err = xasprintf("cannot load the registry from etcd %s", o->etcd_servers);
+		goto fail;
+	}
+	limiter_init(&g->lim, (double)o->tenant_qps, (double)o->tenant_burst);
+	g->audit = audit_open(o->audit_path, o->audit_max_mb << 20);
+	g->rc = (struct reconciler){ .reg = g->reg, .auth = g->own_auth, .resync_ms = o->resync_s * 1000,
+				     .pending_grace_ms = o->pending_grace_s * 1000 };
+	if (reconciler_start(&g->rc) != 0) {
+		*ret_err = xstrdup("cannot start the reconciler");
+		goto fail;
+	}
+	struct http_server_options ho = { .listen = o->listen, .tls_cert = o->tls_cert, .tls_key = o->tls_key,
+					  .threads = (unsigned)o->threads };
+	g->http = http_server_start(&ho, on_request, g, ret_err);
+	if (!g->http) {
+		reconciler_stop(&g->rc);
+		goto fail;
+	}
+	log_info("serving", "listen=%s etcd=%s prefix=%s", o->listen, o->etcd_servers, o->etcd_prefix);
+	return g;
+fail:
+	registry_free(g->reg);
+	etcd_free(g->etcd);
+	authn_free(g->authn);
+	free(g->own_auth);
+	free(g);
+	return NULL;
+}
+
+void gateway_stop(struct gateway *g)
+{
+	http_server_stop(g->http);
+	reconciler_stop(&g->rc);
+	registry_free(g->reg);
+	etcd_free(g->etcd);
+	authn_free(g->authn);
+	limiter_release(&g->lim);
+	audit_close(g->audit);
+	free(g->own_auth);
+	free(g);
+}

@@ -1,0 +1,55 @@
+/* ursa-gateway's flag table. */
+#include <stdio.h>
+#include "gw.h"
+#include "ursa/options.h"
+#include "ursa/xalloc.h"
+
+static const char summary[] =
+	"The Ursa region gateway: authenticates requests, authorizes them by tenant and forwards them to the "
+	"tenant partition of their tenant (or the resource manager of their node), with the tenant -> "
+	"partition map held in memory and kept current from the gateway's etcd. Stateless: run several "
+	"behind HAProxy.\n\n"
+	"Subcommand: ursa-gateway register-partition --etcd-servers URLS --id ID --kind tp|rm "
+	"--endpoints URL[,URL] [--zone Z] records a partition in the gateway's etcd.";
+
+int gw_options_parse(struct gw_options *o, int argc, char **argv)
+{
+	*o = (struct gw_options){
+		.listen = "127.0.0.1:7001", .etcd_servers = "http://127.0.0.1:23991", .etcd_prefix = "/ursa/gateway",
+		.audit_max_mb = 100, .tenant_qps = 100, .tenant_burst = 200, .threads = 32, .resync_s = 10,
+		.pending_grace_s = 30, .log_level = "info",
+	};
+	const struct opt opts[] = {
+		{ "listen", OPT_STRING, &o->listen, "address:port to serve on" },
+		{ "tls-cert-file", OPT_STRING, &o->tls_cert, "serving certificate (PEM); plain HTTP without it" },
+		{ "tls-private-key-file", OPT_STRING, &o->tls_key, "serving key (PEM)" },
+		{ "etcd-servers", OPT_STRING, &o->etcd_servers, "the gateway's etcd (comma-separated URLs)" },
+		{ "etcd-prefix", OPT_STRING, &o->etcd_prefix, "key prefix of the region registry in that etcd" },
+		{ "token-auth-file", OPT_STRING, &o->token_file, "static token file (token,user,uid,\"groups\",tenant)" },
+		{ "token-signing-public-key", OPT_STRING, &o->signing_pub, "public key verifying signed tokens" },
+		{ "partition-ca-file", OPT_STRING, &o->partition_ca, "CA bundle verifying the partitions' certificates" },
+		{ "partition-token-file", OPT_STRING, &o->partition_token_file,
+		  "bearer token of the gateway itself (system:masters of tenant system) for listing nodes and tenants" },
+		{ "audit-log-path", OPT_STRING, &o->audit_path, "JSON-lines audit log of mutating requests" },
+		{ "audit-log-maxsize", OPT_INT, &o->audit_max_mb, "rotate the audit log to <path>.1 beyond this many MiB" },
+		{ "tenant-qps", OPT_INT, &o->tenant_qps, "requests per second per tenant (0: no limit)" },
+		{ "tenant-burst", OPT_INT, &o->tenant_burst, "burst per tenant" },
+		{ "threads", OPT_INT, &o->threads, "HTTP worker threads" },
+		{ "resync-seconds", OPT_INT, &o->resync_s, "how often tenants and nodes are re-read from the partitions" },
+		{ "pending-grace-seconds", OPT_INT, &o->pending_grace_s,
+		  "age after which an unfinished tenant placement is undone when its partition lacks the tenant" },
+		{ "log-level", OPT_STRING, &o->log_level, "debug, info, warn or error" },
+	};
+	if (opts_parse("ursa-gateway", summary, opts, (int)ARRAY_SIZE(opts), argc, argv) != 0)
+		return -1;
+	if (o->tenant_qps < 0 || o->tenant_burst < 1 || o->threads < 1 || o->threads > 512 || o->resync_s < 1 ||
+	    o->pending_grace_s < 1 || o->audit_max_mb < 1) {
+		fprintf(stderr, "ursa-gateway: a numeric flag is out of range\n");
+		return -1;
+	}
+	if (!o->token_file && !o->signing_pub) {
+		fprintf(stderr, "ursa-gateway: --token-auth-file or --token-signing-public-key is required\n");
+		return -1;
+	}
+	return 0;
+}
