@@ -6,14 +6,18 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #define MAX_REPLY_HEADERS 8
 
 struct http_stream {
+	struct http_server *srv;
+	struct http_stream *prev, *next; /* in srv->streams */
 	pthread_mutex_t lock;
 	struct MHD_Connection *conn;
 	struct buf pending;
@@ -60,6 +64,12 @@ struct http_server {
 	bool stopping;
 	pthread_t *workers;
 	unsigned nworkers;
+	/* Open streams, so that stopping can end them first (libmicrohttpd refuses to stop with
+	 * suspended connections). */
+	pthread_mutex_t streams_lock;
+	struct http_stream *streams;
+	size_t nstreams;
+	atomic_bool closing;
 	char *cert, *key; /* kept until stop: the TLS library may refer to them */
 };
 
@@ -153,7 +163,7 @@ static ssize_t on_stream_read(void *cls, uint64_t pos, char *out, size_t max)
 			}
 			return (ssize_t)n;
 		}
-		if (s->ended)
+		if (s->ended || atomic_load(&s->srv->closing))
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		pthread_mutex_lock(&s->lock);
 		s->woken = false;
@@ -178,6 +188,16 @@ static ssize_t on_stream_read(void *cls, uint64_t pos, char *out, size_t max)
 static void on_stream_free(void *cls)
 {
 	struct http_stream *s = cls;
+	struct http_server *srv = s->srv;
+	pthread_mutex_lock(&srv->streams_lock);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		srv->streams = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	srv->nstreams--;
+	pthread_mutex_unlock(&srv->streams_lock);
 	s->done(s->ud);
 	buf_release(&s->pending);
 	pthread_mutex_destroy(&s->lock);
@@ -193,11 +213,20 @@ static void reply_release(struct http_reply *rp)
 	}
 }
 
-static enum MHD_Result send_reply(struct MHD_Connection *conn, struct http_reply *rp)
+static enum MHD_Result send_reply(struct http_server *srv, struct MHD_Connection *conn, struct http_reply *rp)
 {
 	struct MHD_Response *resp;
 	if (rp->stream) {
-		rp->stream->conn = conn;
+		struct http_stream *st = rp->stream;
+		st->conn = conn;
+		st->srv = srv;
+		pthread_mutex_lock(&srv->streams_lock);
+		st->next = srv->streams;
+		if (st->next)
+			st->next->prev = st;
+		srv->streams = st;
+		srv->nstreams++;
+		pthread_mutex_unlock(&srv->streams_lock);
 		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, on_stream_read, rp->stream,
 							 on_stream_free);
 		MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
@@ -273,7 +302,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			 srv->max_body);
 		http_reply_set(&r->reply, 413, "application/json", &b);
 	}
-	enum MHD_Result ret = send_reply(conn, &r->reply);
+	enum MHD_Result ret = send_reply(srv, conn, &r->reply);
 	reply_release(&r->reply);
 	memset(&r->reply, 0, sizeof(r->reply));
 	return ret;
@@ -384,6 +413,7 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 	s->workers = xcalloc(s->nworkers, sizeof(*s->workers));
 	for (unsigned i = 0; i < s->nworkers; i++)
 		pthread_create(&s->workers[i], NULL, worker_main, s);
+	pthread_mutex_init(&s->streams_lock, NULL);
 	s->handler = h;
 	s->ud = ud;
 	s->max_body = o->max_body ? o->max_body : 3u << 20;
@@ -424,10 +454,29 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 	return s;
 }
 
+/* Ends every open stream (they finish their chunked body) and waits up to 2 s for them. */
+static void end_streams(struct http_server *s)
+{
+	pthread_mutex_lock(&s->streams_lock);
+	atomic_store(&s->closing, true);
+	for (struct http_stream *st = s->streams; st; st = st->next)
+		http_stream_wake(st);
+	pthread_mutex_unlock(&s->streams_lock);
+	for (int i = 0; i < 200; i++) {
+		pthread_mutex_lock(&s->streams_lock);
+		size_t n = s->nstreams;
+		pthread_mutex_unlock(&s->streams_lock);
+		if (n == 0)
+			break;
+		usleep(10 * 1000);
+	}
+}
+
 void http_server_stop(struct http_server *s)
 {
 	if (!s)
 		return;
+	end_streams(s);
 	MHD_stop_daemon(s->mhd);
 	stop_workers(s);
 	free(s->cert);
