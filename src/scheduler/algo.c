@@ -143,7 +143,7 @@ enum sched_fail sched_filter_node(const struct sched_node *n, const struct sched
 				  const struct spread_state *spreads, const char **ret_taint)
 {
 	enum sched_fail why;
-	if (!n->ready)
+	if (!n->ready || n->rm_down)
 		return FAIL_NOT_READY;
 	if (n->unschedulable)
 		return FAIL_UNSCHEDULABLE;

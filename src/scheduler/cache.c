@@ -344,3 +344,10 @@ void sched_cache_forget(struct sched_cache *c, struct sched_cpod *p)
 	if (p->assumed)
 		uncount(c, p);
 }
+
+void sched_cache_rm_down(struct sched_cache *c, const char *rm, bool down)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->list[i]->rm && strcmp(c->list[i]->rm, rm) == 0)
+			c->list[i]->rm_down = down;
+}

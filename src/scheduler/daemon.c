@@ -27,6 +27,8 @@ struct rm_entry {
 	struct informer *inf;
 	struct sched_daemon *d;
 	bool synced;
+	int64_t failing_since;    /* mono ms of the first failed health check in a row, 0 if fine */
+	bool down;                /* its nodes are marked rm_down */
 };
 
 struct sched_daemon {
@@ -680,13 +682,56 @@ static bool active(struct sched_daemon *d)
 	return !d->le || leader_is_leader(d->le);
 }
 
+/* Health-checks every resource manager (outside the lock: a check may take a while). One that
+ * fails for longer than --rm-down-seconds has its nodes taken out of scheduling until it answers
+ * again: with its resource manager gone nobody can taint them, and a zone lost whole would
+ * otherwise keep receiving the pods evicted from it. */
+static void check_rms(struct sched_daemon *d)
+{
+	struct rm_entry *v[256];
+	size_t n = 0, it = 0;
+	pthread_mutex_lock(&d->mu);
+	for (struct strmap_ent *e = strmap_next(&d->rms, NULL, &it); e && n < 256; e = strmap_next(&d->rms, e, &it))
+		v[n++] = e->val;
+	pthread_mutex_unlock(&d->mu);
+	int64_t now = mono_ms();
+	for (size_t i = 0; i < n; i++) {
+		struct rm_entry *r = v[i];
+		bool ok = rest_do(r->client, "GET", "/readyz", NULL, NULL, NULL) == 200;
+		pthread_mutex_lock(&d->mu);
+		if (ok) {
+			r->failing_since = 0;
+			if (r->down) {
+				r->down = false;
+				sched_cache_rm_down(&d->cache, r->name, false);
+				atomic_store(&d->requeue, true);
+				log_info("resource manager back", "rm=%s", r->name);
+			}
+		} else {
+			if (!r->failing_since)
+				r->failing_since = now;
+			if (!r->down && now - r->failing_since >= d->o.rm_down_s * 1000) {
+				r->down = true;
+				sched_cache_rm_down(&d->cache, r->name, true);
+				log_warn("resource manager unreachable: its nodes are out of scheduling", "rm=%s", r->name);
+			}
+		}
+		pthread_mutex_unlock(&d->mu);
+	}
+}
+
 static void *ticker_main(void *arg)
 {
 	struct sched_daemon *d = arg;
 	int64_t next_gc = mono_ms() + d->o.gc_s * 1000, next_stats = mono_ms() + d->o.stats_s * 1000;
 	long long last_sched = -1;
+	int64_t next_rm_check = 0;
 	while (!atomic_load(&d->stop)) {
 		usleep(100 * 1000);
+		if (mono_ms() >= next_rm_check) {
+			check_rms(d);
+			next_rm_check = mono_ms() + 2000;
+		}
 		if (atomic_exchange(&d->requeue, false))
 			requeue_unschedulable(d);
 		int64_t now = mono_ms();

@@ -16,7 +16,7 @@ int sched_options_parse(struct sched_options *o, int argc, char **argv)
 	*o = (struct sched_options){
 		.scheduler_name = "default-scheduler", .partition = "tp-1", .log_level = "info",
 		.leader_elect = true, .scheduled_events = true, .workers = 16, .pct = 0, .max_nodes = 500,
-		.lease_s = 6, .renew_s = 4, .retry_s = 1, .gc_s = 10, .stats_s = 10,
+		.lease_s = 6, .renew_s = 4, .retry_s = 1, .gc_s = 10, .stats_s = 10, .rm_down_s = 10,
 	};
 	const struct opt opts[] = {
 		{ "kubeconfig", OPT_STRING, &o->kubeconfig,
@@ -38,6 +38,8 @@ int sched_options_parse(struct sched_options *o, int argc, char **argv)
 		{ "max-nodes-to-score", OPT_INT, &o->max_nodes,
 		  "and never look for more than this many feasible nodes (0: no cap); keeps a decision's cost flat" },
 		{ "reservation-gc-seconds", OPT_INT, &o->gc_s, "how often reservations of finished pods are released" },
+		{ "rm-down-seconds", OPT_INT, &o->rm_down_s,
+		  "a resource manager failing its health checks this long has its nodes taken out of scheduling" },
 		{ "stats-seconds", OPT_INT, &o->stats_s, "how often to log the counters (0: never)" },
 		{ "scheduled-events", OPT_BOOL, &o->scheduled_events, "record a Scheduled event for every bound pod" },
 		{ "log-level", OPT_STRING, &o->log_level, "debug, info, warn or error" },
@@ -50,7 +52,7 @@ int sched_options_parse(struct sched_options *o, int argc, char **argv)
 	}
 	if (o->workers < 1 || o->workers > 256 || o->pct < 0 || o->pct > 100 || o->max_nodes < 0 ||
 	    o->lease_s < 2 || o->renew_s < 1 || o->renew_s >= o->lease_s || o->retry_s < 1 ||
-	    o->retry_s >= o->renew_s + 1 || o->gc_s < 1 || o->stats_s < 0) {
+	    o->retry_s >= o->renew_s + 1 || o->gc_s < 1 || o->stats_s < 0 || o->rm_down_s < 1) {
 		fprintf(stderr, "ursa-scheduler: --workers (1..256), --percentage-of-nodes-to-score (0..100) or "
 				"the lease timings (retry <= renew < duration) are out of range\n");
 		return -1;

@@ -93,6 +93,8 @@ struct sched_node {
 	struct sched_res alloc, used, other, own_reserved;
 	bool present;      /* false: a placeholder kept for pods bound to a node not (yet) seen */
 	bool ready, unschedulable;
+	bool rm_down;      /* its resource manager has not answered for a while: nobody can
+			      vouch for the node (nor taint it), so nothing is placed there */
 	struct sched_taint *taints;
 	size_t ntaints;
 	size_t idx;        /* position in the cache's list while present */
@@ -161,6 +163,8 @@ bool sched_cache_node_set(struct sched_cache *c, const json_t *obj, const char *
 void sched_cache_node_del(struct sched_cache *c, const char *name);
 /* Removes every node of rm. */
 void sched_cache_rm_del(struct sched_cache *c, const char *rm);
+/* Marks every node of rm down (unusable) or up again. */
+void sched_cache_rm_down(struct sched_cache *c, const char *rm, bool down);
 struct sched_node *sched_cache_node(struct sched_cache *c, const char *name);
 /* Adds or updates a pod of our partition from its object; returns the cached pod (borrowed).
  * ret_freed (may be NULL) is set when the update released resources (pod finished). */

@@ -7,8 +7,8 @@ Then everything of az-1 is killed at once (kubelet and its containers, RM contro
 RM API server, RM etcd). The tenant partition's rmloss controller must notice the RM is gone
 after the grace period, mark the pods Ready=False, keep them until their toleration runs out,
 and evict them within grace + toleration + 10 s; their replacements run in az-2 (placed by
-ursa-scheduler with URSA_ZONE_LOSS_SCHEDULER=1 when it is built, else bound by the test as a
-scheduler would). A
+ursa-scheduler, which takes the nodes of an unreachable resource manager out of scheduling;
+URSA_ZONE_LOSS_SCHEDULER=0 makes the test bind them itself instead). A
 second tenant keeps creating and listing objects throughout without a single error.
 
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/e2e/test_zone_loss.py"""
@@ -51,9 +51,7 @@ def start_daemon(label, args):
 
 
 def scheduler_works():
-    # Opt-in until ursa-scheduler stops placing pods on nodes of an unreachable resource
-    # manager (it binds the replacements to az-1-host-1 again, and rmloss evicts them again).
-    if os.environ.get("URSA_ZONE_LOSS_SCHEDULER") != "1" or not os.access(SCHED_BIN, os.X_OK):
+    if os.environ.get("URSA_ZONE_LOSS_SCHEDULER") == "0" or not os.access(SCHED_BIN, os.X_OK):
         return False
     rc, out, _ = h.run_cmd([SCHED_BIN, "--help"], 10)
     return rc == 0 and "--kubeconfig" in out
