@@ -13,6 +13,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR
 . "$here/lib/common.sh"
 . "$here/lib/components.sh"
+lock_region
 
 purge=0
 for arg in "$@"; do

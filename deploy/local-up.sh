@@ -20,6 +20,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR
 . "$here/lib/common.sh"
 . "$here/lib/components.sh"
+lock_region
 
 build=1
 for arg in "$@"; do

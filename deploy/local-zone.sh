@@ -18,6 +18,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR
 . "$here/lib/common.sh"
 . "$here/lib/components.sh"
+lock_region
 
 usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 

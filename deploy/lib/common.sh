@@ -178,7 +178,8 @@ start_daemon() {
 	printf '\n--- %s starting: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$log"
 	# A background job of a non-interactive shell is not a process-group leader, so setsid
 	# and nohup exec in place and $! is the daemon's own PID.
-	setsid nohup "$@" >>"$log" 2>&1 </dev/null &
+	# 9>&-: the daemon must not keep the region lock (lock_region) held after this script ends.
+	setsid nohup "$@" >>"$log" 2>&1 </dev/null 9>&- &
 	pid=$!
 	printf '%s\n' "$pid" >"$(pidfile "$name")"
 	printf '%s\n' "$exe" >"$URSA_PIDS/$name.exe"
@@ -229,4 +230,15 @@ wait_http() {
 	done
 	tail -n 30 "$log" >&2 || true
 	die "$url did not answer 200 within ${secs}s (last status ${code:-none}); log: $log"
+}
+
+# lock_region: one region script at a time (local-up, local-down, local-zone). Two at once would
+# race on the PID files and leave daemons no script knows about; the second one waits.
+lock_region() {
+	mkdir -p "$URSA_STATE"
+	exec 9>"$URSA_STATE/.lock"
+	if ! flock -n 9; then
+		say "another region script is running; waiting for it"
+		flock -w 900 9 || die "timed out waiting for $URSA_STATE/.lock"
+	fi
 }

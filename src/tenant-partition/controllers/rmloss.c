@@ -144,7 +144,8 @@ struct rm_entry {
 	int64_t lost_ms;    /* monotonic time it was declared lost, 0 while not lost */
 	char **nodes;       /* sorted node names from the last successful list */
 	size_t nnodes;
-	bool seen;
+	bool seen;          /* still in the registry */
+	bool listed;        /* its nodes were listed at least once */
 };
 
 struct rmloss {
@@ -320,6 +321,7 @@ static bool check_rm(struct rm_entry *e)
 				e->nodes[e->nnodes++] = xstrdup(nn);
 		}
 		qsort(e->nodes, e->nnodes, sizeof(*e->nodes), cmp_str);
+		e->listed = true;
 	} else {
 		log_debug("resource manager check failed", "rm=\"%s\" code=%d", e->name, code);
 	}
@@ -340,14 +342,27 @@ struct collect {
 	size_t n, cap;
 };
 
+static bool has_node(const struct rm_entry *e, const char *node)
+{
+	return e->nnodes && bsearch(&node, e->nodes, e->nnodes, sizeof(*e->nodes), cmp_str);
+}
+
+/* The lost RM that owns node, or NULL. An RM lost before this manager ever listed its nodes
+ * (the manager started after the zone went down) still owns every node that no reachable RM
+ * knows: node names are unique in the region, so such a node can only be in a lost zone. */
 static const struct rm_entry *lost_owner(struct rmloss *r, const char *node)
 {
+	const struct rm_entry *unlisted = NULL;
 	for (size_t i = 0; i < r->n; i++) {
 		const struct rm_entry *e = &r->v[i];
-		if (e->lost_ms && e->nnodes && bsearch(&node, e->nodes, e->nnodes, sizeof(*e->nodes), cmp_str))
+		if (e->lost_ms && has_node(e, node))
 			return e;
+		if (!e->lost_ms && (has_node(e, node) || !e->listed))
+			return NULL; /* a reachable RM has it (or has not answered yet: wait) */
+		if (e->lost_ms && !e->listed)
+			unlisted = e;
 	}
-	return NULL;
+	return unlisted;
 }
 
 static void collect_pod(void *ud, const json_t *pod)
@@ -534,8 +549,9 @@ int tpc_sync_rmloss(struct tpc *m, const char *key)
 			e->lost_ms = now;
 			log_warn("resource manager lost: its nodes are unreachable", "rm=\"%s\" zone=\"%s\" nodes=%zu silent_s=%lld",
 				 e->name, e->zone ? e->zone : "", e->nnodes, (long long)((now - e->last_ok_ms) / 1000));
-			if (!e->nnodes)
-				log_warn("lost resource manager's nodes are unknown (never listed)", "rm=\"%s\"", e->name);
+			if (!e->listed)
+				log_warn("lost resource manager was never listed: its nodes are the ones no reachable resource manager knows",
+					 "rm=\"%s\"", e->name);
 		}
 		any_lost |= e->lost_ms != 0;
 	}
