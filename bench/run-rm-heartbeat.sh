@@ -11,7 +11,7 @@
 # STEP_SECONDS (60), PERIOD (10), THREADS (32), P99_MS (100), ETCD_SECONDS (15),
 # VALUE_BYTES (400), BUDGET_SECONDS (540: no new step starts after this), RETRIES (1: a failing
 # step is run again this many times before stepping stops, since other work on the machine can
-# spoil one minute).
+# spoil one minute), RM_WORKERS (the RM's --workers; default: its own default).
 #
 # A step passes when the p99 renewal latency (send -> response) is at most P99_MS, at least 99%
 # of the scheduled renewals succeeded, and at most 1% started more than 100 ms late. Stepping
@@ -98,7 +98,7 @@ start_rm() {
 	port=$("$LOAD" free-port)
 	printf '%s,admin,uid1,"system:masters",system\n' "$TOKEN" >"$TMP/tokens.csv"
 	"$RM" --listen "127.0.0.1:$port" --etcd-servers "$ETCD_URL" --token-auth-file "$TMP/tokens.csv" \
-		--log-level warn >"$TMP/rm.log" 2>&1 &
+		--log-level warn ${RM_WORKERS:+--workers "$RM_WORKERS"} >"$TMP/rm.log" 2>&1 &
 	RM_PID=$!
 	PIDS+=("$RM_PID")
 	RM_URL="http://127.0.0.1:$port"
@@ -260,7 +260,7 @@ cat <<EOF
 
 ### Resource manager node-lease renewals ($START_DATE)
 
-Machine: $(nproc) CPUs, ${MODEL:-unknown CPU}, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r); etcd $ETCD_VER (one member, loopback, plain HTTP); RM with its default 16 workers.
+Machine: $(nproc) CPUs, ${MODEL:-unknown CPU}, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r); etcd $ETCD_VER (one member, loopback, plain HTTP); RM --workers ${RM_WORKERS:-16 (default)}.
 Load average before: $LOAD_BEFORE; after: $LOAD_AFTER. Processes above 5% of a core (1 s sample) before: ${OTHERS_BEFORE:-none}; after: ${OTHERS_AFTER:-none}.
 etcd's own put rate (\`ursa-load etcd-put\`, $THREADS clients, $VALUE_BYTES-byte values, new keys, ${ETCD_SECONDS} s): **$ETCD_PUT puts/s**, p50 $(fmt %.2f "$(field "$TMP/etcd-put.out" p50_ms)") ms, p99 $(fmt %.2f "$(field "$TMP/etcd-put.out" p99_ms)") ms, etcd CPU ${PUT_CPU}% of a core, $PUT_FSYNC WAL fsyncs/s.
 Each step: \`ursa-heartbeat\` with $THREADS keep-alive connections renews every lease once per ${PERIOD} s on an open-loop schedule for ${STEP_SECONDS} s
