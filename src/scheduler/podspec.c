@@ -28,62 +28,13 @@ void sched_res_sub(struct sched_res *a, const struct sched_res *b)
 	a->pods = a->pods > b->pods ? a->pods - b->pods : 0;
 }
 
-/* requests[name], else limits[name] (a limit alone implies an equal request), else 0. */
-static int amount(const json_t *c, const char *name, long long *ret)
-{
-	const json_t *res = json_object_get(c, "resources");
-	const json_t *v = json_object_get(json_object_get(res, "requests"), name);
-	long long m;
-	if (!v)
-		v = json_object_get(json_object_get(res, "limits"), name);
-	*ret = 0;
-	if (!v)
-		return 0;
-	if (json_is_integer(v)) {
-		json_int_t n = json_integer_value(v);
-		if (n < 0 || n > INT64_MAX / 1000)
-			return E_INVALID;
-		*ret = (long long)n * 1000;
-		return 0;
-	}
-	if (!json_is_string(v) || quantity_parse_milli(json_string_value(v), &m) != 0 || m < 0)
-		return E_INVALID;
-	*ret = m;
-	return 0;
-}
-
-static int containers(const json_t *list, bool take_max, struct sched_res *acc)
-{
-	size_t i;
-	const json_t *c;
-	json_array_foreach(list, i, c) {
-		long long cpu, mem;
-		if (amount(c, "cpu", &cpu) || amount(c, "memory", &mem))
-			return E_INVALID;
-		if (take_max) {
-			acc->cpu_m = cpu > acc->cpu_m ? cpu : acc->cpu_m;
-			acc->mem_m = mem > acc->mem_m ? mem : acc->mem_m;
-		} else {
-			acc->cpu_m = sat_add(acc->cpu_m, cpu);
-			acc->mem_m = sat_add(acc->mem_m, mem);
-		}
-	}
-	return 0;
-}
-
 int sched_pod_requests(const json_t *obj, struct sched_res *ret)
 {
-	const json_t *spec = json_object_get(obj, "spec");
-	struct sched_res sum = { 0, 0, 1 }, init = { 0, 0, 1 };
-	if (containers(json_object_get(spec, "containers"), false, &sum) ||
-	    containers(json_object_get(spec, "initContainers"), true, &init))
-		return E_INVALID;
-	if (init.cpu_m > sum.cpu_m)
-		sum.cpu_m = init.cpu_m;
-	if (init.mem_m > sum.mem_m)
-		sum.mem_m = init.mem_m;
-	*ret = sum;
-	return 0;
+	struct pod_requests r;
+	int rc = pod_requests(obj, &r, NULL);
+	if (rc == 0)
+		*ret = (struct sched_res){ r.cpu_m, r.mem_m, 1 };
+	return rc;
 }
 
 static int parse_op(const char *s, enum sel_op *ret)

@@ -111,25 +111,6 @@ static bool str_eq_opt(const char *a, const char *b)
 	return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
-bool toleration_matches(const json_t *tol, const json_t *taint)
-{
-	const char *effect = json_str(tol, "effect");
-	if (effect && *effect && !str_eq_opt(effect, json_str(taint, "effect")))
-		return false;
-	const char *key = json_str(tol, "key");
-	const char *op = json_str(tol, "operator");
-	bool exists = op && strcmp(op, "Exists") == 0;
-	if (!key || !*key)
-		return exists; /* an empty key with Exists tolerates everything */
-	if (!str_eq_opt(key, json_str(taint, "key")))
-		return false;
-	if (exists)
-		return true;
-	if (op && *op && strcmp(op, "Equal") != 0)
-		return false;
-	return str_eq_opt(json_str(tol, "value"), json_str(taint, "value"));
-}
-
 static int64_t taint_added_ms(const json_t *taint, int64_t now_ms)
 {
 	const char *s = json_str(taint, "timeAdded");
@@ -144,32 +125,14 @@ static bool is_ours(const char *key)
 	return key && (strcmp(key, TAINT_UNREACHABLE) == 0 || strcmp(key, TAINT_NOT_READY) == 0);
 }
 
-/* The deadline one NoExecute taint sets for the pod. */
-static int64_t deadline_for(const json_t *tols, const json_t *taint, int64_t default_tol_s, int64_t now_ms)
+/* The deadline one NoExecute taint sets for the pod: the pod's tolerations, else for our own
+ * taints the default toleration, else at once (0). */
+static int64_t deadline_for(const json_t *pod, const json_t *taint, int64_t default_tol_s, int64_t now_ms)
 {
 	int64_t added = taint_added_ms(taint, now_ms);
-	bool matched = false;
-	int64_t best = INT64_MAX; /* no tolerationSeconds: forever */
-	size_t i;
-	const json_t *tol;
-	json_array_foreach(tols, i, tol) {
-		if (!toleration_matches(tol, taint))
-			continue;
-		matched = true;
-		const json_t *secs = json_object_get(tol, "tolerationSeconds");
-		if (!json_is_integer(secs))
-			continue;
-		json_int_t s = json_integer_value(secs);
-		if (s < 0)
-			s = 0;
-		if (s > INT64_MAX / 2000)
-			s = INT64_MAX / 2000;
-		int64_t d = added + (int64_t)s * 1000;
-		if (d < best)
-			best = d;
-	}
-	if (matched)
-		return best;
+	int64_t d = toleration_deadline_ms(pod, taint, added);
+	if (d >= 0)
+		return d;
 	if (is_ours(json_str(taint, "key")))
 		return added + default_tol_s * 1000;
 	return 0;
@@ -177,7 +140,6 @@ static int64_t deadline_for(const json_t *tols, const json_t *taint, int64_t def
 
 int64_t pod_eviction_time_ms(const json_t *pod, const json_t *taints, int64_t default_tol_s, int64_t now_ms)
 {
-	const json_t *tols = json_path(pod, "spec.tolerations");
 	int64_t when = INT64_MAX;
 	size_t i;
 	const json_t *taint;
@@ -185,7 +147,7 @@ int64_t pod_eviction_time_ms(const json_t *pod, const json_t *taints, int64_t de
 		const char *effect = json_str(taint, "effect");
 		if (!effect || strcmp(effect, "NoExecute") != 0)
 			continue;
-		int64_t d = deadline_for(tols, taint, default_tol_s, now_ms);
+		int64_t d = deadline_for(pod, taint, default_tol_s, now_ms);
 		if (d < when)
 			when = d;
 	}

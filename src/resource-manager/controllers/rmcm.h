@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "ursa/client.h"
+#include "ursa/kinds.h"
 
 #define TAINT_UNREACHABLE "node.kubernetes.io/unreachable"
 #define TAINT_NOT_READY "node.kubernetes.io/not-ready"
@@ -70,7 +71,6 @@ void token_bucket_set_rate(struct token_bucket *b, double rate, int64_t now_ms);
 bool token_bucket_take(struct token_bucket *b, int64_t now_ms);
 
 /* Whether one toleration matches one taint (key/operator/value/effect, Kubernetes rules). */
-bool toleration_matches(const json_t *toleration, const json_t *taint);
 /* When (wall-clock ms) the pod must go from a node with these taints: the earliest, over
  * the NoExecute taints, of taint.timeAdded + the smallest tolerationSeconds of the pod's
  * matching tolerations; 0 (now) for a NoExecute taint nothing tolerates, except that the

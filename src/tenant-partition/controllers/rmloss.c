@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tpc.h"
+#include "ursa/kinds.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
@@ -35,57 +36,14 @@ bool tpc_rm_lost(int64_t last_ok_ms, int64_t now_ms, long long grace_s)
 	return now_ms - last_ok_ms > (int64_t)grace_s * 1000;
 }
 
-static bool str_eq_opt(const char *a, const char *b)
-{
-	return strcmp(a ? a : "", b ? b : "") == 0;
-}
-
-/* Whether tol tolerates node.kubernetes.io/unreachable:NoExecute (a taint without value). */
-static bool tolerates_unreachable(const json_t *tol)
-{
-	const char *effect = json_str(tol, "effect");
-	if (effect && *effect && strcmp(effect, "NoExecute") != 0)
-		return false;
-	const char *key = json_str(tol, "key"), *op = json_str(tol, "operator");
-	bool exists = op && strcmp(op, "Exists") == 0;
-	if (!key || !*key)
-		return exists;
-	if (strcmp(key, TPC_TAINT_UNREACHABLE) != 0)
-		return false;
-	if (exists)
-		return true;
-	if (op && *op && strcmp(op, "Equal") != 0)
-		return false;
-	return str_eq_opt(json_str(tol, "value"), NULL);
-}
-
 int64_t tpc_unreachable_deadline_ms(const json_t *pod, int64_t lost_ms, long long default_tol_s)
 {
-	const json_t *tols = json_path(pod, "spec.tolerations");
-	bool matched = false;
-	int64_t best = INT64_MAX;
-	size_t i;
-	const json_t *tol;
-	json_array_foreach(tols, i, tol) {
-		if (!tolerates_unreachable(tol))
-			continue;
-		matched = true;
-		const json_t *secs = json_object_get(tol, "tolerationSeconds");
-		if (!json_is_integer(secs))
-			continue;
-		json_int_t s = json_integer_value(secs);
-		if (s < 0)
-			s = 0;
-		if (s > INT64_MAX / 4000)
-			s = INT64_MAX / 4000;
-		if (lost_ms + (int64_t)s * 1000 < best)
-			best = lost_ms + (int64_t)s * 1000;
-	}
-	if (matched)
-		return best;
-	if (default_tol_s < 0)
-		default_tol_s = 0;
-	return lost_ms + (int64_t)default_tol_s * 1000;
+	json_t *taint = json_pack("{s:s,s:s}", "key", TPC_TAINT_UNREACHABLE, "effect", "NoExecute");
+	int64_t d = toleration_deadline_ms(pod, taint, lost_ms);
+	json_decref(taint);
+	if (d >= 0)
+		return d;
+	return lost_ms + (int64_t)(default_tol_s < 0 ? 0 : default_tol_s) * 1000;
 }
 
 static void refill(struct tpc_bucket *b, int64_t now_ms)

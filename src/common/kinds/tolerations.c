@@ -1,0 +1,54 @@
+/* Tolerations against taints, shared by the node lifecycle controller (resource manager) and
+ * the tenant partitions' eviction of pods on a lost zone. */
+#include <stdint.h>
+#include <string.h>
+#include "ursa/jsonutil.h"
+#include "ursa/kinds.h"
+
+static bool str_eq_opt(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+bool toleration_matches(const json_t *tol, const json_t *taint)
+{
+	const char *effect = json_str(tol, "effect");
+	if (effect && *effect && !str_eq_opt(effect, json_str(taint, "effect")))
+		return false;
+	const char *key = json_str(tol, "key");
+	const char *op = json_str(tol, "operator");
+	bool exists = op && strcmp(op, "Exists") == 0;
+	if (!key || !*key)
+		return exists; /* an empty key with Exists tolerates everything */
+	if (!str_eq_opt(key, json_str(taint, "key")))
+		return false;
+	if (exists)
+		return true;
+	if (op && *op && strcmp(op, "Equal") != 0)
+		return false;
+	return str_eq_opt(json_str(tol, "value"), json_str(taint, "value"));
+}
+
+int64_t toleration_deadline_ms(const json_t *pod, const json_t *taint, int64_t since_ms)
+{
+	bool matched = false;
+	int64_t best = INT64_MAX; /* a matching toleration without tolerationSeconds: forever */
+	size_t i;
+	const json_t *tol;
+	json_array_foreach(json_path(pod, "spec.tolerations"), i, tol) {
+		if (!toleration_matches(tol, taint))
+			continue;
+		matched = true;
+		const json_t *secs = json_object_get(tol, "tolerationSeconds");
+		if (!json_is_integer(secs))
+			continue;
+		json_int_t s = json_integer_value(secs);
+		if (s < 0)
+			s = 0;
+		if (s > INT64_MAX / 4000)
+			s = INT64_MAX / 4000;
+		if (since_ms + (int64_t)s * 1000 < best)
+			best = since_ms + (int64_t)s * 1000;
+	}
+	return matched ? best : -1;
+}
