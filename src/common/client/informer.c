@@ -156,11 +156,10 @@ static int list_all(struct informer *inf, struct strmap *out, char **ret_rv)
 		struct buf p = BUF_INIT;
 		json_t *body = NULL;
 
-		/* As client-go's reflector: the list is served at resourceVersion 0, from the API
-		 * server's watch cache (an indexed lookup for spec.nodeName), not paged out of etcd. */
+		/* A consistent list (resourceVersion unset, from etcd): lists at resourceVersion 0
+		 * from a watch cache may lag what this informer already saw, and etcd 3.4's progress
+		 * notifications cannot tell a cache is current. */
 		buf_addf(&p, "%s?limit=%d", inf->path, INF_PAGE_LIMIT);
-		if (!cont)
-			buf_adds(&p, "&resourceVersion=0");
 		if (inf->query && *inf->query)
 			buf_addf(&p, "&%s", inf->query);
 		if (cont) {
