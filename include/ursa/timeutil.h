@@ -1,5 +1,8 @@
 #ifndef URSA_TIMEUTIL_H
 #define URSA_TIMEUTIL_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 #include "ursa/buf.h"
@@ -15,5 +18,9 @@ void rfc3339_micro_add(struct buf *out, int64_t unix_us);
 int rfc3339_parse(const char *s, time_t *ret_t);
 /* Kubernetes-style short age: "5s", "3m", "3h2m", "12d" (appends). */
 void age_add(struct buf *out, time_t since, time_t now);
+
+/* Sleeps up to ms on cond (created with CLOCK_MONOTONIC) and lock, returning early once *stop is
+ * true: whoever sets it broadcasts cond under lock. */
+void cond_sleep_ms(pthread_mutex_t *lock, pthread_cond_t *cond, const atomic_bool *stop, int64_t ms);
 
 #endif

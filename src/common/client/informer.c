@@ -324,19 +324,7 @@ static int watch_once(struct informer *inf)
 
 static void sleep_ms_interruptible(struct informer *inf, int64_t ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&inf->sleep_lock);
-	while (!atomic_load(&inf->stop))
-		if (pthread_cond_timedwait(&inf->sleep_cond, &inf->sleep_lock, &ts))
-			break;
-	pthread_mutex_unlock(&inf->sleep_lock);
+	cond_sleep_ms(&inf->sleep_lock, &inf->sleep_cond, &inf->stop, ms);
 }
 
 static void back_off(struct informer *inf, int64_t *backoff)

@@ -151,21 +151,9 @@ out:
 /* Sleeps about ms (plus up to jitter_pct percent), returning early on stop. */
 static void nap(struct leader_elector *le, int64_t ms, int jitter_pct)
 {
-	struct timespec ts;
 	if (jitter_pct > 0)
 		ms += ms * (rand_r(&le->seed) % (jitter_pct + 1)) / 100;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&le->lock);
-	while (!atomic_load(&le->stop))
-		if (pthread_cond_timedwait(&le->cond, &le->lock, &ts))
-			break;
-	pthread_mutex_unlock(&le->lock);
+	cond_sleep_ms(&le->lock, &le->cond, &le->stop, ms);
 }
 
 static void set_leader(struct leader_elector *le, bool on)

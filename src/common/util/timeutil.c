@@ -103,3 +103,20 @@ void age_add(struct buf *out, time_t since, time_t now)
 	else
 		buf_addf(out, "%ldy", h / 24 / 365);
 }
+
+void cond_sleep_ms(pthread_mutex_t *lock, pthread_cond_t *cond, const atomic_bool *stop, int64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(lock);
+	while (!atomic_load(stop))
+		if (pthread_cond_timedwait(cond, lock, &ts))
+			break;
+	pthread_mutex_unlock(lock);
+}
