@@ -19,6 +19,8 @@ int rfc3339_parse(const char *s, time_t *ret_t);
 /* Kubernetes-style short age: "5s", "3m", "3h2m", "12d" (appends). */
 void age_add(struct buf *out, time_t since, time_t now);
 
+/* The CLOCK_MONOTONIC time ms from now, for pthread_cond_timedwait on a monotonic cond. */
+void mono_deadline(struct timespec *ret, int64_t ms);
 /* Sleeps up to ms on cond (created with CLOCK_MONOTONIC) and lock, returning early once *stop is
  * true: whoever sets it broadcasts cond under lock. */
 void cond_sleep_ms(pthread_mutex_t *lock, pthread_cond_t *cond, const atomic_bool *stop, int64_t ms);

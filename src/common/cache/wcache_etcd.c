@@ -8,6 +8,7 @@
 #include <time.h>
 #include "cache/wcache_internal.h"
 #include "ursa/errors.h"
+#include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
 _Atomic long wcache_list_page_size = 10000;
@@ -144,13 +145,7 @@ static int list_and_watch(struct wdriver *d)
 static void wait_ms(struct wdriver *d, long ms)
 {
 	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += ms / 1000;
-	dl.tv_nsec += (ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	mono_deadline(&dl, ms);
 	pthread_cond_timedwait(&d->cond, &d->mu, &dl);
 }
 

@@ -104,16 +104,21 @@ void age_add(struct buf *out, time_t since, time_t now)
 		buf_addf(out, "%ldy", h / 24 / 365);
 }
 
+void mono_deadline(struct timespec *ret, int64_t ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ret);
+	ret->tv_sec += ms / 1000;
+	ret->tv_nsec += (ms % 1000) * 1000000L;
+	if (ret->tv_nsec >= 1000000000L) {
+		ret->tv_sec++;
+		ret->tv_nsec -= 1000000000L;
+	}
+}
+
 void cond_sleep_ms(pthread_mutex_t *lock, pthread_cond_t *cond, const atomic_bool *stop, int64_t ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	mono_deadline(&ts, ms);
 	pthread_mutex_lock(lock);
 	while (!atomic_load(stop))
 		if (pthread_cond_timedwait(cond, lock, &ts))
