@@ -75,6 +75,14 @@ static int convert_container(const json_t *c, struct rt_container *rc, struct bu
 			 KL_MAX_ARGS);
 		return E_INVALID;
 	}
+	/* There are no images here: a container that names neither command nor args (it would
+	 * run its image's entrypoint) runs a placeholder process that lives until stopped, so
+	 * `kubectl create deployment web --image=nginx` gives Running pods. */
+	if (!rc->command && !rc->args) {
+		rc->command = xcalloc(3, sizeof(*rc->command));
+		rc->command[0] = xstrdup("sleep");
+		rc->command[1] = xstrdup("infinity");
+	}
 	const char *wd = json_str(c, "workingDir");
 	if (wd && *wd)
 		rc->working_dir = xstrdup(wd);
