@@ -434,26 +434,12 @@ int etcd_put(struct etcd *e, const char *key, const char *value, size_t len, int
 	return rc;
 }
 
+/* Creates go through group commit (batch.c): concurrent creates share one txn. */
 int etcd_create(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease, int64_t *ret_rev)
 {
-	struct buf b = BUF_INIT;
-	json_t *resp = NULL;
-	int rc;
-
 	if (!key)
 		return E_BAD_REQUEST;
-	if (e->gc)
-		return etcd_gc_put(e, key, value, len, lease, -1, ret_rev);
-	txn_compare(&b, key, "CREATE", "EQUAL", 0);
-	buf_adds(&b, ",\"success\":[{\"request_put\":");
-	put_op(&b, key, value, len, lease);
-	buf_adds(&b, "}]}");
-	rc = etcd_call(e, "/v3/kv/txn", &b, false, &resp);
-	if (rc == 0)
-		rc = etcd_json_bool(resp, "succeeded") ? ret_header_rev(resp, ret_rev) : E_ALREADY_EXISTS;
-	json_decref(resp);
-	buf_release(&b);
-	return rc;
+	return etcd_gc_put(e, key, value, len, lease, -1, ret_rev);
 }
 
 int etcd_update(struct etcd *e, const char *key, const char *value, size_t len, int64_t expect_rev,
@@ -465,7 +451,7 @@ int etcd_update(struct etcd *e, const char *key, const char *value, size_t len, 
 
 	if (!key || expect_rev < 0)
 		return E_BAD_REQUEST;
-	if (e->gc && expect_rev > 0 && !ret_current)
+	if (expect_rev > 0 && !ret_current)
 		return etcd_gc_put(e, key, value, len, 0, expect_rev, ret_rev);
 	if (expect_rev)
 		txn_compare(&b, key, "MOD", "EQUAL", expect_rev);
