@@ -48,21 +48,9 @@ if [ "$ETCD_ONLY" = 0 ] && [ ! -x "$APISERVER" ]; then
 	die "API server binary missing: $APISERVER (build it first: cmake --build $BUILD --target ursa-tp-apiserver), or use --etcd-only"
 fi
 
-TMP=$(mktemp -d /tmp/ursa-bench.XXXXXX)
-PIDS=()
-RUN_PID=""
-cleanup() {
-	local pid
-	for pid in $RUN_PID "${PIDS[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${PIDS[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+bench_tmp ursa-bench
 
 if [ ! -x "$LOAD" ]; then
 	# The tool is self-contained, so a tree where bench/ has not been built still works.
@@ -75,32 +63,6 @@ fi
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # ---- processes ----------------------------------------------------------------------------
-
-# start_etcd NAME: sets ETCD_URL and ETCD_PID.
-start_etcd() {
-	local name=$1 ports c p m
-	ports=$("$LOAD" free-port --count 3)
-	c=$(sed -n 1p <<<"$ports"); p=$(sed -n 2p <<<"$ports"); m=$(sed -n 3p <<<"$ports")
-	mkdir -p "$TMP/$name"
-	"$ETCD_BIN" --name "$name" --data-dir "$TMP/$name/data" \
-		--listen-client-urls "http://127.0.0.1:$c" --advertise-client-urls "http://127.0.0.1:$c" \
-		--listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
-		--initial-cluster "$name=http://127.0.0.1:$p" --listen-metrics-urls "http://127.0.0.1:$m" \
-		--quota-backend-bytes 8589934592 >"$TMP/$name/etcd.log" 2>&1 &
-	ETCD_PID=$!
-	PIDS+=("$ETCD_PID")
-	ETCD_URL="http://127.0.0.1:$c"
-	local i
-	for i in $(seq 100); do
-		if "$LOAD" request --server "$ETCD_URL" --path /health --expect 200 >/dev/null 2>&1; then
-			return 0
-		fi
-		kill -0 "$ETCD_PID" 2>/dev/null || break
-		sleep 0.2
-	done
-	tail -20 "$TMP/$name/etcd.log" >&2
-	die "etcd $name did not become healthy"
-}
 
 # start_apiserver NAME: sets API_URL and API_PID (needs ETCD_URL).
 start_apiserver() {
@@ -164,7 +126,7 @@ run() {
 	local name=$1 limit=$2
 	shift 2
 	echo "## $name: ursa-load $*" >&2
-	# In the background so that a signal to this script is handled at once (see cleanup).
+	# In the background so that a signal to this script is handled at once (see bench_cleanup in bench/lib.sh).
 	timeout -k 10 "$limit" "$LOAD" "$@" >"$TMP/$name.out" 2>&1 &
 	RUN_PID=$!
 	wait "$RUN_PID" || echo "# $name exited with $?" >&2
@@ -189,7 +151,7 @@ LOAD_BEFORE=$(uptime | sed 's/.*load average: //')
 START_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
 # Phase 1: throughput, etcd directly and through the API server, on the same etcd.
-start_etcd etcd1
+start_etcd "$TMP/etcd1" etcd1
 if [ "$ETCD_ONLY" = 0 ]; then
 	start_apiserver api1
 	create_tenant
@@ -210,7 +172,7 @@ if [ "$ETCD_ONLY" = 0 ]; then
 	stop_pid "$ETCD_PID"
 
 	# Phase 2: memory, LIST and watch on a fresh etcd and API server.
-	start_etcd etcd2
+	start_etcd "$TMP/etcd2" etcd2
 	start_apiserver api2
 	sleep 2
 	RSS_IDLE=$(rss_kb "$API_PID")

@@ -51,20 +51,9 @@ for b in "$RM" "$LOAD"; do
 	[ -x "$b" ] || die "missing $b (build it: cmake --build $BUILD --target $(basename "$b"))"
 done
 
-TMP=$(mktemp -d /tmp/ursa-hollow.XXXXXX)
-PIDS=()
-cleanup() {
-	local pid
-	for pid in "${PIDS[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${PIDS[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+bench_tmp ursa-hollow
 
 # stop_pid PID NAME LOG: SIGTERM, SIGKILL after 20 s; warns (with the log's tail) when the
 # process did not exit cleanly.
@@ -81,26 +70,6 @@ stop_pid() {
 
 # ---- processes (fresh per count) ----------------------------------------------------------
 
-start_etcd() { # start_etcd DIR
-	local dir=$1 ports c p m i
-	ports=$("$LOAD" free-port --count 3)
-	c=$(sed -n 1p <<<"$ports"); p=$(sed -n 2p <<<"$ports"); m=$(sed -n 3p <<<"$ports")
-	"$ETCD_BIN" --name hollow --data-dir "$dir/etcd" \
-		--listen-client-urls "http://127.0.0.1:$c" --advertise-client-urls "http://127.0.0.1:$c" \
-		--listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
-		--initial-cluster "hollow=http://127.0.0.1:$p" --listen-metrics-urls "http://127.0.0.1:$m" \
-		--quota-backend-bytes 8589934592 >"$dir/etcd.log" 2>&1 &
-	ETCD_PID=$!
-	PIDS+=("$ETCD_PID")
-	ETCD_URL="http://127.0.0.1:$c"
-	for i in $(seq 100); do
-		"$LOAD" request --server "$ETCD_URL" --path /health --expect 200 >/dev/null 2>&1 && return 0
-		kill -0 "$ETCD_PID" 2>/dev/null || break
-		sleep 0.2
-	done
-	tail -20 "$dir/etcd.log" >&2
-	die "etcd did not become healthy"
-}
 
 start_rm() { # start_rm DIR
 	local dir=$1 port i
@@ -183,7 +152,7 @@ RSS_BY_N=()
 for n in $COUNTS; do
 	dir=$TMP/n$n
 	mkdir -p "$dir"
-	start_etcd "$dir"
+	start_etcd "$dir" hollow
 	start_rm "$dir"
 	write_kubeconfig "$dir/kubeconfig"
 	prefix=hollow$n

@@ -53,45 +53,12 @@ for b in "$RM" "$HB" "$LOAD"; do
 	[ -x "$b" ] || die "missing $b (build it: cmake --build $BUILD --target $(basename "$b"))"
 done
 
-TMP=$(mktemp -d /tmp/ursa-rm-heartbeat.XXXXXX)
-PIDS=()
-RUN_PID=""
-cleanup() {
-	local pid
-	for pid in $RUN_PID "${PIDS[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${PIDS[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+bench_tmp ursa-rm-heartbeat
 
 # ---- processes ----------------------------------------------------------------------------
 
-start_etcd() {
-	local ports c p m i
-	ports=$("$LOAD" free-port --count 3)
-	c=$(sed -n 1p <<<"$ports"); p=$(sed -n 2p <<<"$ports"); m=$(sed -n 3p <<<"$ports")
-	"$ETCD_BIN" --name hb --data-dir "$TMP/etcd" \
-		--listen-client-urls "http://127.0.0.1:$c" --advertise-client-urls "http://127.0.0.1:$c" \
-		--listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
-		--initial-cluster "hb=http://127.0.0.1:$p" --listen-metrics-urls "http://127.0.0.1:$m" \
-		--quota-backend-bytes 8589934592 >"$TMP/etcd.log" 2>&1 &
-	ETCD_PID=$!
-	PIDS+=("$ETCD_PID")
-	ETCD_URL="http://127.0.0.1:$c"
-	ETCD_METRICS="http://127.0.0.1:$m"
-	for i in $(seq 100); do
-		"$LOAD" request --server "$ETCD_URL" --path /health --expect 200 >/dev/null 2>&1 && return 0
-		kill -0 "$ETCD_PID" 2>/dev/null || break
-		sleep 0.2
-	done
-	tail -20 "$TMP/etcd.log" >&2
-	die "etcd did not become healthy"
-}
 
 start_rm() {
 	local port i
@@ -168,7 +135,7 @@ busiest() {
 }
 OTHERS_BEFORE=$(busiest)
 
-start_etcd
+start_etcd "$TMP" hb
 echo "## etcd put rate: $THREADS clients, $VALUE_BYTES-byte values, $ETCD_SECONDS s" >&2
 P0_ETCD=$(cpu_ticks "$ETCD_PID"); P0_T=$(now_s); P0_FSN=$(etcd_metric '^etcd_disk_wal_fsync_duration_seconds_count')
 timeout -k 10 $((ETCD_SECONDS + 60)) "$LOAD" etcd-put --endpoint "$ETCD_URL" --clients "$THREADS" \
