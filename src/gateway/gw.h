@@ -4,6 +4,7 @@
  * watch on the gateway's own etcd), or the resource manager owning a node. */
 #ifndef URSA_GW_H
 #define URSA_GW_H
+#include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -155,6 +156,12 @@ int upstream_do(const char *base, const struct upstream_req *rq, struct upstream
 /* To a partition: tries its endpoints in turn on E_UNAVAILABLE and opens its circuit when none
  * answers. */
 int upstream_partition(struct partition *p, const struct upstream_req *rq, struct upstream_resp *ret);
+
+/* Internal to upstream.c and stream.c: sets up c for rq to base (URL, TLS, headers, method,
+ * body). Returns the header list (free after the transfer) and the URL in *ret_url (free). */
+struct curl_slist *upstream_setup(CURL *c, const char *base, const struct upstream_req *rq, char **ret_url);
+/* E_UNAVAILABLE for failures where nothing reached the partition, E_TIMEOUT otherwise. */
+int upstream_curl_err(CURLcode rc);
 
 struct http_reply;
 /* Streams the partition's response to reply without buffering it (watch, log -f): a thread
