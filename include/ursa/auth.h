@@ -9,6 +9,8 @@
 #define TENANT_SYSTEM "system"
 #define TENANT_ALL "all"
 #define GROUP_MASTERS "system:masters"
+/* Site reliability engineers: read-only access to every tenant and the cluster scope. */
+#define GROUP_SRE "ursa:sre"
 
 struct identity {
 	char *user;
@@ -24,6 +26,12 @@ bool identity_in_group(const struct identity *id, const char *group);
 bool identity_is_system_admin(const struct identity *id);
 /* True if id may act inside tenant (its own tenant, or a system admin). */
 bool identity_may_access_tenant(const struct identity *id, const char *tenant);
+/* An ursa:sre member of tenant system who is not a system admin: may get, list and watch
+ * every tenant's objects and the cluster scope (secrets excepted, as Kubernetes' "view" role),
+ * and may write nothing. */
+bool identity_is_sre(const struct identity *id);
+/* True if id may read inside tenant: identity_may_access_tenant, or an SRE ("all" included). */
+bool identity_may_read_tenant(const struct identity *id, const char *tenant);
 
 struct authn;
 /* token_file: CSV lines `token,user,uid,"group1,group2",tenant` (groups and tenant optional,

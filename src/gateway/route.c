@@ -98,7 +98,7 @@ static void route_tenant_objects(const char *method, const struct path_info *p, 
 				 struct route *r)
 {
 	if (p->name) {
-		if (!identity_may_access_tenant(id, p->name)) {
+		if (!identity_may_read_tenant(id, p->name)) {
 			deny(r, E_FORBIDDEN, "the caller may not access this tenant");
 			return;
 		}
@@ -110,7 +110,7 @@ static void route_tenant_objects(const char *method, const struct path_info *p, 
 		r->tenant = xstrdup(p->name);
 		return;
 	}
-	if (!identity_is_system_admin(id)) {
+	if (!identity_is_system_admin(id) && !(identity_is_sre(id) && is_get(method))) {
 		deny(r, E_FORBIDDEN, "only system administrators list or create tenants");
 		return;
 	}
@@ -147,6 +147,10 @@ void gw_route(const char *method, const char *path, bool watch, const struct ide
 		return;
 	}
 	r.watch = watch || p.watch_prefix;
+	if (identity_is_sre(id) && !is_get(method)) {
+		deny(&r, E_FORBIDDEN, "members of " GROUP_SRE " are read-only");
+		goto out;
+	}
 	if (p.kind != PATH_RESOURCE) {
 		r.kind = RT_DISCOVERY;
 		goto out;
@@ -157,7 +161,7 @@ void gw_route(const char *method, const char *path, bool watch, const struct ide
 	}
 	const char *tenant = p.tenant ? p.tenant : id->tenant;
 	if (p.tenant && strcmp(p.tenant, TENANT_ALL) == 0) {
-		if (!identity_is_system_admin(id))
+		if (!identity_is_system_admin(id) && !identity_is_sre(id))
 			deny(&r, E_FORBIDDEN, "only system administrators read across all tenants");
 		else if (!is_get(method) || p.name)
 			deny(&r, E_METHOD, "only lists and watches address tenant \"all\"");
@@ -169,7 +173,7 @@ void gw_route(const char *method, const char *path, bool watch, const struct ide
 		route_rm(method, &p, id, &r);
 		goto out;
 	}
-	if (!identity_may_access_tenant(id, tenant)) {
+	if (!identity_may_read_tenant(id, tenant)) {
 		deny(&r, E_FORBIDDEN, "the caller may not access this tenant");
 		goto out;
 	}

@@ -368,5 +368,49 @@ def test_table_responses():
     eq([row["cells"][0] for row in r.json.get("rows", [])], [name], "single-object Table rows")
 
 
+def test_sre_role_reads_everything_and_writes_nothing():
+    """Group ursa:sre of tenant system: read-only across tenants, no secrets (Kubernetes' view)."""
+    name = create_pod(uniq("sre"))["metadata"]["name"]
+    r = admin().post("/api/v1/tenants/%s/namespaces/default/secrets" % S["t"],
+                     {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s1"},
+                      "stringData": {"k": "v"}})
+    expect_status(r, 201, "admin creates a secret")
+    sre = S["api"].user_client("system", "sre-1", ("ursa:sre",))
+    expect_status(sre.get(pods_path(S["t"], name=name)), 200, "SRE gets a tenant's pod")
+    expect_status(sre.get(pods_path(S["t"])), 200, "SRE lists a tenant's pods")
+    r = sre.get("/api/v1/tenants/all/pods")
+    expect_status(r, 200, "SRE lists pods of all tenants")
+    check(name in names(r.json), "pod %s missing from the all-tenants list" % name)
+    expect_status(sre.get("/api/v1/tenants"), 200, "SRE lists tenants")
+    expect_status(sre.get("/api/v1/tenants/%s" % S["t"]), 200, "SRE gets a tenant")
+    w = sre.watch(pods_path(S["t"]) + "?watch=true")
+    try:
+        ev = w.until(lambda e: e["object"]["metadata"]["name"] == name, 10)
+        eq(ev["type"], "ADDED", "SRE's watch sees the pod")
+    finally:
+        w.close()
+    denied = [
+        ("POST", pods_path(S["t"]), pod_manifest(uniq("nope"))),
+        ("DELETE", pods_path(S["t"], name=name), None),
+        ("PATCH", pods_path(S["t"], name=name), {"metadata": {"labels": {"x": "y"}}}),
+        ("DELETE", "/api/v1/tenants/%s" % S["t"], None),
+        ("POST", "/api/v1/namespaces/default/configmaps",
+         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "own"}}),
+        ("GET", "/api/v1/tenants/%s/namespaces/default/secrets/s1" % S["t"], None),
+        ("GET", "/api/v1/tenants/%s/namespaces/default/secrets" % S["t"], None),
+    ]
+    for method, path, body in denied:
+        if method == "PATCH":
+            r = sre.patch(path, body)
+        else:
+            r = sre.request(method, path, body)
+        expect_status(r, 403, "SRE %s %s" % (method, path), "Forbidden")
+    expect_status(admin().get(pods_path(S["t"], name=name)), 200, "pod survives the SRE's delete")
+    # The group means nothing outside tenant system.
+    other = S["api"].user_client(uniq("x"), "eve", ("ursa:sre",))
+    expect_status(other.get(pods_path(S["t"])), 403, "ursa:sre of another tenant", "Forbidden")
+    expect_status(other.get("/api/v1/tenants/all/pods"), 403, "ursa:sre of another tenant, all", "Forbidden")
+
+
 if __name__ == "__main__":
     run(globals())

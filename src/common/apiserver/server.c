@@ -80,30 +80,37 @@ static int scope_request(struct req *q)
 		}
 	}
 	bool admin = identity_is_system_admin(&q->id);
+	bool sre = identity_is_sre(&q->id);
+	bool write = strcmp(q->verb, "get") != 0 && strcmp(q->verb, "list") != 0 && strcmp(q->verb, "watch") != 0;
+	if (sre && (write || strcmp(r->plural, "secrets") == 0)) {
+		reply_status(q, E_FORBIDDEN, "%s is forbidden: User \"%s\" is a read-only SRE (group %s): cannot %s resource \"%s\"",
+			     r->plural, q->id.user, GROUP_SRE, q->verb, r->plural);
+		return -1;
+	}
 	if (strcmp(q->tenant, TENANT_ALL) == 0) {
 		bool collection = strcmp(q->verb, "list") == 0 || strcmp(q->verb, "watch") == 0;
-		if (!admin || !collection) {
-			reply_status(q, admin ? E_BAD_REQUEST : E_FORBIDDEN,
-				     admin ? "tenant \"all\" can only be listed or watched"
-					   : "user \"%s\" cannot access all tenants",
+		if (!(admin || sre) || !collection) {
+			reply_status(q, admin || sre ? E_BAD_REQUEST : E_FORBIDDEN,
+				     admin || sre ? "tenant \"all\" can only be listed or watched"
+						  : "user \"%s\" cannot access all tenants",
 				     q->id.user);
 			return -1;
 		}
 		return 0;
 	}
-	bool write = strcmp(q->verb, "get") != 0 && strcmp(q->verb, "list") != 0 && strcmp(q->verb, "watch") != 0;
 	if (r->scope == SCOPE_CLUSTER) {
-		/* Tenants may read their own Tenant object; everything else cluster-wide is the system's. */
+		/* Tenants may read their own Tenant object; everything else cluster-wide is the system's
+		 * (SREs read it all). */
 		bool own_tenant = strcmp(r->plural, "tenants") == 0 && q->path.name &&
 				  strcmp(q->path.name, q->id.tenant) == 0 && !write;
-		if (!admin && !own_tenant) {
+		if (!admin && !sre && !own_tenant) {
 			reply_status(q, E_FORBIDDEN, "%s is forbidden: User \"%s\" of tenant \"%s\" cannot %s resource \"%s\" at the cluster scope",
 				     r->plural, q->id.user, q->id.tenant, q->verb, r->plural);
 			return -1;
 		}
 		return 0;
 	}
-	if (!identity_may_access_tenant(&q->id, q->tenant)) {
+	if (!identity_may_access_tenant(&q->id, q->tenant) && !sre) {
 		reply_status(q, E_FORBIDDEN, "%s is forbidden: User \"%s\" of tenant \"%s\" cannot %s resource \"%s\" in tenant \"%s\"",
 			     r->plural, q->id.user, q->id.tenant, q->verb, r->plural, q->tenant);
 		return -1;

@@ -70,6 +70,19 @@ bool identity_may_access_tenant(const struct identity *id, const char *tenant)
 	return *tenant && strcmp(tenant, TENANT_ALL) != 0 && strcmp(id->tenant, tenant) == 0;
 }
 
+bool identity_is_sre(const struct identity *id)
+{
+	return id && id->tenant && strcmp(id->tenant, TENANT_SYSTEM) == 0 && identity_in_group(id, GROUP_SRE) &&
+	       !identity_in_group(id, GROUP_MASTERS);
+}
+
+bool identity_may_read_tenant(const struct identity *id, const char *tenant)
+{
+	if (!tenant || !*tenant)
+		return false;
+	return identity_may_access_tenant(id, tenant) || identity_is_sre(id);
+}
+
 bool auth_field_ok(const char *s, size_t len)
 {
 	if (!s || len == 0 || len > AUTH_FIELD_MAX)

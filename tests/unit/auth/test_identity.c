@@ -60,6 +60,36 @@ static void test_tenant_access(void **state)
 	identity_release(&ops);
 }
 
+static void test_sre(void **state)
+{
+	struct identity sre = make("sre", "system", GROUP_SRE);
+	struct identity tenant_sre = make("eve", "acme", GROUP_SRE);
+	struct identity both = make("root", "system", GROUP_SRE);
+	identity_add_group(&both, GROUP_MASTERS, strlen(GROUP_MASTERS));
+
+	assert_true(identity_is_sre(&sre));
+	assert_false(identity_is_system_admin(&sre));
+	assert_true(identity_may_read_tenant(&sre, "acme"));
+	assert_true(identity_may_read_tenant(&sre, TENANT_ALL));
+	assert_false(identity_may_read_tenant(&sre, ""));
+	assert_false(identity_may_read_tenant(&sre, NULL));
+	assert_false(identity_may_access_tenant(&sre, "acme"));
+
+	/* The group means nothing outside tenant system. */
+	assert_false(identity_is_sre(&tenant_sre));
+	assert_false(identity_may_read_tenant(&tenant_sre, "acme2"));
+	assert_true(identity_may_read_tenant(&tenant_sre, "acme"));
+
+	/* An admin in the group stays an admin (not read-only). */
+	assert_false(identity_is_sre(&both));
+	assert_true(identity_is_system_admin(&both));
+	assert_false(identity_is_sre(NULL));
+
+	identity_release(&sre);
+	identity_release(&tenant_sre);
+	identity_release(&both);
+}
+
 static void test_copy_is_deep(void **state)
 {
 	struct identity a = make("alice", "acme", "g1");
@@ -103,6 +133,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_system_admin),
 		cmocka_unit_test(test_tenant_access),
+		cmocka_unit_test(test_sre),
 		cmocka_unit_test(test_copy_is_deep),
 		cmocka_unit_test(test_tenant_names),
 	};

@@ -10,17 +10,20 @@
 #include "ursa/errors.h"
 
 static char *masters[] = { "system:masters" };
+static char *sres[] = { "ursa:sre" };
+#define SRE 2 /* row.admin: false = plain user, true = system:masters, SRE = ursa:sre */
 
-static struct identity user(const char *tenant, bool admin)
+static struct identity user(const char *tenant, int role)
 {
-	return (struct identity){ .user = "u", .uid = "u", .tenant = (char *)tenant, .groups = admin ? masters : NULL,
-				  .ngroups = admin ? 1 : 0 };
+	char **groups = role == SRE ? sres : role ? masters : NULL;
+	return (struct identity){ .user = "u", .uid = "u", .tenant = (char *)tenant, .groups = groups,
+				  .ngroups = role ? 1 : 0 };
 }
 
 struct row {
 	const char *method, *path;
 	const char *tenant; /* caller's tenant; NULL = unauthenticated */
-	bool admin;
+	int admin;
 	enum route_kind want;
 	const char *want_tenant; /* RT_TENANT */
 	int want_err;            /* RT_ERROR */
@@ -80,6 +83,21 @@ static const struct row rows[] = {
 	/* the same namespace name in another tenant is an ordinary tenant resource */
 	{ "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", "acme", false, RT_TENANT, "acme" },
 	{ "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/ctl", "system", true, RT_TENANT, "system" },
+	/* read-only SREs (ursa:sre of tenant system): every read, no write */
+	{ "GET", "/api/v1/tenants/acme/namespaces/default/pods", "system", SRE, RT_TENANT, "acme" },
+	{ "GET", "/api/v1/tenants/allison/namespaces/default/pods/p/log", "system", SRE, RT_TENANT, "allison" },
+	{ "DELETE", "/api/v1/tenants/acme/namespaces/default/pods/p", "system", SRE, RT_ERROR, NULL, E_FORBIDDEN },
+	{ "POST", "/api/v1/namespaces/default/pods", "system", SRE, RT_ERROR, NULL, E_FORBIDDEN },
+	{ "GET", "/api/v1/tenants/all/pods", "system", SRE, RT_ALL_TENANTS },
+	{ "GET", "/api/v1/tenants", "system", SRE, RT_TENANT_LIST },
+	{ "GET", "/api/v1/tenants/acme", "system", SRE, RT_TENANT, "acme" },
+	{ "POST", "/api/v1/tenants", "system", SRE, RT_ERROR, NULL, E_FORBIDDEN },
+	{ "DELETE", "/api/v1/tenants/acme", "system", SRE, RT_ERROR, NULL, E_FORBIDDEN },
+	{ "GET", "/api/v1/nodes", "system", SRE, RT_NODE_LIST },
+	{ "PATCH", "/api/v1/nodes/n1", "system", SRE, RT_ERROR, NULL, E_FORBIDDEN },
+	/* the group means nothing outside tenant system */
+	{ "GET", "/api/v1/tenants/acme/namespaces/default/pods", "other", SRE, RT_ERROR, NULL, E_FORBIDDEN },
+	{ "GET", "/api/v1/tenants/all/pods", "other", SRE, RT_ERROR, NULL, E_FORBIDDEN },
 	/* malformed */
 	{ "GET", "/api/v1/tenants/acme/namespaces/../pods", "acme", false, RT_ERROR, NULL, E_NOT_FOUND },
 	{ "GET", "/nope", "acme", false, RT_ERROR, NULL, E_NOT_FOUND },
