@@ -16,6 +16,7 @@ struct apiserver_options {
 	const char *etcd_prefix;     /* "/registry" */
 	const char *token_file;      /* static tokens (CSV) */
 	const char *token_public_key;/* verifies signed tokens */
+	const char *identity_key;    /* gateways' identity-assertion key (auth.h); NULL: not accepted */
 	const char *partition_id;
 	const char *region_token_file; /* bearer token this server uses towards other partitions and kubelets */
 	const char *region_ca_file;    /* CA bundle for those connections */

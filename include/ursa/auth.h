@@ -50,4 +50,22 @@ char *jwt_sign_file(const char *private_key_file, const struct identity *id, int
 /* Generates an RSA-2048 key pair as PEM files (private mode 0600). 0 or -1. */
 int keypair_generate(const char *private_path, const char *public_path);
 
+/* Identity assertions: how a gateway, having authenticated a caller, tells a partition who the
+ * caller is. Header IDENTITY_HEADER carries "v1.<claims>.<mac>": the token claims of the
+ * identity (base64url JSON, as in signed tokens, with a short expiry) and an HMAC-SHA256 of
+ * "v1.<claims>" under a secret only the region's gateways and partitions hold (a key file of at
+ * least 32 bytes; surrounding whitespace is ignored). A partition configured with the key takes
+ * the identity from the header instead of the Authorization header; nobody without the key can
+ * make one. */
+#define IDENTITY_HEADER "X-Ursa-Identity"
+struct idkey;
+/* 0 and a new key, or E_BAD_REQUEST with a new message in *ret_err. */
+int idkey_load(const char *path, struct idkey **ret, char **ret_err);
+void idkey_free(struct idkey *k);
+/* A new assertion of id valid for ttl_s seconds from now, or NULL if id cannot be expressed. */
+char *identity_assert(const struct idkey *k, const struct identity *id, time_t now, int64_t ttl_s);
+/* Verifies an assertion at time now and fills *ret (only on success). 0 or E_UNAUTHORIZED.
+ * Thread-safe. */
+int identity_assertion_verify(const struct idkey *k, const char *s, size_t len, time_t now, struct identity *ret);
+
 #endif

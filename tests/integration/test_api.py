@@ -4,24 +4,35 @@
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_api.py
 (URSA_TEST=test_a,test_b runs a subset after setup.)"""
 
+import base64
+import hashlib
+import hmac
+import json
 import os
 import re
+import secrets
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from ursa_harness import (ApiServer, Etcd, check, create_tenant, deployment_manifest,  # noqa: E402
-                          deployments_path, eq, expect_status, names, pod_manifest, pods_path, q,
-                          run, uniq)
+                          deployments_path, eq, expect_status, make_tmpdir, names, pod_manifest,
+                          pods_path, q, run, uniq)
 
 S = {}
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
+IDKEY = secrets.token_hex(32)
+
+
 def setup():
     S["etcd"] = Etcd().start()
-    S["api"] = ApiServer(S["etcd"]).start()
+    keyfile = os.path.join(make_tmpdir("idkey"), "identity.key")
+    with open(keyfile, "w") as f:
+        f.write(IDKEY + "\n")
+    S["api"] = ApiServer(S["etcd"], extra_args=["--identity-key-file", keyfile]).start()
     S["admin"] = S["api"].admin()
     S["t"] = uniq("api")
     create_tenant(S["admin"], S["t"])
@@ -410,6 +421,37 @@ def test_sre_role_reads_everything_and_writes_nothing():
     other = S["api"].user_client(uniq("x"), "eve", ("ursa:sre",))
     expect_status(other.get(pods_path(S["t"])), 403, "ursa:sre of another tenant", "Forbidden")
     expect_status(other.get("/api/v1/tenants/all/pods"), 403, "ursa:sre of another tenant, all", "Forbidden")
+
+
+def assertion(claims, key=None):
+    """An identity assertion as a gateway makes it (auth.h): v1.<b64url claims>.<b64url HMAC>."""
+    def b64(b):
+        return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+    body = "v1." + b64(json.dumps(claims).encode())
+    mac = hmac.new((key or IDKEY).encode(), body.encode(), hashlib.sha256).digest()
+    return body + "." + b64(mac)
+
+
+def test_gateway_identity_assertions():
+    """Partitions take the caller from X-Ursa-Identity only when its MAC verifies under the key."""
+    now = int(time.time())
+    alice = {"iss": "ursa", "sub": "alice", "tenant": S["t"], "iat": now, "exp": now + 30}
+    anon = S["api"].client()
+    r = anon.get(pods_path(S["t"]), headers={"X-Ursa-Identity": assertion(alice)})
+    expect_status(r, 200, "list as an asserted tenant user")
+    r = anon.get(pods_path("system"), headers={"X-Ursa-Identity": assertion(alice)})
+    expect_status(r, 403, "asserted tenant user reaches another tenant", "Forbidden")
+    forged = dict(alice, tenant="system", groups=["system:masters"])
+    bad = [assertion(forged, key="x" * 64),                      # another key
+           assertion(dict(alice, exp=now - 5)),                  # expired
+           assertion(alice)[:-2] + "AA",                         # tampered MAC
+           "Bearer " + S["api"].admin_token]                     # not an assertion
+    for h in bad:
+        r = anon.get(pods_path(S["t"]), headers={"X-Ursa-Identity": h})
+        expect_status(r, 401, "bad assertion %s..." % h[:12], "Unauthorized")
+    # A bad assertion is not rescued by a good bearer token beside it.
+    r = admin().get(pods_path(S["t"]), headers={"X-Ursa-Identity": bad[0]})
+    expect_status(r, 401, "bad assertion beside an admin token", "Unauthorized")
 
 
 if __name__ == "__main__":

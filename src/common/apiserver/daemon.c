@@ -48,7 +48,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 {
 	const char *listen = d->default_listen, *etcd = "http://127.0.0.1:2379", *prefix = "/registry";
 	const char *cert = NULL, *key = NULL, *tokens = NULL, *pubkey = NULL, *partition = d->default_partition;
-	const char *level = "info", *region_token = NULL, *region_ca = NULL;
+	const char *level = "info", *region_token = NULL, *region_ca = NULL, *idkey = NULL;
 	long long workers = 16;
 	const struct opt opts[] = {
 		{ "listen", OPT_STRING, &listen, "address and port to serve on (IPv4:PORT)" },
@@ -58,6 +58,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		{ "tls-private-key-file", OPT_STRING, &key, "PEM private key of --tls-cert-file" },
 		{ "token-auth-file", OPT_STRING, &tokens, "static bearer tokens: CSV token,user,uid,\"groups\",tenant" },
 		{ "token-signing-public-key", OPT_STRING, &pubkey, "PEM public key verifying signed (JWT) tokens" },
+		{ "identity-key-file", OPT_STRING, &idkey, "secret shared with the region's gateways: accept the caller identity they assert (X-Ursa-Identity)" },
 		{ "partition-id", OPT_STRING, &partition, "this partition's id in the region" },
 		{ "region-token-file", OPT_STRING, &region_token, "bearer token for reaching the region's other partitions and kubelets" },
 		{ "region-ca-file", OPT_STRING, &region_ca, "CA bundle for those connections" },
@@ -74,7 +75,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	struct apiserver_options o = {
 		.component = d->component, .listen = listen, .tls_cert = cert, .tls_key = key, .etcd_servers = etcd,
-		.etcd_prefix = prefix, .token_file = tokens, .token_public_key = pubkey, .partition_id = partition,
+		.etcd_prefix = prefix, .token_file = tokens, .token_public_key = pubkey, .identity_key = idkey, .partition_id = partition,
 		.region_token_file = region_token, .region_ca_file = region_ca, .workers = (unsigned)workers, .resources = d->resources, .nresources = d->nresources,
 		.on_created = d->on_created,
 	};

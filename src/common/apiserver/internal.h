@@ -30,6 +30,7 @@ struct apiserver {
 	struct apiserver_options o;
 	struct etcd *etcd;
 	struct authn *authn;
+	struct idkey *idkey;     /* gateways' assertions; NULL: not accepted */
 	struct http_server *http;
 	struct served *res;
 	size_t nres;

@@ -26,8 +26,13 @@ static struct served *find_resource(struct apiserver *s, const struct path_info 
 	return NULL;
 }
 
+/* The caller: from a gateway's identity assertion when one is present (and only if this server
+ * holds the key), else from the bearer token. */
 static int authenticate(struct req *q)
 {
+	const char *a = http_header(q->http, IDENTITY_HEADER);
+	if (a)
+		return identity_assertion_verify(q->s->idkey, a, strlen(a), time(NULL), &q->id);
 	const char *h = http_header(q->http, "Authorization");
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0 || !q->s->authn)
 		return E_UNAUTHORIZED;
@@ -218,6 +223,13 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 			goto fail;
 		}
 	}
+	if (o->identity_key) {
+		char *err = NULL;
+		if (idkey_load(o->identity_key, &s->idkey, &err) < 0) {
+			*ret_err = err;
+			goto fail;
+		}
+	}
 	if (o->region_token_file) {
 		FILE *f = fopen(o->region_token_file, "r");
 		char line[16384];
@@ -262,6 +274,7 @@ void apiserver_stop(struct apiserver *s)
 	}
 	free(s->res);
 	authn_free(s->authn);
+	idkey_free(s->idkey);
 	etcd_free(s->etcd);
 	metrics_free(s->metrics);
 	free(s->region_token);

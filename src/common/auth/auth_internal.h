@@ -2,6 +2,7 @@
  * Nothing here is part of the daemon-facing API in include/ursa/auth.h. */
 #ifndef URSA_AUTH_INTERNAL_H
 #define URSA_AUTH_INTERNAL_H
+#include <jansson.h>
 #include <openssl/evp.h>
 #include <stdint.h>
 #include <time.h>
@@ -61,11 +62,19 @@ char *jwt_sign_raw(EVP_PKEY *key, const char *alg, const char *header_json, cons
 /* Builds and signs the claims of id (see auth.h). ttl_s 0: no "exp"; a negative ttl gives an
  * already expired token. Returns a new string, or NULL with a new message in *ret_err. */
 char *jwt_sign(EVP_PKEY *key, const struct identity *id, time_t now, int64_t ttl_s, char **ret_err);
+/* Why id cannot be put in a token (static text), or NULL if it can. */
+const char *jwt_check_identity(const struct identity *id);
+/* The claims of id (iss, sub, uid, tenant, groups, iat, exp when ttl_s): a new reference. */
+json_t *jwt_identity_claims(const struct identity *id, time_t now, int64_t ttl_s);
 /* Verifies token against key at time now and fills *ret (written only on success).
  * Returns 0 or E_UNAUTHORIZED. Safe to call from several threads with one key. */
 int jwt_verify(EVP_PKEY *key, const char *token, size_t len, time_t now, struct identity *ret);
 /* Validates decoded claims JSON (iss, sub, tenant, uid, groups, exp, nbf) at time now and fills
  * *ret (only on success). Exposed for fuzzing. Returns 0 or E_UNAUTHORIZED. */
 int jwt_claims_identity(const char *json, size_t len, time_t now, struct identity *ret);
+
+/* ---- identity assertions ---- */
+/* A key from bytes (no length check: idkey_load enforces the minimum). */
+struct idkey *idkey_from_bytes(const void *p, size_t len);
 
 #endif

@@ -127,7 +127,7 @@ char *jwt_sign_raw(EVP_PKEY *key, const char *alg, const char *header_json, cons
 	return buf_detach(&tok, NULL);
 }
 
-static const char *check_identity(const struct identity *id)
+const char *jwt_check_identity(const struct identity *id)
 {
 	const char *tenant = id->tenant ? id->tenant : TENANT_SYSTEM;
 	if (!id->user || !auth_field_ok(id->user, strlen(id->user)))
@@ -144,7 +144,7 @@ static const char *check_identity(const struct identity *id)
 	return NULL;
 }
 
-static json_t *identity_claims(const struct identity *id, time_t now, int64_t ttl_s)
+json_t *jwt_identity_claims(const struct identity *id, time_t now, int64_t ttl_s)
 {
 	json_t *c = json_object();
 	json_object_set_new(c, "iss", json_string(ISSUER));
@@ -166,7 +166,7 @@ static json_t *identity_claims(const struct identity *id, time_t now, int64_t tt
 
 char *jwt_sign(EVP_PKEY *key, const struct identity *id, time_t now, int64_t ttl_s, char **ret_err)
 {
-	const char *alg = jwt_alg_for_key(key), *why = check_identity(id);
+	const char *alg = jwt_alg_for_key(key), *why = jwt_check_identity(id);
 	if (!alg) {
 		*ret_err = xstrdup("unsupported signing key (need RSA of 2048 bits or more, or EC P-256)");
 		return NULL;
@@ -180,7 +180,7 @@ char *jwt_sign(EVP_PKEY *key, const struct identity *id, time_t now, int64_t ttl
 		return NULL;
 	}
 	struct buf header = BUF_INIT, claims = BUF_INIT;
-	json_t *c = identity_claims(id, now, ttl_s);
+	json_t *c = jwt_identity_claims(id, now, ttl_s);
 	buf_addf(&header, "{\"alg\":\"%s\",\"typ\":\"JWT\"}", alg);
 	json_dump_buf(c, &claims);
 	json_decref(c);
