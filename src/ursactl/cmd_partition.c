@@ -4,7 +4,8 @@
  * resource managers ursactl knows. Registering a partition records it there and writes it into
  * every partition of the other kind (TenantPartition objects in every RM, ResourceManager
  * objects in every TP), and writes every partition of the other kind into the new one. Running
- * it again repairs partitions that missed an earlier change. */
+ * it again repairs partitions that missed an earlier change. With a gateway etcd (--gateway-etcd,
+ * remembered), the partition is recorded there too for the gateways (gateway_registry.c). */
 #include "ursactl.h"
 #include "ursa/auth.h"
 #include "ursa/client.h"
@@ -22,6 +23,8 @@ const struct flag_spec register_flags[] = {
 	{ "region-file", "FILE", "the region file (default <region dir>/region.json)", false },
 	{ "signing-key", "FILE", "key to mint an admin token (default from the region directory)", false },
 	{ "certificate-authority", "FILE", "CA of the partitions' certificates (default <region dir>/ca.crt)", false },
+	{ "gateway-etcd", "URL[,URL]", "the gateways' etcd: also record the partition there (remembered in the region file)", false },
+	{ "gateway-etcd-prefix", "PREFIX", "key prefix of the gateways' registry (default /ursa/gateway)", false },
 	{ NULL, NULL, NULL, false },
 };
 
@@ -30,6 +33,8 @@ const struct flag_spec unregister_flags[] = {
 	{ "region-file", "FILE", "the region file (default <region dir>/region.json)", false },
 	{ "signing-key", "FILE", "key to mint an admin token (default from the region directory)", false },
 	{ "certificate-authority", "FILE", "CA of the partitions' certificates (default <region dir>/ca.crt)", false },
+	{ "gateway-etcd", "URL[,URL]", "the gateways' etcd: also record the partition there (remembered in the region file)", false },
+	{ "gateway-etcd-prefix", "PREFIX", "key prefix of the gateways' registry (default /ursa/gateway)", false },
 	{ NULL, NULL, NULL, false },
 };
 
@@ -58,6 +63,8 @@ static char *region_path(const struct flags *f)
 	return p;
 }
 
+static const char *list_key(bool tp) { return tp ? "tenantPartitions" : "resourceManagers"; }
+
 static int region_load(const struct flags *f, bool need_auth, struct region *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -67,8 +74,11 @@ static int region_load(const struct flags *f, bool need_auth, struct region *r)
 	r->doc = json_load_file(r->path, 0, NULL);
 	if (!json_is_object(r->doc)) {
 		json_decref(r->doc);
-		r->doc = json_pack("{s:[],s:[]}", "tenantPartitions", "resourceManagers");
+		r->doc = json_object();
 	}
+	for (int k = 0; k < 2; k++)
+		if (!json_is_array(json_object_get(r->doc, list_key(k == 0))))
+			json_object_set_new(r->doc, list_key(k == 0), json_array());
 	if (!need_auth)
 		return EXIT_OK;
 	char *hint = NULL, *err = NULL;
@@ -109,8 +119,6 @@ static int region_save(struct region *r)
 	free(tmp);
 	return rc == 0 ? EXIT_OK : fail("cannot write %s", r->path);
 }
-
-static const char *list_key(bool tp) { return tp ? "tenantPartitions" : "resourceManagers"; }
 
 static char *endpoints_csv(const json_t *p)
 {
@@ -221,7 +229,11 @@ int cmd_register(const struct command *cmd, const struct flags *f)
 		json_array_set(mine, idx, entry);
 	else
 		json_array_append(mine, entry);
+	const char *gw, *gw_prefix;
+	gateway_etcd_settings(r.doc, flag_get(f, "gateway-etcd"), flag_get(f, "gateway-etcd-prefix"), &gw, &gw_prefix);
 	rc = region_save(&r);
+	if (gw && gateway_record(gw, gw_prefix, entry, tp) != EXIT_OK)
+		rc = EXIT_FAIL;
 	size_t i;
 	json_t *o;
 	json_array_foreach(others, i, o) {
@@ -250,6 +262,11 @@ int cmd_unregister(const struct command *cmd, const struct flags *f)
 		if (!find(mine, name, &idx))
 			continue;
 		json_array_foreach(json_object_get(r.doc, list_key(!tp)), i, o) if (remove_from(&r, o, name, tp) != EXIT_OK) rc = EXIT_FAIL;
+		const char *gw, *gw_prefix;
+		gateway_etcd_settings(r.doc, flag_get(f, "gateway-etcd"), flag_get(f, "gateway-etcd-prefix"), &gw,
+				      &gw_prefix);
+		if (gw && gateway_forget(gw, gw_prefix, name) != EXIT_OK)
+			rc = EXIT_FAIL;
 		json_array_remove(mine, idx);
 		if (region_save(&r) != EXIT_OK)
 			rc = EXIT_FAIL;

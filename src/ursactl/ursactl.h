@@ -78,6 +78,15 @@ int cmd_unregister(const struct command *cmd, const struct flags *f);
 int cmd_partitions(const struct command *cmd, const struct flags *f);
 extern const struct flag_spec register_flags[], unregister_flags[], partitions_flags[];
 
+/* ---- gateway_registry.c ---- */
+typedef struct json_t json_t;
+/* Gateway etcd settings: flags (recorded into the region file doc) else doc; servers NULL if none. */
+void gateway_etcd_settings(json_t *doc, const char *flag_servers, const char *flag_prefix,
+			   const char **ret_servers, const char **ret_prefix);
+/* Writes / deletes the gateway record of a region-file entry. EXIT_OK or EXIT_FAIL (printed). */
+int gateway_record(const char *servers, const char *prefix, const json_t *entry, bool tp);
+int gateway_forget(const char *servers, const char *prefix, const char *name);
+
 /* Prints "ursactl: <msg>" to stderr. Returns EXIT_FAIL. */
 int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
