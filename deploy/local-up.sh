@@ -5,10 +5,11 @@
 #
 # Installs missing Debian packages, builds build/ (RelWithDebInfo), creates the CA, the server
 # and kubelet certificates, the token signing keys and the region token (once), starts every
-# component of the table in deploy/lib/components.sh (tenant partition tp-1, resource managers
-# rm-az-1 and rm-az-2, registered in .ursa/region.json, and per zone a real and a hollow
-# kubelet), and writes an admin kubeconfig per partition (.ursa/tp-1.kubeconfig,
-# .ursa/rm-az-1.kubeconfig, .ursa/rm-az-2.kubeconfig) and .ursa/admin.kubeconfig (tp-1).
+# component of the table in deploy/lib/components.sh (tenant partitions tp-1 and tp-2, resource
+# managers rm-az-1 and rm-az-2, registered in .ursa/region.json and the gateway's etcd, per
+# zone a real and a hollow kubelet, two gateways behind HAProxy on 6443), and writes an admin
+# kubeconfig per partition (.ursa/tp-1.kubeconfig, .ursa/tp-2.kubeconfig,
+# .ursa/rm-az-1.kubeconfig, .ursa/rm-az-2.kubeconfig) and .ursa/admin.kubeconfig (HAProxy).
 #
 # Safe to run again: a component whose PID is alive is left alone, unless its binary was
 # rebuilt or its flags changed, in which case it is restarted (so `cmake --build build &&
@@ -26,7 +27,7 @@ build=1
 for arg in "$@"; do
 	case $arg in
 	--no-build) build=0 ;;
-	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $arg (see --help)" ;;
 	esac
 done
@@ -40,6 +41,7 @@ ursactl=$URSACTL # from lib/components.sh
 [ -x "$ursactl" ] || die "$ursactl is missing: the build did not produce ursactl"
 
 ensure_identity
+record_node_grace
 for row in "${URSA_COMPONENTS[@]}"; do
 	up_component "$row"
 done
@@ -48,6 +50,12 @@ write_kubeconfigs
 use_gateway_kubeconfig # admin.kubeconfig -> HAProxy (the gateways) when it runs
 
 rel=${URSA_STATE#"$PWD"/}
+kubeconfigs=() tps=()
+for row in "${URSA_PARTITIONS[@]}"; do
+	read -r kind name url _ <<<"$row"
+	kubeconfigs+=("$rel/$name.kubeconfig")
+	[ "$kind" = tp ] && tps+=("$name $url")
+done
 cat <<MSG
 
 Ursa local region is up.
@@ -55,7 +63,8 @@ $(printf '  %s\n' "${URSA_SUMMARY[@]}")
 
   API server:   $(cat "$URSA_STATE/server")   (CA: $rel/ca.crt)
   kubeconfig:   $rel/admin.kubeconfig   (HAProxy on 6443 when it runs, else tp-1; tenant system, user admin, group system:masters)
-  per partition: $rel/tp-1.kubeconfig $rel/rm-az-1.kubeconfig $rel/rm-az-2.kubeconfig
+  tenant partitions: $(printf '%s; ' "${tps[@]}" | sed 's/; $//')   (new tenants go to the one with fewest tenants, or the one named by annotation ursa.io/partition)
+  per partition: ${kubeconfigs[*]}
   region:       $rel/region.json   ($ursactl partitions)
 
 Use it with kubectl:
@@ -69,6 +78,10 @@ A kubeconfig for a user of a tenant (ursactl reads .ursa/ through URSA_HOME):
 
 Raw HTTP with the static admin token:
   curl --cacert $rel/ca.crt -H "Authorization: Bearer \$(cut -d, -f1 $rel/tokens.csv)" https://127.0.0.1:7101/api/v1/tenants
+
+Lose a zone or a tenant partition, and get it back:
+  ./deploy/local-zone.sh down|up az-1
+  ./deploy/local-partition.sh down|up tp-1
 
 Stop everything with ./deploy/local-down.sh (add --purge to delete $rel/).
 MSG

@@ -51,17 +51,10 @@ stop_zone_containers() {
 	rm -rf "$view"
 }
 
+use_recorded_node_grace
 case $action in
 down)
-	for ((i = ${#rows[@]} - 1; i >= 0; i--)); do
-		read -r name _ <<<"${rows[i]}"
-		if daemon_pid "$name" >/dev/null; then
-			stop_daemon "$name"
-		else
-			say "$name was not running"
-			rm -f "$(pidfile "$name")" "$URSA_PIDS/$name.exe" "$URSA_PIDS/$name.sig"
-		fi
-	done
+	stop_rows "${rows[@]}"
 	stop_zone_containers
 	say "zone $zone is down: $(printf '%s ' "${rows[@]%% *}")"
 	;;

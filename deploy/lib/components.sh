@@ -8,11 +8,16 @@
 # `register` records every partition started above it in the region (.ursa/region.json) with
 # `ursactl register`, which writes the tenant partitions into every resource manager's registry
 # and the resource managers into every tenant partition. Kubelets find the tenant partitions in
-# their resource manager's registry, so they come after it.
+# their resource manager's registry, so they come after it (and follow a tenant partition
+# registered later without a restart).
+# A tenant partition is the rows named tp-N-*, a zone the rows named rm-ZONE-* and ZONE-*:
+# deploy/local-partition.sh and deploy/local-zone.sh stop and start them by these names.
 #   name               kind            arguments passed to start_<kind> after the name
 URSA_COMPONENTS=(
 	"tp-1-etcd         etcd            tp-1 23791 23801"
 	"tp-1-apiserver    tp_apiserver    tp-1 7101 http://127.0.0.1:23791"
+	"tp-2-etcd         etcd            tp-2 23792 23802"
+	"tp-2-apiserver    tp_apiserver    tp-2 7102 http://127.0.0.1:23792"
 	"rm-az-1-etcd      etcd            rm-az-1 23891 23901"
 	"rm-az-1-apiserver rm_apiserver    rm-az-1 az-1 7201 http://127.0.0.1:23891"
 	"rm-az-2-etcd      etcd            rm-az-2 23892 23902"
@@ -20,6 +25,8 @@ URSA_COMPONENTS=(
 	"region            register"
 	"tp-1-controllers  tp_controller_manager tp-1 7101"
 	"tp-1-scheduler    scheduler       tp-1 7101"
+	"tp-2-controllers  tp_controller_manager tp-2 7102"
+	"tp-2-scheduler    scheduler       tp-2 7102"
 	"rm-az-1-controllers rm_controller_manager rm-az-1 7201"
 	"rm-az-2-controllers rm_controller_manager rm-az-2 7202"
 	"az-1-host-1       kubelet         az-1 7201 host-1 10251"
@@ -41,6 +48,37 @@ URSA_SUMMARY=()    # lines printed by local-up.sh at the end
 URSA_PARTITIONS=() # "kind name url [zone]" of every partition started, for `register`
 URSA_GATEWAY_BIN=${URSA_GATEWAY_BIN:-$URSA_BUILD_DIR/src/gateway/ursa-gateway}
 URSA_GATEWAYS=()   # "host:port" of every gateway started, for haproxy
+
+# The node grace period: how long a node (and a resource manager) may go without a heartbeat
+# before it counts as lost, given to the controller managers. local-up.sh takes it from
+# URSA_NODE_MONITOR_GRACE_SECONDS (default 50) and records it in .ursa/node-grace, so that
+# local-zone.sh and local-partition.sh start the controller managers again with the same flags
+# (a different value would also count as changed flags and restart running ones).
+record_node_grace() {
+	URSA_NODE_MONITOR_GRACE_SECONDS=${URSA_NODE_MONITOR_GRACE_SECONDS:-50}
+	printf '%s\n' "$URSA_NODE_MONITOR_GRACE_SECONDS" >"$URSA_STATE/node-grace"
+}
+use_recorded_node_grace() {
+	if [ -z "${URSA_NODE_MONITOR_GRACE_SECONDS:-}" ] && [ -s "$URSA_STATE/node-grace" ]; then
+		URSA_NODE_MONITOR_GRACE_SECONDS=$(cat "$URSA_STATE/node-grace")
+	fi
+}
+
+# stop_rows ROW...: stops the components of these table rows, last first; a component that is not
+# running only has its stale pid files removed.
+stop_rows() {
+	local rows=("$@") i name
+	for ((i = ${#rows[@]} - 1; i >= 0; i--)); do
+		read -r name _ <<<"${rows[i]}"
+		if daemon_pid "$name" >/dev/null; then
+			stop_daemon "$name"
+		else
+			say "$name was not running"
+			rm -f "$(pidfile "$name")" "$URSA_PIDS/$name.exe" "$URSA_PIDS/$name.sig"
+		fi
+	done
+}
+
 
 # up_component "ROW": starts the component a table row describes.
 up_component() {
