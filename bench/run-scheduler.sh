@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # End-to-end scheduler benchmarks on loopback (fresh etcds, free ports, temporary directories):
 #   1. throughput: one ursa-scheduler, NODES hollow nodes split over two resource managers
-#      (zones az-1, az-2), PODS pending pods created beforehand (across 3 tenants); times the
-#      scheduler from leadership to the last binding (pods/s), with its counters.
-#   2. contention: two tenant partitions, each with its scheduler, fill the same FILL_NODES
+#      (zones az-1, az-2), PODS pending pods created beforehand (across 3 tenants); times from
+#      the scheduler's "scheduling" log line (leader, caches synced) to the last pod seen bound
+#      on a watch of the partition's pods (pods/s), with the scheduler's counters.
+#   2. streaming: the scheduler already running, PODS more pods created by bench/sched-create
+#      (LOAD_CLIENTS clients) while it schedules; pods/s from the first create sent to the last
+#      pod seen bound, next to the creation rate alone.
+#   3. contention: two tenant partitions, each with its scheduler, fill the same FILL_NODES
 #      nodes to 95 % cpu at once; reports overcommitted nodes (from the pods actually bound),
 #      pods the kubelets rejected (status.reason OutOf*), and how often the schedulers collided
 #      (reservation conflicts and re-decisions).
 # usage: bench/run-scheduler.sh [BUILD_DIR] [--quick]
-# Knobs (environment): NODES (5000), PODS (5000), FILL_NODES (200), WORKERS (16).
+# Knobs (environment): NODES (5000), PODS (5000), FILL_NODES (200), WORKERS (64), CHUNK (16:
+#   --reservation-chunk; 1 = one reservation write per pod, the old behaviour), LOAD_CLIENTS (16),
+#   WHICH (throughput,streaming,contention), PERF_DIR (if set: `perf record -g` of the scheduler,
+#   TP, RM API servers and etcds for PERF_SECONDS (8) once scheduling starts, reports there),
+#   LEASE_SECONDS (40: the hollow kubelets' --lease-seconds; nodes renew every quarter of it, so
+#   5,000 nodes make 500 lease writes/s to the RMs in the background; 400 makes it 50/s).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD="$ROOT/build"
@@ -16,7 +25,7 @@ QUICK=0
 for arg in "$@"; do
 	case "$arg" in
 	--quick) QUICK=1 ;;
-	-h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
 	-*) echo "run-scheduler.sh: unknown option $arg" >&2; exit 2 ;;
 	*) BUILD=$(cd "$arg" && pwd) ;;
 	esac
@@ -25,9 +34,10 @@ if [ "$QUICK" = 1 ]; then
 	: "${NODES:=200}" "${PODS:=400}" "${FILL_NODES:=20}"
 fi
 export URSA_BUILD_DIR="$BUILD" NODES="${NODES:-5000}" PODS="${PODS:-5000}" FILL_NODES="${FILL_NODES:-200}" \
-	WORKERS="${WORKERS:-16}"
+	WORKERS="${WORKERS:-64}" CHUNK="${CHUNK:-16}" LOAD_CLIENTS="${LOAD_CLIENTS:-16}" PERF_DIR="${PERF_DIR:-}" \
+	PERF_SECONDS="${PERF_SECONDS:-8}"
 exec python3 - "$ROOT" <<'PY'
-import json, os, re, sys, threading, time
+import json, os, re, subprocess, sys, threading, time
 sys.path.insert(0, os.path.join(sys.argv[1], "tests", "lib"))
 import ursa_harness as h
 
@@ -35,7 +45,11 @@ B = os.environ["URSA_BUILD_DIR"]
 RM_BIN = os.path.join(B, "src", "resource-manager", "ursa-rm-apiserver")
 KL_BIN = os.path.join(B, "src", "kubelet", "ursa-kubelet")
 SCHED_BIN = os.path.join(B, "src", "scheduler", "ursa-scheduler")
-NODES, PODS, FILL, WORKERS = (int(os.environ[k]) for k in ("NODES", "PODS", "FILL_NODES", "WORKERS"))
+CREATE_BIN = os.path.join(B, "bench", "sched-create")
+NODES, PODS, FILL, WORKERS, CHUNK, LOAD_CLIENTS = (int(os.environ[k]) for k in (
+    "NODES", "PODS", "FILL_NODES", "WORKERS", "CHUNK", "LOAD_CLIENTS"))
+PERF_DIR, PERF_SECONDS = os.environ.get("PERF_DIR"), int(os.environ.get("PERF_SECONDS", "8"))
+LEASE_SECONDS = int(os.environ.get("LEASE_SECONDS", "40"))
 TOL = [{"key": "ursa.io/hollow", "operator": "Exists", "effect": "NoSchedule"}]
 
 
@@ -51,24 +65,55 @@ def share(dst, src):
         setattr(dst, a, getattr(src, a))
 
 
+ROLES = []  # (role, Popen) of every daemon started, for the CPU accounting
+
+
 def proc(name, args):
     d = h.make_tmpdir(name)
     log = os.path.join(d, name + ".log")
     h._logs.append((name, log))
-    return h.spawn(args, log), log, d
+    p = h.spawn(args, log)
+    ROLES.append((name, p))
+    return p, log, d
+
+
+def cpu_seconds(p):
+    try:
+        f = open("/proc/%d/stat" % p.pid).read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def cpu_snapshot():
+    snap = {r: cpu_seconds(p) for r, p in ROLES if p}
+    t = os.times()
+    snap["bench-client"] = t.user + t.system  # this script: its watch of every pod, the polling
+    snap["machine"] = sum(float(x) for x in open("/proc/stat").readline().split()[1:4]) / os.sysconf("SC_CLK_TCK")
+    return snap
+
+
+def cpu_report(a, b, seconds, what):
+    """CPU seconds per role between two snapshots, as a share of the window."""
+    parts = ["%s %.1f" % (r, b[r] - a.get(r, 0)) for r in b if r != "machine" and b[r] - a.get(r, 0) >= 0.05]
+    print("cpu seconds over %.1f s %s: %s; whole machine %.1f (of %.0f available)"
+          % (seconds, what, ", ".join(parts), b["machine"] - a["machine"], seconds * os.cpu_count()), flush=True)
 
 
 def region(ntp, per_rm, cpu, pods_per_node):
     rms, tps, first = [], [], None
+    del ROLES[:]
     for i, zone in ((1, "az-1"), (2, "az-2")):
         e = h.Etcd(name="etcd-rm%d" % i); e.start()
         rm = Rm(e, partition_id="rm-%d" % i)
         if first: share(rm, first)
         first = first or rm
         rm.start(); rm.zone = zone; rms.append(rm)
+        ROLES.extend([("etcd-rm%d" % i, e.members[0]["proc"]), ("rm-%d" % i, rm.proc)])
     for i in range(1, ntp + 1):
         e = h.Etcd(name="etcd-tp%d" % i); e.start()
         tp = h.ApiServer(e, partition_id="tp-%d" % i); share(tp, first); tp.start(); tps.append(tp)
+        ROLES.extend([("etcd-tp%d" % i, e.members[0]["proc"]), ("tp-%d" % i, tp.proc)])
     for tp in tps:
         for rm in rms:
             tp.admin().post("/apis/ursa.io/v1/resourcemanagers", {"apiVersion": "ursa.io/v1", "kind": "ResourceManager",
@@ -79,7 +124,7 @@ def region(ntp, per_rm, cpu, pods_per_node):
         proc("kubelet-" + rm.partition_id, [KL_BIN, "--kubeconfig", rm.admin_kubeconfig(), "--port", "0",
              "--root-dir", h.make_tmpdir("klroot"), "--hollow-nodes", str(per_rm), "--hollow-prefix",
              rm.partition_id + "-n", "--zone", rm.zone, "--cpu", str(cpu), "--memory", "64Gi",
-             "--max-pods", str(pods_per_node)])
+             "--max-pods", str(pods_per_node), "--lease-seconds", str(LEASE_SECONDS)])
     want = per_rm * 2
     h.wait_until(lambda: sum(len(rm.admin().get("/api/v1/nodes").json.get("items", [])) for rm in rms) >= want,
                  600, "%d nodes registered" % want, interval=2)
@@ -102,6 +147,17 @@ def create_pods(tp, tenants, n, cpu, prefix):
     [t.join() for t in ts]
 
 
+def fast_create(tp, tenant, n, prefix):
+    """Creates n pending pods (100m cpu, 64Mi) in tenant with bench/sched-create; returns its RESULT."""
+    out = subprocess.run([CREATE_BIN, "--server", tp.url, "--token", tp.admin_token, "--cacert", tp.ca_file,
+                          "--tenant", tenant, "--clients", str(LOAD_CLIENTS), "--count", str(n), "--prefix", prefix,
+                          "--cpu", "100m", "--memory", "64Mi"], capture_output=True, text=True, timeout=900)
+    res = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+    if out.returncode or not res:
+        raise RuntimeError("sched-create failed: %s %s" % (out.stdout, out.stderr))
+    return json.loads(res[-1][7:])
+
+
 def all_pods(tp):
     return tp.admin().get("/api/v1/tenants/all/pods").json.get("items", [])
 
@@ -109,12 +165,68 @@ def all_pods(tp):
 def sched(tp, ident, extra=()):
     return proc("sched-" + ident, [SCHED_BIN, "--kubeconfig", tp.admin_kubeconfig(), "--partition-id",
                 tp.partition_id, "--identity", ident, "--workers", str(WORKERS), "--scheduled-events=false",
+                "--reservation-chunk", str(CHUNK),
                 "--stats-seconds", "5"] + list(extra))
 
 
 def last_stats(log):
     line = [l for l in open(log) if "msg=\"stats\"" in l or "msg=\"stopped\"" in l]
     return dict(re.findall(r"(\w+)=(\d+)", line[-1])) if line else {}
+
+
+class BoundWatch:
+    """Watches every pod of a partition and records when each was first seen with a node."""
+
+    def __init__(self, tp):
+        self.w = tp.admin(timeout=900).watch("/api/v1/tenants/all/pods?watch=1", timeout=900)
+        self.bound, self.last, self.lock = set(), 0.0, threading.Lock()
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self):
+        while True:
+            try:
+                ev = self.w.next(1.0)
+            except EOFError:
+                return
+            if not ev:
+                continue
+            o = ev.get("object") or {}
+            if (o.get("spec") or {}).get("nodeName"):
+                m = o.get("metadata") or {}
+                k = (m.get("tenant"), m.get("namespace"), m.get("name"))
+                with self.lock:
+                    if k not in self.bound:
+                        self.bound.add(k)
+                        self.last = time.monotonic()
+            self.w.events.clear()
+
+    def wait(self, n, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.bound) >= n:
+                    return self.last
+            time.sleep(0.05)
+        raise RuntimeError("only %d of %d pods bound" % (len(self.bound), n))
+
+
+def perf_targets(procs):
+    if not PERF_DIR:
+        return None
+    os.makedirs(PERF_DIR, exist_ok=True)
+    with open(os.path.join(PERF_DIR, "pids.txt"), "w") as f:
+        for r, p in ROLES:
+            f.write("%d %s\n" % (p.pid, r))
+    pids = ",".join(str(p.pid) for p in procs if p)
+    return subprocess.Popen(["perf", "record", "-g", "-o", os.path.join(PERF_DIR, "perf.data"), "-p", pids,
+                             "--", "sleep", str(PERF_SECONDS)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stats_text(s):
+    return ("decision avg %s us, reserve writes %s (conflicts %s), gc writes %s, bind errors %s"
+            % (s.get("decision_avg_us"), s.get("reserve_writes"), s.get("reserve_conflicts"), s.get("gc_writes"),
+               s.get("bind_errors")))
 
 
 def throughput():
@@ -124,28 +236,60 @@ def throughput():
     for t in tenants:
         h.create_tenant(tp.admin(), t)
     t0 = time.monotonic()
-    create_pods(tp, tenants, PODS, "100m", "p")
+    for i, t in enumerate(tenants):
+        n = PODS // len(tenants) + (1 if i < PODS % len(tenants) else 0)
+        fast_create(tp, t, n, "p")
     print("created %d pods in %.1fs" % (PODS, time.monotonic() - t0), flush=True)
+    bw = BoundWatch(tp)
+    idle0, t_idle = cpu_snapshot(), time.monotonic()
+    time.sleep(5)
+    cpu_report(idle0, cpu_snapshot(), time.monotonic() - t_idle, "before the scheduler starts (background)")
+    t_start = time.monotonic()
     p, log, _ = sched(tp, "bench")
-    h.wait_until(lambda: "msg=\"scheduling\"" in open(log).read(), 120, "scheduler leading")
-    start = time.monotonic()
-    def bound():
-        s = last_stats(log)
-        return int(s.get("scheduled", 0)) >= PODS
-    # the counters are logged every 5 s; poll the log more finely through the API instead
-    while time.monotonic() - start < 600:
-        items = all_pods(tp)
-        n = sum(1 for i in items if i["spec"].get("nodeName"))
-        if n >= PODS:
-            break
-        time.sleep(0.5)
-    el = time.monotonic() - start
+    while "msg=\"scheduling\"" not in open(log).read():
+        if time.monotonic() - t_start > 120:
+            raise RuntimeError("scheduler not leading")
+        time.sleep(0.02)
+    start, c0 = time.monotonic(), cpu_snapshot()
+    procs = [p] + [s.proc for s in [tp] + rms] + [m["proc"] for s in [tp] + rms for m in s.etcd.members]
+    perf = perf_targets(procs)
+    end = bw.wait(PODS, 600)
+    el = end - start
+    if not perf:
+        cpu_report(c0, cpu_snapshot(), time.monotonic() - start, "while scheduling")
+    if perf:
+        perf.wait()
+    time.sleep(1.5)
     h.terminate(p)
     s = last_stats(log)
-    print("| one scheduler, %d hollow nodes over 2 RMs, %d pods, %d workers | %.1f s | **%.0f pods/s** | "
-          "decision avg %s us, reserve writes %s, reservation conflicts %s, bind errors %s |"
-          % (NODES, PODS, WORKERS, el, PODS / el, s.get("decision_avg_us"), s.get("reserve_writes"),
-             s.get("reserve_conflicts"), s.get("bind_errors")), flush=True)
+    print("| one scheduler, %d hollow nodes over 2 RMs (lease %d s), %d pods created before, %d workers, chunk %d "
+          "| %.2f s (%.2f s from process start) | **%.0f pods/s** | %s |"
+          % (NODES, LEASE_SECONDS, PODS, WORKERS, CHUNK, el, end - t_start, PODS / el, stats_text(s)), flush=True)
+    if WHICH_STREAMING:
+        streaming(tp, log)
+
+
+def streaming(tp, old_log):
+    """A fresh scheduler leads; sched-create makes PODS more pods (100m cpu) while it schedules."""
+    h.create_tenant(tp.admin(), "load")
+    bw = BoundWatch(tp)
+    time.sleep(1)
+    p, log, _ = sched(tp, "bench-stream")
+    h.wait_until(lambda: "msg=\"scheduling\"" in open(log).read(), 120, "scheduler leading", interval=0.1)
+    base = len(bw.bound)
+    start, c0 = time.monotonic(), cpu_snapshot()
+    res = fast_create(tp, "load", PODS, "s")
+    created = time.monotonic() - start
+    end = bw.wait(base + PODS, 600)
+    el = end - start
+    cpu_report(c0, cpu_snapshot(), time.monotonic() - start, "creating and scheduling")
+    time.sleep(1.5)
+    h.terminate(p)
+    s = last_stats(log)
+    rate = res.get("ops_per_s")
+    print("| pods created while it runs: %d pods by sched-create (%d clients) | %.2f s (the creates, meanwhile, took %.2f s: "
+          "%s creates/s) | **%.0f pods/s** | %s |"
+          % (PODS, LOAD_CLIENTS, el, created, rate, PODS / el, stats_text(s)), flush=True)
 
 
 def contention():
@@ -199,10 +343,14 @@ def contention():
 
 
 try:
-    which = os.environ.get("WHICH", "throughput,contention").split(",")
+    which = os.environ.get("WHICH", "throughput,streaming,contention").split(",")
+    WHICH_STREAMING = "streaming" in which
     if "throughput" in which:
         throughput()
         h.cleanup()
+        # the harness cleans up once: arm it again for the contention region
+        h._state["cleaned"] = False
+        del h._children[:], h._tmpdirs[:], h._logs[:]
     if "contention" in which:
         contention()
 finally:

@@ -316,6 +316,15 @@ void sched_spread_release(struct spread_state *s, size_t n)
 
 /* The decision ---------------------------------------------------------------------------- */
 
+/* True when the pod would fit in the room we already reserved on n (no write needed). */
+static bool fits_reserved(const struct sched_node *n, const struct sched_res *req)
+{
+	struct sched_res room, after = n->used;
+	sched_reserved_effective(n, &room);
+	sched_res_add(&after, req);
+	return after.cpu_m <= room.cpu_m && after.mem_m <= room.mem_m && after.pods <= room.pods;
+}
+
 void sched_decide(struct sched_cache *c, const struct sched_pod *p, struct sched_result *ret)
 {
 	struct sched_result r = { NULL };
@@ -333,6 +342,8 @@ void sched_decide(struct sched_cache *c, const struct sched_pod *p, struct sched
 		}
 		r.feasible++;
 		long long s = sched_score_node(node, p, spreads);
+		if (c->reserved_bonus && fits_reserved(node, &p->req))
+			s += p->nspreads ? c->reserved_bonus / 10 : c->reserved_bonus; /* spreading wins */
 		if (!r.node || s > r.score) {
 			r.node = node;
 			r.score = s;

@@ -119,12 +119,25 @@ static bool taints_equal(const struct sched_node *a, size_t nb, const struct sch
 	return true;
 }
 
+/* True when resourceVersion a is numerically lower than b (both plain decimal numbers). */
+static bool older(const char *a, const char *b)
+{
+	if (!a || !b || !*a || !*b || strspn(a, "0123456789") != strlen(a) || strspn(b, "0123456789") != strlen(b))
+		return false;
+	size_t la = strlen(a), lb = strlen(b);
+	if (la != lb)
+		return la < lb;
+	return strcmp(a, b) < 0;
+}
+
 bool sched_cache_node_set(struct sched_cache *c, const json_t *obj, const char *rm)
 {
 	const char *name = json_path_str(obj, "metadata.name");
 	if (!name || !*name)
 		return false;
 	struct sched_node *n = node_get_or_add(c, name);
+	if (n->present && older(json_path_str(obj, "metadata.resourceVersion"), n->rv))
+		return false;
 	struct sched_node old = *n;
 	/* sched_node_set frees the old fields: keep what the comparison needs */
 	json_t *old_labels = json_incref(n->labels);

@@ -1,8 +1,10 @@
 /* The running scheduler. Threads: the informers' (pods of the partition, its registry of
  * resource managers, and the nodes of each resource manager) feed the cache; workers pop pod
  * keys from the tenant-fair work queue, decide under the cache mutex, then reserve and bind
- * without it; a ticker requeues unschedulable pods after node changes, releases stale
- * reservations and logs counters. */
+ * without it (a reservation write only when the room reserved ahead on the node does not
+ * cover the pod, one per node at a time); a ticker requeues unschedulable pods after node
+ * changes, checks the resource managers and logs counters; a GC thread releases reserved room
+ * our pods do not use. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -20,6 +22,10 @@
 #define RM_REGISTRY "/apis/ursa.io/v1/resourcemanagers"
 #define RESERVE_ATTEMPTS 8
 #define MSG_MAX 1024
+/* Score for a node where the pod fits in the room we reserved ahead: enough to prefer it over
+ * an emptier node (least allocated + balanced differ by a few tens between an empty node and
+ * one holding a chunk), not enough to beat spreading (up to 200). */
+#define RESERVED_BONUS 50
 
 struct rm_entry {
 	char *name, *endpoints;
@@ -37,6 +43,8 @@ struct sched_daemon {
 	struct rest_creds *creds; /* the TP kubeconfig's, reused for every resource manager */
 	struct rest_client *tp;
 	pthread_mutex_t mu;             /* guards cache, unsched, rms */
+	pthread_cond_t res_cond;        /* a reservation write ended (with mu) */
+	size_t gc_cursor;               /* where the next release round starts in the node list */
 	struct sched_cache cache;
 	struct strmap unsched;          /* pods waiting for a node change */
 	struct strmap rms;              /* name -> struct rm_entry */
@@ -45,7 +53,7 @@ struct sched_daemon {
 	struct workqueue *q;
 	struct informer *pods, *rm_inf;
 	struct leader_elector *le;
-	pthread_t *workers, ticker;
+	pthread_t *workers, ticker, gc;
 	size_t nworkers;
 	pthread_mutex_t start_mu;
 	atomic_bool stop, lost, requeue;
@@ -249,11 +257,10 @@ static void on_rm_delete(void *ud, const json_t *obj)
 
 /* Reservation ------------------------------------------------------------------------------ */
 
-/* What to write to reserve the room our pods take on a node; taken under the mutex. */
+/* What to write to set our reservation on a node to a target; taken under the mutex. */
 struct reservation {
 	char *node, *rm, *rv, *value;
 	struct rest_client *client;
-	bool needed;
 };
 
 static void reservation_release(struct reservation *r)
@@ -277,9 +284,9 @@ static bool overcommitted(const struct sched_node *n)
 	return res_more(&u, &n->alloc);
 }
 
-/* Under the mutex. shrink: write even when the node needs less than it holds (GC). */
-static void reservation_snapshot(struct sched_daemon *d, const struct sched_node *n, bool shrink,
-				 struct reservation *ret)
+/* Under the mutex: claims n for one write of target (n->writing) and fills what to send. */
+static void reservation_begin(struct sched_daemon *d, struct sched_node *n, const struct sched_res *target,
+			      struct reservation *ret)
 {
 	struct strmap_ent *e = strmap_get(&d->rms, n->rm ? n->rm : "");
 	struct reservation r = { NULL };
@@ -287,12 +294,25 @@ static void reservation_snapshot(struct sched_daemon *d, const struct sched_node
 	r.rm = xstrdup(n->rm ? n->rm : "");
 	r.rv = xstrdup(n->rv ? n->rv : "");
 	r.client = e ? ((struct rm_entry *)e->val)->client : NULL;
-	r.needed = shrink ? res_more(&n->own_reserved, &n->used) : res_more(&n->used, &n->own_reserved);
-	if (r.needed)
-		r.value = sched_reserved_format(n->reserved, d->cache.partition, &n->used);
+	r.value = sched_reserved_format(n->reserved, d->cache.partition, target);
+	n->writing = true;
+	n->write_target = *target;
 	*ret = r;
 }
 
+/* Under the mutex: ends the write begun on r, taking the node object it returned (or NULL). */
+static void reservation_end(struct sched_daemon *d, const struct reservation *r, const json_t *node_obj)
+{
+	struct sched_node *n = sched_cache_node(&d->cache, r->node);
+	if (n)
+		n->writing = false;
+	if (json_is_object(node_obj))
+		sched_cache_node_set(&d->cache, node_obj, r->rm);
+	pthread_cond_broadcast(&d->res_cond);
+}
+
+/* The conditional write (merge patch carrying the resourceVersion we decided on). Returns the
+ * HTTP status; after a 409 *ret_node is the node as it is now (re-read), else the answer. */
 static int reservation_write(struct sched_daemon *d, const struct reservation *r, json_t **ret_node)
 {
 	char *path = xasprintf("/api/v1/nodes/%s", r->node);
@@ -300,67 +320,70 @@ static int reservation_write(struct sched_daemon *d, const struct reservation *r
 	json_t *patch = json_pack("{s:{s:s, s:o}}", "metadata", "resourceVersion", r->rv, "annotations", ann);
 	int code = rest_do(r->client, "PATCH", path, patch, "application/merge-patch+json", ret_node);
 	json_decref(patch);
-	free(path);
 	atomic_fetch_add(&d->reserve_writes, 1);
+	if (code == 409) {
+		atomic_fetch_add(&d->reserve_conflicts, 1);
+		json_decref(*ret_node);
+		*ret_node = NULL;
+		if (rest_do(r->client, "GET", path, NULL, NULL, ret_node) != 200) {
+			json_decref(*ret_node);
+			*ret_node = NULL;
+		}
+	}
+	free(path);
 	return code;
 }
 
-static int node_refresh(struct sched_daemon *d, const struct reservation *r)
+/* Makes our reservation on node cover our pods there (the pod of request req already
+ * assumed). Usually the room reserved ahead covers it and nothing is written. Otherwise one
+ * write (per node at a time: a worker finding a write in flight waits for its outcome) raises
+ * the entry to our usage plus headroom for more pods like this one, with optimistic
+ * concurrency; after a conflict the node is re-read and everything re-checked. 0, E_CONFLICT
+ * when another partition took the room, or another E_* code. */
+static int reserve(struct sched_daemon *d, const char *node, const struct sched_res *req)
 {
-	char *path = xasprintf("/api/v1/nodes/%s", r->node);
-	json_t *obj = NULL;
-	int code = rest_do(r->client, "GET", path, NULL, NULL, &obj);
-	free(path);
-	if (code == 200 && json_is_object(obj)) {
-		pthread_mutex_lock(&d->mu);
-		sched_cache_node_set(&d->cache, obj, r->rm);
-		pthread_mutex_unlock(&d->mu);
-	}
-	json_decref(obj);
-	return code == 200 ? 0 : E_UNAVAILABLE;
-}
-
-/* Makes our reservation on node cover our pods there (the pod already assumed), writing
- * with optimistic concurrency; after a conflict it re-reads the node and re-checks that
- * everything still fits. 0, E_CONFLICT when another partition took the room, or another
- * E_* code. */
-static int reserve(struct sched_daemon *d, const char *node)
-{
-	int rc = E_UNAVAILABLE;
-	for (int attempt = 0; attempt < RESERVE_ATTEMPTS; attempt++) {
-		struct reservation r;
-		pthread_mutex_lock(&d->mu);
+	int conflicts = 0, rc = 0;
+	pthread_mutex_lock(&d->mu);
+	for (;;) {
 		struct sched_node *n = sched_cache_node(&d->cache, node);
 		if (!n || !n->present || overcommitted(n)) {
-			pthread_mutex_unlock(&d->mu);
-			return E_CONFLICT;
+			rc = E_CONFLICT;
+			break;
 		}
-		reservation_snapshot(d, n, false, &r);
+		n->touched_ms = mono_ms();
+		if (sched_reservation_covers(n))
+			break;
+		if (n->writing) {
+			pthread_cond_wait(&d->res_cond, &d->mu);
+			continue;
+		}
+		if (conflicts >= RESERVE_ATTEMPTS) {
+			rc = E_CONFLICT;
+			break;
+		}
+		struct sched_res target;
+		struct reservation r;
+		sched_reserve_target(n, req, d->o.chunk, &target);
+		reservation_begin(d, n, &target, &r);
 		pthread_mutex_unlock(&d->mu);
-		if (!r.needed || !r.client) {
-			rc = r.needed ? E_UNAVAILABLE : 0;
-			reservation_release(&r);
-			return rc;
-		}
-		json_t *resp = NULL;
-		int code = reservation_write(d, &r, &resp);
-		if (code == 200 && json_is_object(resp)) {
-			pthread_mutex_lock(&d->mu);
-			sched_cache_node_set(&d->cache, resp, r.rm);
-			pthread_mutex_unlock(&d->mu);
-		}
-		json_decref(resp);
-		if (code == 409) {
-			atomic_fetch_add(&d->reserve_conflicts, 1);
-			rc = node_refresh(d, &r);
-		}
+		json_t *obj = NULL;
+		int code = r.client ? reservation_write(d, &r, &obj) : E_UNAVAILABLE;
+		pthread_mutex_lock(&d->mu);
+		reservation_end(d, &r, obj);
 		reservation_release(&r);
-		if (code == 200)
-			return 0;
-		if (code != 409 || rc != 0)
-			return code == 404 ? E_NOT_FOUND : E_UNAVAILABLE;
+		bool reread = json_is_object(obj);
+		json_decref(obj);
+		if (code == 409 && reread) {
+			conflicts++;
+			continue;
+		}
+		if (code != 200) {
+			rc = code == 404 ? E_NOT_FOUND : E_UNAVAILABLE;
+			break;
+		}
 	}
-	return E_CONFLICT;
+	pthread_mutex_unlock(&d->mu);
+	return rc;
 }
 
 /* Events and status ----------------------------------------------------------------------- */
@@ -523,13 +546,14 @@ static void schedule_one(struct sched_daemon *d, const char *key)
 		return;
 	}
 	json_t *pod = json_incref(cp->obj);
+	struct sched_res cp_req = cp->req;
 	int rc = decide(d, cp, &node, &msg);
 	pthread_mutex_unlock(&d->mu);
 	if (rc) {
 		failed(d, key, pod, buf_cstr(&msg));
 		goto out;
 	}
-	rc = reserve(d, node);
+	rc = reserve(d, node, &cp_req);
 	if (rc == E_CONFLICT) {
 		/* another partition's scheduler took the room first: decide again at once */
 		atomic_fetch_add(&d->collisions, 1);
@@ -635,29 +659,35 @@ static void requeue_unschedulable(struct sched_daemon *d)
 	strmap_release(&keys, NULL);
 }
 
-/* Releases reservations that exceed what our pods on a node need (pods finished or were
- * deleted). Conflicts are left for the next round. */
+/* Releases what our entries hold beyond our pods' use (headroom reserved ahead, pods that
+ * finished or were deleted, bindings that failed) on nodes where we placed nothing for
+ * --reservation-idle-ms. At most GC_BATCH nodes a round; conflicts wait for the next. */
+#define GC_BATCH 128
 static void gc_reservations(struct sched_daemon *d)
 {
 	struct reservation *todo = NULL;
 	size_t n = 0;
+	int64_t now = mono_ms();
 	pthread_mutex_lock(&d->mu);
-	for (size_t i = 0; i < d->cache.n && n < 1000; i++) {
-		struct sched_node *node = d->cache.list[i];
-		if (!res_more(&node->own_reserved, &node->used))
+	size_t total = d->cache.n, start = total ? d->gc_cursor % total : 0;
+	for (size_t i = 0; i < total && n < GC_BATCH; i++) {
+		struct sched_node *node = d->cache.list[(start + i) % total];
+		d->gc_cursor = start + i + 1; /* next round goes on from here: a stuck node blocks none */
+		if (node->writing || !res_more(&node->own_reserved, &node->used) ||
+		    now - node->touched_ms < d->o.idle_ms)
 			continue;
 		todo = xrealloc(todo, (n + 1) * sizeof(*todo));
-		reservation_snapshot(d, node, true, &todo[n++]);
+		reservation_begin(d, node, &node->used, &todo[n++]);
 	}
 	pthread_mutex_unlock(&d->mu);
 	for (size_t i = 0; i < n; i++) {
 		json_t *resp = NULL;
-		if (todo[i].client && todo[i].needed && reservation_write(d, &todo[i], &resp) == 200) {
+		int code = todo[i].client ? reservation_write(d, &todo[i], &resp) : E_UNAVAILABLE;
+		if (code == 200)
 			atomic_fetch_add(&d->gc_writes, 1);
-			pthread_mutex_lock(&d->mu);
-			sched_cache_node_set(&d->cache, resp, todo[i].rm);
-			pthread_mutex_unlock(&d->mu);
-		}
+		pthread_mutex_lock(&d->mu);
+		reservation_end(d, &todo[i], resp);
+		pthread_mutex_unlock(&d->mu);
 		json_decref(resp);
 		reservation_release(&todo[i]);
 	}
@@ -723,7 +753,7 @@ static void check_rms(struct sched_daemon *d)
 static void *ticker_main(void *arg)
 {
 	struct sched_daemon *d = arg;
-	int64_t next_gc = mono_ms() + d->o.gc_s * 1000, next_stats = mono_ms() + d->o.stats_s * 1000;
+	int64_t next_stats = mono_ms() + d->o.stats_s * 1000;
 	long long last_sched = -1;
 	int64_t next_rm_check = 0;
 	while (!atomic_load(&d->stop)) {
@@ -735,11 +765,6 @@ static void *ticker_main(void *arg)
 		if (atomic_exchange(&d->requeue, false))
 			requeue_unschedulable(d);
 		int64_t now = mono_ms();
-		if (now >= next_gc) {
-			if (active(d) && d->workers)
-				gc_reservations(d);
-			next_gc = now + d->o.gc_s * 1000;
-		}
 		if (d->o.stats_s && now >= next_stats) {
 			long long s = atomic_load(&d->scheduled) + atomic_load(&d->failed);
 			if (s != last_sched)
@@ -747,6 +772,26 @@ static void *ticker_main(void *arg)
 			last_sched = s;
 			next_stats = now + d->o.stats_s * 1000;
 		}
+	}
+	return NULL;
+}
+
+/* Its own thread: a round of releases may take a while on a busy resource manager, and must
+ * not hold up the ticker's requeues and health checks. */
+static void *gc_main(void *arg)
+{
+	struct sched_daemon *d = arg;
+	int64_t next_gc = mono_ms() + d->o.gc_s * 1000;
+	while (!atomic_load(&d->stop)) {
+		usleep(100 * 1000);
+		if (mono_ms() < next_gc)
+			continue;
+		pthread_mutex_lock(&d->start_mu);
+		bool working = d->workers != NULL;
+		pthread_mutex_unlock(&d->start_mu);
+		if (active(d) && working)
+			gc_reservations(d);
+		next_gc = mono_ms() + d->o.gc_s * 1000;
 	}
 	return NULL;
 }
@@ -767,8 +812,10 @@ struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **re
 	d->identity = o->identity ? xstrdup(o->identity) : xasprintf("%s_%ld", host, (long)getpid());
 	d->tp = rest_new_with_creds(d->creds, rest_creds_server(d->creds), "ursa-scheduler");
 	pthread_mutex_init(&d->mu, NULL);
+	pthread_cond_init(&d->res_cond, NULL);
 	pthread_mutex_init(&d->start_mu, NULL);
 	sched_cache_init(&d->cache, o->partition);
+	d->cache.reserved_bonus = o->chunk > 1 ? RESERVED_BONUS : 0;
 	d->cache.pct = o->pct;
 	d->cache.max_score_nodes = o->max_nodes;
 	strmap_init(&d->unsched);
@@ -777,6 +824,7 @@ struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **re
 	d->rm_inf = informer_start(d->tp, RM_REGISTRY, NULL, &rm_handlers, d);
 	d->pods = informer_start(d->tp, "/api/v1/tenants/all/pods", NULL, &pod_handlers, d);
 	pthread_create(&d->ticker, NULL, ticker_main, d);
+	pthread_create(&d->gc, NULL, gc_main, d);
 	if (o->leader_elect) {
 		struct leader_config lc = { .lease_path = LEASE_PATH, .identity = d->identity,
 					    .lease_duration_s = (int)o->lease_s, .renew_deadline_s = (int)o->renew_s,
@@ -814,6 +862,7 @@ void sched_daemon_stop(struct sched_daemon *d)
 	if (d->le)
 		leader_stop(d->le);
 	pthread_join(d->ticker, NULL);
+	pthread_join(d->gc, NULL);
 	informer_stop(d->pods);
 	informer_stop(d->rm_inf);
 	log_stats(d, "stopped");
@@ -830,6 +879,7 @@ void sched_daemon_stop(struct sched_daemon *d)
 	rest_free(d->tp);
 	rest_creds_free(d->creds);
 	pthread_mutex_destroy(&d->mu);
+	pthread_cond_destroy(&d->res_cond);
 	pthread_mutex_destroy(&d->start_mu);
 	free(d->workers);
 	free(d->identity);

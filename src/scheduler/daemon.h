@@ -10,7 +10,7 @@
 struct sched_options {
 	const char *kubeconfig, *scheduler_name, *identity, *partition, *log_level;
 	bool leader_elect, scheduled_events;
-	long long workers, pct, max_nodes, lease_s, renew_s, retry_s, gc_s, stats_s, rm_down_s;
+	long long workers, pct, max_nodes, lease_s, renew_s, retry_s, gc_s, stats_s, rm_down_s, chunk, idle_ms;
 };
 /* Fills o from argv (defaults first). -1 on bad flags (message printed). */
 int sched_options_parse(struct sched_options *o, int argc, char **argv);

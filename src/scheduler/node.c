@@ -1,4 +1,5 @@
 /* A Node object turned into what the filters need, and the reservation annotation. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sched.h"
@@ -156,4 +157,49 @@ void sched_node_clear(struct sched_node *n)
 	n->labels = n->reserved = NULL;
 	n->alloc = n->other = n->own_reserved = (struct sched_res){ 0, 0, 0 };
 	n->ready = n->unschedulable = n->present = false;
+}
+
+/* Reservation accounting ------------------------------------------------------------------ */
+
+static long long min_ll(long long a, long long b)
+{
+	return a < b ? a : b;
+}
+
+void sched_reserved_effective(const struct sched_node *n, struct sched_res *ret)
+{
+	*ret = n->own_reserved;
+	if (!n->writing)
+		return;
+	ret->cpu_m = min_ll(ret->cpu_m, n->write_target.cpu_m);
+	ret->mem_m = min_ll(ret->mem_m, n->write_target.mem_m);
+	ret->pods = min_ll(ret->pods, n->write_target.pods);
+}
+
+bool sched_reservation_covers(const struct sched_node *n)
+{
+	struct sched_res room;
+	sched_reserved_effective(n, &room);
+	return n->used.cpu_m <= room.cpu_m && n->used.mem_m <= room.mem_m && n->used.pods <= room.pods;
+}
+
+/* Headroom of one dimension: (chunk - 1) more of req, at most half of what nobody holds. */
+static long long headroom(long long req, long long chunk, long long alloc, long long other, long long used)
+{
+	long long free_room = alloc - other - used;
+	if (req <= 0 || free_room <= 0)
+		return 0;
+	long long want = req > (LLONG_MAX / 2) / chunk ? LLONG_MAX / 2 : req * (chunk - 1);
+	return min_ll(want, free_room / 2);
+}
+
+void sched_reserve_target(const struct sched_node *n, const struct sched_res *req, long long chunk,
+			  struct sched_res *ret)
+{
+	*ret = n->used;
+	if (chunk <= 1)
+		return;
+	ret->cpu_m += headroom(req->cpu_m, chunk, n->alloc.cpu_m, n->other.cpu_m, n->used.cpu_m);
+	ret->mem_m += headroom(req->mem_m, chunk, n->alloc.mem_m, n->other.mem_m, n->used.mem_m);
+	ret->pods += headroom(req->pods, chunk, n->alloc.pods, n->other.pods, n->used.pods);
 }

@@ -15,8 +15,9 @@ int sched_options_parse(struct sched_options *o, int argc, char **argv)
 {
 	*o = (struct sched_options){
 		.scheduler_name = "default-scheduler", .partition = "tp-1", .log_level = "info",
-		.leader_elect = true, .scheduled_events = true, .workers = 16, .pct = 0, .max_nodes = 500,
-		.lease_s = 6, .renew_s = 4, .retry_s = 1, .gc_s = 10, .stats_s = 10, .rm_down_s = 10,
+		.leader_elect = true, .scheduled_events = true, .workers = 64, .pct = 0, .max_nodes = 500,
+		.lease_s = 6, .renew_s = 4, .retry_s = 1, .gc_s = 1, .stats_s = 10, .rm_down_s = 10,
+		.chunk = 16, .idle_ms = 2000,
 	};
 	const struct opt opts[] = {
 		{ "kubeconfig", OPT_STRING, &o->kubeconfig,
@@ -37,7 +38,13 @@ int sched_options_parse(struct sched_options *o, int argc, char **argv)
 		  "nodes down to 5 %)" },
 		{ "max-nodes-to-score", OPT_INT, &o->max_nodes,
 		  "and never look for more than this many feasible nodes (0: no cap); keeps a decision's cost flat" },
-		{ "reservation-gc-seconds", OPT_INT, &o->gc_s, "how often reservations of finished pods are released" },
+		{ "reservation-chunk", OPT_INT, &o->chunk,
+		  "when a node's reservation must grow, reserve room for this many pods like the one being placed "
+		  "(at most half of the node's free room); later pods fit without a write. 1: one write per pod" },
+		{ "reservation-idle-ms", OPT_INT, &o->idle_ms,
+		  "release reserved room our pods do not use on a node where nothing was placed for this long" },
+		{ "reservation-gc-seconds", OPT_INT, &o->gc_s,
+		  "how often reserved room beyond our pods' use is looked for and released" },
 		{ "rm-down-seconds", OPT_INT, &o->rm_down_s,
 		  "a resource manager failing its health checks this long has its nodes taken out of scheduling" },
 		{ "stats-seconds", OPT_INT, &o->stats_s, "how often to log the counters (0: never)" },
@@ -52,9 +59,11 @@ int sched_options_parse(struct sched_options *o, int argc, char **argv)
 	}
 	if (o->workers < 1 || o->workers > 256 || o->pct < 0 || o->pct > 100 || o->max_nodes < 0 ||
 	    o->lease_s < 2 || o->renew_s < 1 || o->renew_s >= o->lease_s || o->retry_s < 1 ||
-	    o->retry_s >= o->renew_s + 1 || o->gc_s < 1 || o->stats_s < 0 || o->rm_down_s < 1) {
-		fprintf(stderr, "ursa-scheduler: --workers (1..256), --percentage-of-nodes-to-score (0..100) or "
-				"the lease timings (retry <= renew < duration) are out of range\n");
+	    o->retry_s >= o->renew_s + 1 || o->gc_s < 1 || o->stats_s < 0 || o->rm_down_s < 1 || o->chunk < 1 || o->chunk > 1000 ||
+	    o->idle_ms < 0 || o->idle_ms > 3600 * 1000) {
+		fprintf(stderr, "ursa-scheduler: --workers (1..256), --percentage-of-nodes-to-score (0..100), "
+				"--reservation-chunk (1..1000), --reservation-idle-ms (0..3600000) or the lease "
+				"timings (retry <= renew < duration) are out of range\n");
 		return -1;
 	}
 	if (!*o->partition || strchr(o->partition, '"')) {

@@ -98,6 +98,12 @@ struct sched_node {
 	struct sched_taint *taints;
 	size_t ntaints;
 	size_t idx;        /* position in the cache's list while present */
+	/* The daemon's bookkeeping of its own reservation writes (kept across updates): while
+	 * writing, one write of write_target is in flight and no other is started for the node;
+	 * touched_ms is the last time (monotonic) a pod of ours was placed here. */
+	bool writing;
+	struct sched_res write_target;
+	int64_t touched_ms;
 };
 /* Fills n's object fields from a Node object (keeps name, used, idx). partition: ours, whose
  * annotation entry goes to own_reserved rather than other. */
@@ -109,6 +115,18 @@ void sched_reserved_parse(const char *value, const char *partition, struct sched
 			  struct sched_res *ret_own, json_t **ret_obj);
 /* The annotation value with partition's entry set to r (removed when all zero). New string. */
 char *sched_reserved_format(const json_t *cur, const char *partition, const struct sched_res *r);
+
+/* Reservation accounting (see docs/scheduler.md, "Reserving ahead").
+ * The room this partition may count on at n: its entry as last read, lowered to the target of
+ * a write in flight when that write shrinks it (a release may land at any moment). */
+void sched_reserved_effective(const struct sched_node *n, struct sched_res *ret);
+/* True when our pods on n (used, the new pod already assumed) fit in that room: no write. */
+bool sched_reservation_covers(const struct sched_node *n);
+/* What to write when the room does not cover used: used plus headroom for (chunk - 1) more
+ * pods of req, each dimension capped at half of the room nobody holds (alloc - other - used,
+ * never negative). chunk <= 1: exactly used. */
+void sched_reserve_target(const struct sched_node *n, const struct sched_res *req, long long chunk,
+			  struct sched_res *ret);
 
 /* Filter results: why a node was rejected. */
 enum sched_fail {
@@ -154,11 +172,14 @@ struct sched_cache {
 	struct strmap zones;   /* zone -> number of present nodes in it */
 	long long pct;         /* percentage of nodes to score; 0 adaptive */
 	long long max_score_nodes; /* cap on feasible nodes to find; 0 none */
+	long long reserved_bonus;  /* score added where the pod fits in our reservation (no write) */
 };
 void sched_cache_init(struct sched_cache *c, const char *partition);
 void sched_cache_release(struct sched_cache *c);
 /* Adds or updates a node from its object. Returns true when the change may let pending pods
- * fit (new node, more room, became ready/schedulable, labels or taints changed). */
+ * fit (new node, more room, became ready/schedulable, labels or taints changed). An object
+ * older than the cached one (numeric resourceVersion lower) is ignored: a lagging watch event
+ * must not bring back a reservation we have since released. */
 bool sched_cache_node_set(struct sched_cache *c, const json_t *obj, const char *rm);
 void sched_cache_node_del(struct sched_cache *c, const char *name);
 /* Removes every node of rm. */

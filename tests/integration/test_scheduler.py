@@ -4,6 +4,7 @@ Test pods tolerate the hollow taint."""
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -281,6 +282,81 @@ def test_two_partitions_do_not_overcommit():
     # filled: no small node has room for one more 500m pod (earlier tests left 100m pods around)
     for n in ("a1-0", "a1-1", "a1-2", "a2-0", "a2-1", "a2-2"):
         h.check(2000 - placed.get(n, 0) < 500, "node %s still has room: %d m used" % (n, placed.get(n, 0)))
+
+
+def last_counters(proc):
+    lines = [ln for ln in proc.text().splitlines() if 'msg="stats"' in ln or "msg=stats" in ln]
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", lines[-1])} if lines else {}
+
+
+def test_reserve_ahead_two_partitions():
+    """Both partitions reserve room ahead (--reservation-chunk) on the same 4 fresh nodes of
+    2 cpu and fill them exactly (2 x 16 pods of 250m). At every sample the entries of the
+    two partitions on a node add up to at most its cpu; in the end every pod is bound,
+    nothing is overcommitted or rejected, fewer reservation writes than pods were made, and
+    once idle each partition's entry is released down to what its pods use."""
+    tp2 = S["tps"][1].admin()
+    for client, tenant in ((S["tp"], "acme"), (tp2, "zeta")):  # earlier tests' leftovers
+        for p in client.get(h.pods_path(tenant)).json["items"]:
+            if not p["spec"].get("nodeName"):
+                client.delete(h.pods_path(tenant) + "/" + p["metadata"]["name"])
+    before = [last_counters(s) for s in S["sched"][:2]]
+    S["kls"].append(hollow(S["rms"][0], "ra", "az-1", 4, cpu="2", pods=20))
+    ra = ["ra-%d" % i for i in range(4)]
+    h.wait_until(lambda: all(n in nodes() for n in ra), 30, "4 ra nodes registered")
+    for i in range(16):
+        for client, tenant in ((S["tp"], "acme"), (tp2, "zeta")):
+            p = pod("ra-%d" % i, cpu="250m")
+            p["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                                             "values": ra}]}]}}}
+            h.expect_status(client.post(h.pods_path(tenant), p), 201, "create ra pod")
+
+    def ra_pods():
+        out = []
+        for client, tenant, part in ((S["tp"], "acme", "tp-1"), (tp2, "zeta", "tp-2")):
+            out += [(part, p) for p in client.get(h.pods_path(tenant)).json["items"]
+                    if p["metadata"]["name"].startswith("ra-")]
+        return out
+
+    samples, deadline = 0, time.monotonic() + 45
+    while time.monotonic() < deadline:
+        for n, o in nodes().items():
+            if n in ra:
+                ann = json.loads(o["metadata"].get("annotations", {}).get("ursa.io/reserved") or "{}")
+                total = sum(e.get("cpu", 0) for e in ann.values())
+                h.check(total <= 2000, "node %s: reservations add up to %d m > 2000: %r" % (n, total, ann))
+        samples += 1
+        if sum(1 for _, p in ra_pods() if p["spec"].get("nodeName")) == 32:
+            break
+        time.sleep(0.2)
+    pods = ra_pods()
+    h.eq(sum(1 for _, p in pods if p["spec"].get("nodeName")), 32, "ra pods bound (%d samples)" % samples)
+    used = {}
+    for part, p in pods:
+        n = p["spec"]["nodeName"]
+        h.check(n in ra, "ra pod on %s" % n)
+        h.check(p["status"].get("reason") not in ("OutOfcpu", "OutOfpods", "OutOfmemory"),
+                "kubelet rejected %s: %s" % (p["metadata"]["name"], p["status"]))
+        used[(n, part)] = used.get((n, part), 0) + 250
+    for n in ra:
+        h.eq(used.get((n, "tp-1"), 0) + used.get((n, "tp-2"), 0), 2000, "node %s filled exactly" % n)
+
+    def released():
+        objs = nodes()
+        for n in ra:
+            ann = json.loads(objs[n]["metadata"].get("annotations", {}).get("ursa.io/reserved") or "{}")
+            for part in ("tp-1", "tp-2"):
+                if (ann.get(part) or {}).get("cpu", 0) != used.get((n, part), 0):
+                    return None
+        return True
+    h.wait_until(released, 20, "entries released down to what the pods use")
+    time.sleep(2.5)  # the counters are logged every 2 s
+    after = [last_counters(s) for s in S["sched"][:2]]
+    writes = sum(a.get("reserve_writes", 0) - b.get("reserve_writes", 0) - (a.get("gc_writes", 0) -
+                 b.get("gc_writes", 0)) for a, b in zip(after, before))
+    print("reserve ahead: 32 pods bound with %d reservation writes (GC releases not counted)" % writes)
+    h.check(0 < writes < 32, "fewer reservation writes than pods: %d" % writes)
 
 
 def test_leader_failover():

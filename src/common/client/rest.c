@@ -10,7 +10,9 @@
 #include "ursa/xalloc.h"
 
 #define REST_MAX_SERVERS 16
-#define REST_MAX_IDLE 32                  /* idle handles kept in the pool */
+/* Idle handles kept in the pool: as many as a client's concurrent callers (the scheduler runs up
+ * to 256 workers), else every burst closes connections and opens new ones (TLS handshakes). */
+#define REST_MAX_IDLE 256
 #define REST_MAX_RESPONSE (512u << 20)    /* bytes of one non-streaming response */
 #define REST_MAX_JSON_DEPTH 128
 #define REST_CONNECT_TIMEOUT_MS 3000L
