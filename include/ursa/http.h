@@ -36,6 +36,9 @@ const char *http_path(const struct http_request *r);
 const char *http_query(const struct http_request *r, const char *key); /* NULL if absent */
 const char *http_header(const struct http_request *r, const char *name);
 const char *http_body(const struct http_request *r, size_t *ret_len);
+/* The raw query string as the client sent it (after '?', still percent-encoded), or NULL if
+ * the request target had no '?'. For proxies that pass every parameter on unchanged. */
+const char *http_query_string(const struct http_request *r);
 const char *http_client_addr(const struct http_request *r); /* "127.0.0.1" */
 /* Per-request start time (mono µs), for latency metrics. */
 int64_t http_started_us(const struct http_request *r);

@@ -29,6 +29,7 @@ struct gateway {
 	struct audit *audit;
 	struct http_server *http;
 	char *own_auth; /* "Bearer <token>" of the gateway itself, or NULL */
+	struct idkey *idkey; /* NULL: callers' tokens are forwarded as they came */
 };
 
 /* A request in flight. */
@@ -39,6 +40,7 @@ struct call {
 	struct identity id;
 	bool authed;
 	struct route rt;
+	char *assertion; /* the caller asserted to partitions (with an identity key), made once */
 };
 
 static void reply_status(struct http_reply *reply, int err, const char *fmt, ...)
@@ -59,23 +61,41 @@ static void reply_status(struct http_reply *reply, int err, const char *fmt, ...
 	buf_release(&msg);
 }
 
-/* Query parameters the gateway passes on (the server API gives no raw query string). */
-static const char *const forwarded_params[] = {
-	"labelSelector", "fieldSelector", "watch", "resourceVersion", "resourceVersionMatch", "timeoutSeconds",
-	"limit", "continue", "allowWatchBookmarks", "sendInitialEvents", "follow", "container", "tailLines",
-	"timestamps", "limitBytes", "sinceSeconds", "previous", "propagationPolicy", "gracePeriodSeconds",
-	"orphanDependents", "dryRun", "fieldManager", "fieldValidation", "force", "pretty", "includeObject",
-	"tenant", "stdout", "stderr", "command", "tty", "stdin",
-};
-
 static bool url_safe(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~/:@!$&'()*+,;=", c);
 }
 
-/* The path and query to send to a partition. fanout drops paging (lists merged over
- * partitions are complete). */
-static char *upstream_path(struct http_request *req, bool fanout)
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* True if the raw (percent-encoded) key k of length n decodes to name, decoding as
+ * libmicrohttpd does on the partition ("%XX" only). */
+static bool key_is(const char *k, size_t n, const char *name)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < n; i++, j++) {
+		char c = k[i];
+		if (c == '%' && i + 2 < n && hexval(k[i + 1]) >= 0 && hexval(k[i + 2]) >= 0) {
+			c = (char)(hexval(k[i + 1]) * 16 + hexval(k[i + 2]));
+			i += 2;
+		}
+		if (!name[j] || name[j] != c)
+			return false;
+	}
+	return name[j] == '\0';
+}
+
+/* Parameters a merged (fanned-out) request does not pass on as is: paging (merged lists are
+ * complete) and the resourceVersion (each partition gets its own). */
+static const char *const fanout_dropped[] = { "limit", "continue", "resourceVersion" };
+
+/* The path and query to send to a partition: the client's query string passed on unchanged,
+ * except that a fanned-out request drops fanout_dropped and, when rv is not NULL, asks for
+ * resourceVersion=rv. */
+static char *upstream_path(struct http_request *req, bool fanout, const char *rv)
 {
 	struct buf b = BUF_INIT;
 	const char *path = http_path(req);
@@ -86,14 +106,32 @@ static char *upstream_path(struct http_request *req, bool fanout)
 			buf_addf(&b, "%%%02X", (unsigned char)*c);
 	}
 	char sep = '?';
-	for (size_t i = 0; i < ARRAY_SIZE(forwarded_params); i++) {
-		const char *v = http_query(req, forwarded_params[i]);
-		if (!v || (fanout && (strcmp(forwarded_params[i], "limit") == 0 || strcmp(forwarded_params[i], "continue") == 0)))
-			continue;
-		char *esc = curl_easy_escape(NULL, v, 0);
-		buf_addf(&b, "%c%s=%s", sep, forwarded_params[i], esc ? esc : "");
+	const char *q = http_query_string(req);
+	while (q && *q) {
+		const char *amp = strchr(q, '&');
+		size_t len = amp ? (size_t)(amp - q) : strlen(q);
+		const char *eq = memchr(q, '=', len);
+		size_t klen = eq ? (size_t)(eq - q) : len;
+		bool drop = len == 0;
+		for (size_t i = 0; fanout && !drop && i < ARRAY_SIZE(fanout_dropped); i++)
+			drop = key_is(q, klen, fanout_dropped[i]);
+		if (!drop) {
+			/* As sent, except bytes a URL may not hold raw (already-encoded ones stay). */
+			buf_addch(&b, sep);
+			for (size_t i = 0; i < len; i++) {
+				if (url_safe(q[i]) || q[i] == '%' || q[i] == '?')
+					buf_addch(&b, q[i]);
+				else
+					buf_addf(&b, "%%%02X", (unsigned char)q[i]);
+			}
+			sep = '&';
+		}
+		q = amp ? amp + 1 : NULL;
+	}
+	if (rv && *rv) {
+		char *esc = curl_easy_escape(NULL, rv, 0);
+		buf_addf(&b, "%cresourceVersion=%s", sep, esc ? esc : "");
 		curl_free(esc);
-		sep = '&';
 	}
 	return buf_detach(&b, NULL);
 }
@@ -102,8 +140,11 @@ static struct upstream_req base_req(struct call *c, const char *path)
 {
 	size_t len = 0;
 	const char *body = http_body(c->req, &len);
+	if (c->g->idkey && c->authed && !c->assertion)
+		c->assertion = identity_assert(c->g->idkey, &c->id, time(NULL), 60);
 	return (struct upstream_req){
-		.method = http_method(c->req), .path = path, .authorization = http_header(c->req, "Authorization"),
+		.method = http_method(c->req), .path = path,
+		.authorization = c->assertion ? NULL : http_header(c->req, "Authorization"), .identity = c->assertion,
 		.content_type = http_header(c->req, "Content-Type"), .accept = http_header(c->req, "Accept"),
 		.forwarded_for = http_client_addr(c->req), .body = body, .len = len, .timeout_ms = 60000,
 	};
@@ -114,10 +155,20 @@ static void relay(struct http_reply *reply, struct upstream_resp *resp)
 	http_reply_set(reply, resp->status, ctype_intern(resp->content_type), &resp->body);
 }
 
+/* A boolean query parameter as Kubernetes reads it (Go's strconv.ParseBool): python clients
+ * send "True". */
+static bool truthy(const char *v)
+{
+	static const char *const yes[] = { "1", "t", "T", "true", "True", "TRUE" };
+	for (size_t i = 0; v && i < ARRAY_SIZE(yes); i++)
+		if (strcmp(v, yes[i]) == 0)
+			return true;
+	return false;
+}
+
 static bool wants_stream(struct call *c)
 {
-	const char *f = http_query(c->req, "follow");
-	return c->rt.watch || (f && (strcmp(f, "true") == 0 || strcmp(f, "1") == 0));
+	return c->rt.watch || truthy(http_query(c->req, "follow"));
 }
 
 /* Forwards the request as is to p. */
@@ -127,7 +178,7 @@ static void forward(struct call *c, struct partition *p)
 		reply_status(c->reply, E_UNAVAILABLE, "partition %s is unavailable", p->id);
 		return;
 	}
-	char *path = upstream_path(c->req, false);
+	char *path = upstream_path(c->req, false, NULL);
 	struct upstream_req rq = base_req(c, path);
 	if (wants_stream(c) && strcmp(rq.method, "GET") == 0) {
 		upstream_stream(p, &rq, c->reply);
@@ -191,18 +242,23 @@ static void to_discovery(struct call *c)
 	size_t n, nrm;
 	struct partition **tps = registry_partitions(c->g->reg, false, &n);
 	struct partition **rms = registry_partitions(c->g->reg, true, &nrm);
-	struct partition *p = NULL;
 	const char *path = http_path(c->req);
-	for (size_t i = 0; i < n && !p; i++)
-		if (!atomic_load(&tps[i]->down))
-			p = tps[i];
+	bool merge = strcmp(http_method(c->req), "GET") == 0 && strncmp(path, "/api", 4) == 0;
 	json_t *tj = NULL;
-	if (!p) {
-		reply_status(c->reply, E_UNAVAILABLE, "no tenant partition is available");
-		goto out;
-	}
-	if (strcmp(http_method(c->req), "GET") != 0 || strncmp(path, "/api", 4) != 0 || !(tj = get_json(c, p, path))) {
-		forward(c, p);
+	/* Any tenant partition answers discovery: the first that does (one that just died is
+	 * marked down by the failed request and skipped). */
+	for (size_t i = 0; merge && i < n && !tj; i++)
+		if (!atomic_load(&tps[i]->down))
+			tj = get_json(c, tps[i], path);
+	if (!tj) {
+		struct partition *p = NULL;
+		for (size_t i = 0; i < n && !p; i++)
+			if (!atomic_load(&tps[i]->down))
+				p = tps[i];
+		if (p)
+			forward(c, p);
+		else
+			reply_status(c->reply, E_UNAVAILABLE, "no tenant partition is available");
 		goto out;
 	}
 	const char *kind = json_str(tj, "kind");
@@ -254,25 +310,105 @@ static void merge_into(json_t *merged, json_t *part, const char *pid, bool annot
 	}
 }
 
+/* The resourceVersion each of the n partitions ps is asked for, from the client's
+ * resourceVersion: a composite one gives each partition its own ("" for a partition it does not
+ * name: one added since, which then starts from its current state with every object as ADDED,
+ * as a watch without resourceVersion does, so that nothing it holds is missed); "" and "0" go
+ * to every partition as is; another plain one is only meaningful to a single partition. Fills
+ * ret_rvs (n new strings, "" = none) or answers the client and returns an E_* code. */
+static int partition_rvs(struct call *c, struct partition **ps, size_t n, char ***ret_rvs)
+{
+	const char *rv = http_query(c->req, "resourceVersion");
+	struct crv crv;
+	crv_init(&crv);
+	if (crv_is_composite(rv)) {
+		const char *msg = NULL;
+		if (crv_parse(rv, &crv, &msg) != 0) {
+			reply_status(c->reply, E_BAD_REQUEST, "invalid resourceVersion \"%.64s\": %s", rv, msg);
+			return E_BAD_REQUEST;
+		}
+	} else if (rv && *rv && strcmp(rv, "0") != 0 && n != 1) {
+		reply_status(c->reply, E_GONE,
+			     "too old resource version: %.64s is not a resourceVersion of the merged list over %zu partitions; "
+			     "list again", rv, n);
+		return E_GONE;
+	}
+	char **rvs = xcalloc(n ? n : 1, sizeof(*rvs));
+	for (size_t i = 0; i < n; i++) {
+		const char *v = crv_is_composite(rv) ? crv_get(&crv, ps[i]->id) : rv;
+		rvs[i] = xstrdup(v ? v : "");
+	}
+	crv_release(&crv);
+	*ret_rvs = rvs;
+	return 0;
+}
+
+static void free_strv(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* A watch over every partition of a kind: one partition without a composite resourceVersion
+ * is passed through as is; otherwise the events of all are merged into one stream whose
+ * resourceVersions are composite. */
+static void merged_watch(struct call *c, struct partition **ps, size_t n, bool annotate)
+{
+	const char *rv = http_query(c->req, "resourceVersion");
+	if (n == 0) {
+		reply_status(c->reply, E_UNAVAILABLE, "no partition serves this resource");
+		return;
+	}
+	if (n == 1 && !crv_is_composite(rv)) {
+		forward(c, ps[0]);
+		return;
+	}
+	/* Events are rewritten as JSON lines: the partitions are asked for JSON (a Table when the
+	 * client asked for one); a client that accepts no JSON cannot be served. */
+	const char *acc = http_header(c->req, "Accept");
+	if (acc && *acc && !strstr(acc, "json") && !strstr(acc, "*/*")) {
+		reply_status(c->reply, E_NOT_ACCEPTABLE, "a watch across partitions is served as JSON only; accept application/json");
+		return;
+	}
+	char **rvs = NULL;
+	if (partition_rvs(c, ps, n, &rvs) != 0)
+		return;
+	char **paths = xcalloc(n, sizeof(*paths));
+	struct merge_state *m = xmalloc(sizeof(*m));
+	merge_state_init(m, annotate);
+	for (size_t i = 0; i < n; i++) {
+		paths[i] = upstream_path(c->req, true, rvs[i]);
+		crv_set(&m->rv, ps[i]->id, rvs[i]);
+	}
+	struct upstream_req rq = base_req(c, paths[0]);
+	rq.accept = acc && strstr(acc, "as=Table") ? "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+						   : "application/json";
+	upstream_merged_watch(ps, paths, n, &rq, m, c->reply);
+	free_strv(paths, n);
+	free_strv(rvs, n);
+}
+
 static void fan_out(struct call *c, bool rm, bool annotate)
 {
 	size_t n;
 	struct partition **ps = registry_partitions(c->g->reg, rm, &n);
-	if (c->rt.watch) {
-		if (n == 1)
-			forward(c, ps[0]);
-		else
-			reply_status(c->reply, E_BAD_REQUEST,
-				     "watching across %zu partitions is not supported by the gateway; watch each partition", n);
-		partitions_free(ps, n);
-		return;
-	}
-	char *path = upstream_path(c->req, true);
-	struct upstream_req rq = base_req(c, path);
 	json_t *merged = NULL;
+	char **rvs = NULL;
+	struct crv list_rv;
+	crv_init(&list_rv);
+	if (c->rt.watch) {
+		merged_watch(c, ps, n, annotate);
+		goto out;
+	}
+	if (partition_rvs(c, ps, n, &rvs) != 0)
+		goto out;
 	for (size_t i = 0; i < n; i++) {
+		char *path = upstream_path(c->req, true, rvs[i]);
+		struct upstream_req rq = base_req(c, path);
 		struct upstream_resp resp = { 0 };
 		int err = upstream_partition(ps[i], &rq, &resp);
+		free(path);
 		if (err) {
 			reply_status(c->reply, E_UNAVAILABLE, "partition %s is unavailable; the merged list would be incomplete",
 				     ps[i]->id);
@@ -300,6 +436,8 @@ static void fan_out(struct call *c, bool rm, bool annotate)
 								      "string", "format", "", "description",
 								      "The tenant partition storing the tenant", "priority", 0));
 		}
+		const char *prv = json_path_str(j, "metadata.resourceVersion");
+		crv_set(&list_rv, ps[i]->id, prv && crv_partition_rv_ok(prv) ? prv : "");
 		merge_into(merged, j, ps[i]->id, annotate);
 		json_decref(j);
 	}
@@ -307,14 +445,22 @@ static void fan_out(struct call *c, bool rm, bool annotate)
 		merged = json_pack("{s:s,s:s,s:{},s:[]}", "kind", "List", "apiVersion", "v1", "metadata", "items");
 	json_t *meta = json_obj_child(merged, "metadata");
 	json_object_del(meta, "continue");
-	if (n > 1)
-		json_object_set_new(meta, "resourceVersion", json_string(""));
+	json_object_del(meta, "remainingItemCount");
+	/* One partition keeps its own resourceVersion (what a client of that partition alone would
+	 * see); several, or a client that already holds a composite one, get a composite one to
+	 * list or watch from. */
+	if (n > 1 || crv_is_composite(http_query(c->req, "resourceVersion"))) {
+		char *crv = crv_encode(&list_rv);
+		json_object_set_new(meta, "resourceVersion", json_string(crv));
+		free(crv);
+	}
 	struct buf b = BUF_INIT;
 	json_dump_buf(merged, &b);
 	http_reply_set(c->reply, 200, "application/json", &b);
 out:
+	crv_release(&list_rv);
+	free_strv(rvs, n);
 	json_decref(merged);
-	free(path);
 	partitions_free(ps, n);
 }
 
@@ -352,7 +498,7 @@ static void create_tenant(struct call *c)
 		reply_status(c->reply, E_UNAVAILABLE, "the gateway's registry is unavailable");
 		goto out;
 	}
-	char *path = upstream_path(c->req, false);
+	char *path = upstream_path(c->req, false, NULL);
 	struct upstream_req rq = base_req(c, path);
 	struct upstream_resp resp = { 0 };
 	err = upstream_partition(p, &rq, &resp);
@@ -442,10 +588,7 @@ static int authenticate(struct call *c)
 	return 0;
 }
 
-static bool truthy(const char *v)
-{
-	return v && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
-}
+
 
 static void local(struct call *c)
 {
@@ -454,6 +597,22 @@ static void local(struct call *c)
 	bool ok = strcmp(path, "/livez") == 0 || registry_loaded(c->g->reg);
 	buf_adds(&b, ok ? "ok" : "registry not loaded");
 	http_reply_set(c->reply, ok ? 200 : 503, "text/plain", &b);
+}
+
+/* GET /metrics (authenticated callers): the gateway's stream gauges in the Prometheus text
+ * format. */
+static void metrics(struct call *c)
+{
+	struct buf b = BUF_INIT;
+	buf_addf(&b,
+		 "# HELP gateway_streams_open Client streams (watch, log -f) open through the gateway.\n"
+		 "# TYPE gateway_streams_open gauge\ngateway_streams_open %ld\n"
+		 "# HELP gateway_stream_upstreams_open Transfers from partitions feeding those streams.\n"
+		 "# TYPE gateway_stream_upstreams_open gauge\ngateway_stream_upstreams_open %ld\n"
+		 "# HELP gateway_stream_descriptor_budget Descriptors streams may use (RLIMIT_NOFILE less a reserve).\n"
+		 "# TYPE gateway_stream_descriptor_budget gauge\ngateway_stream_descriptor_budget %ld\n",
+		 upstream_streams_open(), upstream_legs_open(), upstream_stream_fd_budget());
+	http_reply_set(c->reply, 200, "text/plain; version=0.0.4", &b);
 }
 
 static void dispatch(struct call *c)
@@ -506,6 +665,14 @@ static void on_request(void *ud, struct http_request *req, struct http_reply *re
 		return;
 	}
 	int err = authenticate(&c);
+	if (strcmp(path, "/metrics") == 0 && strcmp(method, "GET") == 0) {
+		if (err)
+			reply_status(reply, E_UNAUTHORIZED, "a valid bearer token is required");
+		else
+			metrics(&c);
+		c.rt.kind = RT_LOCAL;
+		goto out;
+	}
 	gw_route(method, path, truthy(http_query(req, "watch")), c.authed ? &c.id : NULL, &c.rt);
 	if (c.rt.kind != RT_LOCAL && err) {
 		reply_status(reply, E_UNAUTHORIZED, "a valid bearer token is required");
@@ -530,6 +697,7 @@ out:
 	log_debug("request", "method=%s path=\"%s\" route=%s code=%d", method, path, route_kind_name(c.rt.kind),
 		  http_reply_status(reply));
 	route_release(&c.rt);
+	free(c.assertion);
 	if (c.authed)
 		identity_release(&c.id);
 }
@@ -563,6 +731,8 @@ struct gateway *gateway_start(const struct gw_options *o, char **ret_err)
 		goto fail;
 	if (o->partition_token_file && !(g->own_auth = read_token(o->partition_token_file, ret_err)))
 		goto fail;
+	if (o->identity_key && idkey_load(o->identity_key, &g->idkey, ret_err) != 0)
+		goto fail;
 	g->etcd = etcd_new(o->etcd_servers, NULL);
 	if (!g->etcd) {
 		*ret_err = xasprintf("bad --etcd-servers %s", o->etcd_servers);
@@ -581,10 +751,16 @@ struct gateway *gateway_start(const struct gw_options *o, char **ret_err)
 		*ret_err = xstrdup("cannot start the reconciler");
 		goto fail;
 	}
+	if (streams_start() != 0) {
+		*ret_err = xstrdup("cannot start the stream loop");
+		reconciler_stop(&g->rc);
+		goto fail;
+	}
 	struct http_server_options ho = { .listen = o->listen, .tls_cert = o->tls_cert, .tls_key = o->tls_key,
 					  .threads = (unsigned)o->threads };
 	g->http = http_server_start(&ho, on_request, g, ret_err);
 	if (!g->http) {
+		streams_stop();
 		reconciler_stop(&g->rc);
 		goto fail;
 	}
@@ -594,6 +770,7 @@ fail:
 	registry_free(g->reg);
 	etcd_free(g->etcd);
 	authn_free(g->authn);
+	idkey_free(g->idkey);
 	free(g->own_auth);
 	free(g);
 	return NULL;
@@ -602,10 +779,12 @@ fail:
 void gateway_stop(struct gateway *g)
 {
 	http_server_stop(g->http);
+	streams_stop(); /* after the server: clients gone, then their partitions' transfers */
 	reconciler_stop(&g->rc);
 	registry_free(g->reg);
 	etcd_free(g->etcd);
 	authn_free(g->authn);
+	idkey_free(g->idkey);
 	limiter_release(&g->lim);
 	audit_close(g->audit);
 	free(g->own_auth);

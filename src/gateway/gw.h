@@ -92,15 +92,51 @@ struct partition *partition_parse(const char *id, const char *json, size_t len);
 struct tenant_rec {
 	char *partition;
 	bool pending;        /* creation in flight (or abandoned: the reconciler decides) */
-	int64_t since_ms;
+	int64_t since_ms;    /* kept for pending records only (0 for ready ones) */
 	int64_t mod_rev;
 };
 
+/* A decoded tenant record value {"partition":"tp-1","state":"pending"|"ready","since":<ms>}. */
+struct tenant_val {
+	struct sv partition; /* into the parsed text, or into scratch */
+	bool pending;
+	int64_t since_ms;
+};
+/* Decodes a tenant record without building a JSON tree when it is a flat object of plain strings
+ * and integers (what the gateway writes); anything else goes through jansson, with the result's
+ * partition copied into scratch. 0, or -1 when it names no partition (or an id over 253 bytes). */
+int tenant_val_parse(const char *json, size_t len, struct tenant_val *ret, struct buf *scratch);
+
 struct registry;
 struct etcd;
+struct etcd_range_result;
+/* registry_new: e may be NULL for a registry loaded through registry_set_range only (tests). */
 struct registry *registry_new(struct etcd *e, const char *prefix);
 /* Loads everything under the prefix and starts the watch. 0 or E_* (etcd unreachable). */
 int registry_start(struct registry *r);
+
+/* The initial load (and a reload after a compaction) reads the prefix in pages of at most
+ * REGISTRY_PAGE keys, all at the revision of the first page's header (a consistent snapshot),
+ * each page bounded to a slice of keys sharing a prefix (etcd 3.4 walks a range to its end on
+ * every request: see load_pass in registry.c) and continuing at the last key read; the watch
+ * starts at that revision + 1. The maps are built aside and swapped in whole. */
+#define REGISTRY_PAGE 10000
+/* One page: etcd_range's contract (revision 0 = latest, E_GONE when compacted). */
+typedef int (*registry_range_fn)(void *ud, const char *key, const char *range_end, int64_t revision, int64_t limit,
+				 struct etcd_range_result *ret);
+/* Replaces etcd_range for loads (tests) and the page size (at least 2). */
+void registry_set_range(struct registry *r, registry_range_fn fn, void *ud, int64_t page);
+/* One load (no watch): 0 with the snapshot revision in *ret_rev, or the E_* of the failing page.
+ * A snapshot compacted between pages (E_GONE) starts over at the latest revision, at most 4 times. */
+int registry_load(struct registry *r, int64_t *ret_rev);
+struct registry_load_stats {
+	int64_t revision;    /* of the snapshot */
+	long pages, keys;    /* over every attempt */
+	int attempts;
+	int64_t us;          /* wall time of the load */
+};
+/* Figures of the last successful load. */
+void registry_load_stats(struct registry *r, struct registry_load_stats *ret);
 void registry_free(struct registry *r);
 /* Reloads after a compaction the watch could not resume from (called by the reconciler). */
 void registry_resync_if_needed(struct registry *r);
@@ -138,6 +174,7 @@ struct upstream_req {
 	const char *content_type;
 	const char *accept;
 	const char *forwarded_for;
+	const char *identity;     /* identity assertion (IDENTITY_HEADER), may be NULL */
 	const char *body;
 	size_t len;
 	long timeout_ms;          /* 0: none */
@@ -153,6 +190,9 @@ void upstream_init(const char *ca_file);
 /* One request to base (e.g. "https://127.0.0.1:7101"). 0 with ret filled, E_UNAVAILABLE when
  * the connection could not be made (nothing was sent), E_TIMEOUT when the outcome is unknown. */
 int upstream_do(const char *base, const struct upstream_req *rq, struct upstream_resp *ret);
+/* New connections upstream_do has opened since start (with keep-alive, about one per HTTP
+ * worker thread and partition endpoint; more means connections are being dropped). */
+long upstream_connections_made(void);
 /* To a partition: tries its endpoints in turn on E_UNAVAILABLE and opens its circuit when none
  * answers. */
 int upstream_partition(struct partition *p, const struct upstream_req *rq, struct upstream_resp *ret);
@@ -164,20 +204,88 @@ struct curl_slist *upstream_setup(CURL *c, const char *base, const struct upstre
 int upstream_curl_err(CURLcode rc);
 
 struct http_reply;
-/* Streams the partition's response to reply without buffering it (watch, log -f): a thread
- * reads from the partition and feeds the client's connection. Answers reply in every case. */
+/* --- streams (stream.c): one thread runs libcurl's multi interface for every stream ---------- */
+/* Starts / stops the stream loop (gateway_start / gateway_stop). Stop ends every open stream's
+ * upstream transfers; call it after http_server_stop. 0 or E_INTERNAL. */
+int streams_start(void);
+void streams_stop(void);
+/* Tests: how long a handler waits for a partition's response headers before answering 504
+ * (default 10000 ms) and how often idle JSON streams get a newline so that departed clients
+ * are noticed (default 5000 ms). 0 keeps a value. */
+void streams_tune(long header_wait_ms, long sweep_ms);
+/* Streams the partition's response to reply without buffering it (watch, log -f): the loop
+ * reads from the partition and feeds the client's connection; the partition is read no faster
+ * than the client drains. Waits (bounded) for the partition's response headers: a 200 becomes
+ * a stream, anything else is relayed whole. Answers reply in every case. */
 void upstream_stream(struct partition *p, const struct upstream_req *rq, struct http_reply *reply);
+struct merge_state;
+/* A watch merged over n partitions: ps[i] is watched at paths[i] (path with query, each with its
+ * own resourceVersion). Every event line is rewritten by merge_event with ps[i]->id; the first
+ * partition to end (or an ERROR event) ends the merged watch. m is taken (freed by the stream).
+ * ps and paths stay the caller's. Answers reply in every case. */
+void upstream_merged_watch(struct partition **ps, char **paths, size_t n, const struct upstream_req *rq,
+			   struct merge_state *m, struct http_reply *reply);
 /* A copy of content type ct that lives as long as the process (at most 64 distinct ones;
  * others and NULL give "application/json"). */
 const char *ctype_intern(const char *ct);
-/* Streams currently open (for /metrics-ish logs and tests). */
+/* Streams currently open (client side not yet finished), upstream transfers open, and the
+ * descriptor budget for streams (for /metrics and tests). */
 long upstream_streams_open(void);
+long upstream_legs_open(void);
+long upstream_stream_fd_budget(void);
+
+/* --- merged watches (merge.c): composite resourceVersion and event rewriting --------------- */
+#define CRV_PREFIX "u1."
+#define CRV_MAX_LEN 8192      /* characters of a composite resourceVersion */
+#define CRV_MAX_PARTS 64      /* partitions named in one */
+#define CRV_MAX_ID 253        /* characters of a partition id in one */
+#define MERGE_LINE_MAX (16u << 20) /* bytes of one watch event line from a partition */
+
+/* Partition id -> that partition's resourceVersion ("" = none yet), sorted by id. */
+struct crv {
+	size_t n;
+	char **pid, **rv;
+};
+void crv_init(struct crv *c);
+void crv_release(struct crv *c);
+bool crv_is_composite(const char *s);      /* has the "u1." prefix */
+bool crv_partition_rv_ok(const char *rv);  /* "" or up to 20 decimal digits */
+/* Parses a composite resourceVersion. 0 with *ret filled (release it), or E_BAD_REQUEST with a
+ * static message in *ret_msg. */
+int crv_parse(const char *s, struct crv *ret, const char **ret_msg);
+const char *crv_get(const struct crv *c, const char *pid); /* borrowed or NULL */
+void crv_set(struct crv *c, const char *pid, const char *rv);
+char *crv_encode(const struct crv *c);                      /* new string */
+
+struct merge_state {
+	struct crv rv;      /* the composite, updated by every event */
+	bool annotate;      /* tenants: annotate objects / add a Partition column */
+	bool columns_sent;  /* Table watches: column definitions went out once */
+};
+void merge_state_init(struct merge_state *m, bool annotate);
+void merge_state_release(struct merge_state *m);
+enum { MERGE_OK = 0, MERGE_SKIP = 1, MERGE_FINAL = 2 };
+/* Rewrites one event line (without its newline) from partition pid: the object's (a Table's
+ * and its rows') metadata.resourceVersion becomes the composite updated with the event's own.
+ * Appends the event and a newline to out and returns MERGE_OK; MERGE_FINAL for an ERROR event
+ * (appended as is: the merged watch ends with it); MERGE_SKIP for a blank line; E_BAD_REQUEST
+ * (nothing appended) for a line that is not a watch event. */
+int merge_event(struct merge_state *m, const char *pid, const char *line, size_t len, struct buf *out);
+/* Splits data into lines, carrying a partial line in pending (capped at MERGE_LINE_MAX) and
+ * rewriting each with merge_event into out. MERGE_OK, or MERGE_FINAL once the watch must end
+ * (an ERROR event was appended: the partition's own, or one the gateway made for an
+ * unparsable or oversized line); bytes after that are not consumed. */
+int merge_lines(struct merge_state *m, const char *pid, struct buf *pending, const char *data, size_t len,
+		struct buf *out);
+/* Appends an ERROR watch event carrying a Status for err. */
+void merge_error_event(int err, const char *msg, struct buf *out);
 
 /* --- the daemon (gateway.c) ----------------------------------------------------------------- */
 struct gw_options {
 	const char *listen, *tls_cert, *tls_key;
 	const char *etcd_servers, *etcd_prefix;
 	const char *token_file, *signing_pub;
+	const char *identity_key;  /* assert callers to partitions (X-Ursa-Identity) instead of forwarding tokens */
 	const char *partition_ca, *partition_token_file;
 	const char *audit_path;
 	long long audit_max_mb;

@@ -101,7 +101,8 @@ int main(int argc, char **argv)
 	do {
 		sig = sigwaitinfo(&set, NULL);
 	} while (sig != SIGINT && sig != SIGTERM);
-	log_info("shutting down", "signal=%d streams=%ld", sig, upstream_streams_open());
+	log_info("shutting down", "signal=%d streams=%ld upstream_connections_made=%ld", sig, upstream_streams_open(),
+		 upstream_connections_made());
 	/* libmicrohttpd aborts when stopped with suspended (streaming) connections: with streams
 	 * open, leave without the orderly stop (the kernel closes every socket). */
 	if (upstream_streams_open() > 0)

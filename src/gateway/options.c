@@ -27,6 +27,9 @@ int gw_options_parse(struct gw_options *o, int argc, char **argv)
 		{ "etcd-prefix", OPT_STRING, &o->etcd_prefix, "key prefix of the region registry in that etcd" },
 		{ "token-auth-file", OPT_STRING, &o->token_file, "static token file (token,user,uid,\"groups\",tenant)" },
 		{ "token-signing-public-key", OPT_STRING, &o->signing_pub, "public key verifying signed tokens" },
+		{ "identity-key-file", OPT_STRING, &o->identity_key,
+		  "secret shared with the partitions: tell them who the caller is with an identity assertion instead of "
+		  "forwarding the caller's token" },
 		{ "partition-ca-file", OPT_STRING, &o->partition_ca, "CA bundle verifying the partitions' certificates" },
 		{ "partition-token-file", OPT_STRING, &o->partition_token_file,
 		  "bearer token of the gateway itself (system:masters of tenant system) for listing nodes and tenants" },

@@ -2,7 +2,12 @@
  * gateway's etcd:
  *   <prefix>/partitions/<id>  {"kind":"tp"|"rm","endpoints":["https://..."],"zone":"az-1"}
  *   <prefix>/tenants/<name>   {"partition":"tp-1","state":"pending"|"ready","since":<ms>}
- * plus a node -> resource manager map learned by listing nodes (see reconcile.c). */
+ * plus a node -> resource manager map learned by listing nodes (see reconcile.c).
+ *
+ * Sized for a million tenants: the first load reads the prefix in pages at one revision (a
+ * consistent snapshot) and the watch starts at the revision after it; tenant records are
+ * decoded without a JSON tree and stored as one map entry each (name inline, the partition id
+ * interned: a million tenants share a handful of partitions). */
 #include <stdlib.h>
 #include <string.h>
 #include "gw.h"
@@ -13,17 +18,36 @@
 #include "ursa/xalloc.h"
 
 #define MAX_ENDPOINTS 16
+#define MAX_PARTITION_ID 253
+#define LOAD_ATTEMPTS 4 /* a load whose snapshot revision is compacted meanwhile starts over */
+
+/* The tenant side of the registry. Replaced whole by a reload. */
+struct tmap {
+	/* name -> entry: val is the partition id's entry in pnames, num the record's mod_revision */
+	struct strmap tenants;
+	/* name -> entry: num is since_ms, for records in state pending only (creations in flight) */
+	struct strmap pending;
+	/* partition id (interned) -> entry: num counts the tenants on it, val is the partition of
+	 * that id in the registry's partition map (borrowed) or NULL. Entries live as long as the
+	 * tmap, so tenant entries may point at them. */
+	struct strmap pnames;
+};
 
 struct registry {
 	struct etcd *etcd;
 	char *prefix, *tprefix, *pprefix;
+	size_t tplen, pplen;
 	pthread_rwlock_t lock;
-	struct strmap tenants;    /* name -> struct tenant_rec */
+	struct tmap t;
 	struct strmap partitions; /* id -> struct partition (one ref) */
 	struct strmap nodes;      /* node -> rm id (char *) */
 	struct etcd_watch *watch;
 	atomic_bool loaded, need_resync;
 	pthread_mutex_t resync_lock;
+	registry_range_fn range;
+	void *range_ud;
+	int64_t page;
+	struct registry_load_stats stats;
 };
 
 void partition_unref(struct partition *p)
@@ -88,70 +112,276 @@ void tenant_rec_free(void *v)
 	}
 }
 
-static struct tenant_rec *tenant_rec_parse(const char *json, size_t len, int64_t mod_rev)
+/* --- tenant record decoding ------------------------------------------------------------------ */
+
+static const char *skip_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p;
+}
+
+/* A string without escapes at p (on the opening quote): its contents, and p after it. NULL
+ * when it has escapes or no end (the caller falls back to the full parser). */
+static const char *plain_string(const char *p, const char *end, struct sv *ret)
+{
+	const char *s = ++p;
+	while (p < end && *p != '"') {
+		if (*p == '\\' || (unsigned char)*p < 0x20 || (unsigned char)*p >= 0x80) /* UTF-8: jansson checks */
+			return NULL;
+		p++;
+	}
+	if (p >= end)
+		return NULL;
+	*ret = (struct sv){ s, (size_t)(p - s) };
+	return p + 1;
+}
+
+/* A plain integer or literal at p: its text, and p after it; NULL for anything else. */
+static const char *plain_scalar(const char *p, const char *end, struct sv *ret)
+{
+	const char *s = p;
+	if (p < end && *p == '-')
+		p++;
+	while (p < end && ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z')))
+		p++;
+	if (p == s)
+		return NULL;
+	/* A leading zero before more digits is not JSON: let the full parser refuse it. */
+	const char *d = *s == '-' ? s + 1 : s;
+	if (p - d > 1 && d[0] == '0')
+		return NULL;
+	*ret = (struct sv){ s, (size_t)(p - s) };
+	return p;
+}
+
+/* Decodes a flat object of plain strings, integers and literals into ret. 0 on success, -1 when
+ * the text needs the full parser (escapes, nesting, fractions, anything unexpected). */
+static int tenant_val_scan(const char *p, size_t len, struct tenant_val *ret)
+{
+	const char *end = p + len;
+	*ret = (struct tenant_val){ 0 };
+	p = skip_ws(p, end);
+	if (p >= end || *p++ != '{')
+		return -1;
+	p = skip_ws(p, end);
+	if (p < end && *p == '}')
+		return skip_ws(p + 1, end) == end ? 0 : -1;
+	struct sv keys[16]; /* a repeated key is refused, as jansson does; more keys: jansson's job */
+	size_t nkeys = 0;
+	for (;;) {
+		struct sv k, v;
+		if (p >= end || *p != '"' || !(p = plain_string(p, end, &k)) || nkeys == 16)
+			return -1;
+		for (size_t i = 0; i < nkeys; i++)
+			if (keys[i].len == k.len && memcmp(keys[i].ptr, k.ptr, k.len) == 0)
+				return -1;
+		keys[nkeys++] = k;
+		p = skip_ws(p, end);
+		if (p >= end || *p++ != ':')
+			return -1;
+		p = skip_ws(p, end);
+		bool str = p < end && *p == '"';
+		if (!(p = str ? plain_string(p, end, &v) : plain_scalar(p, end, &v)))
+			return -1;
+		long long n;
+		bool literal = !str && (sv_eq(v, "true") || sv_eq(v, "false") || sv_eq(v, "null"));
+		if (!str && !literal && parse_int64_sv(v, &n) != 0)
+			return -1; /* floats, big numbers, junk: left to jansson */
+		if (sv_eq(k, "partition")) {
+			ret->partition = str ? v : (struct sv){ 0 };
+		} else if (sv_eq(k, "state")) {
+			ret->pending = str && sv_eq(v, "pending");
+		} else if (sv_eq(k, "since")) {
+			ret->since_ms = str || literal ? 0 : n;
+		}
+		p = skip_ws(p, end);
+		if (p < end && *p == ',') {
+			p = skip_ws(p + 1, end);
+			continue;
+		}
+		if (p < end && *p == '}')
+			return skip_ws(p + 1, end) == end ? 0 : -1;
+		return -1;
+	}
+}
+
+/* The same record through jansson (what the fast path cannot take). The partition view points
+ * into scratch. */
+static int tenant_val_json(const char *json, size_t len, struct tenant_val *ret, struct buf *scratch)
 {
 	json_t *j = json_parse_limited(json, len, 4, NULL);
 	const char *part = json_str(j, "partition");
-	struct tenant_rec *t = NULL;
-	if (part && *part) {
-		t = xcalloc(1, sizeof(*t));
-		t->partition = xstrdup(part);
-		t->pending = json_str(j, "state") && strcmp(json_str(j, "state"), "pending") == 0;
-		t->since_ms = json_integer_value(json_object_get(j, "since"));
-		t->mod_rev = mod_rev;
+	const char *state = json_str(j, "state");
+	int rc = -1;
+	*ret = (struct tenant_val){ 0 };
+	/* An id with a NUL in it (\u0000) names no partition. */
+	if (part && strlen(part) == json_string_length(json_object_get(j, "partition"))) {
+		buf_reset(scratch);
+		buf_adds(scratch, part);
+		ret->partition = (struct sv){ buf_cstr(scratch), scratch->len };
+		ret->pending = state && strcmp(state, "pending") == 0;
+		ret->since_ms = json_integer_value(json_object_get(j, "since"));
+		rc = 0;
 	}
 	json_decref(j);
-	return t;
+	return rc;
 }
 
-/* Applies one key under the write lock. value NULL: deleted. */
+int tenant_val_parse(const char *json, size_t len, struct tenant_val *ret, struct buf *scratch)
+{
+	if (tenant_val_scan(json, len, ret) != 0 && tenant_val_json(json, len, ret, scratch) != 0)
+		return -1;
+	if (!ret->partition.len || ret->partition.len > MAX_PARTITION_ID ||
+	    memchr(ret->partition.ptr, '\0', ret->partition.len))
+		return -1;
+	return 0;
+}
+
+/* --- the maps --------------------------------------------------------------------------------- */
+
+static void tmap_init(struct tmap *m)
+{
+	strmap_init(&m->tenants);
+	strmap_init(&m->pending);
+	strmap_init(&m->pnames);
+}
+
+static void tmap_release(struct tmap *m)
+{
+	strmap_release(&m->tenants, NULL);
+	strmap_release(&m->pending, NULL);
+	strmap_release(&m->pnames, NULL);
+}
+
+/* The interned entry of partition id (NUL-terminated copy in scratch), created if new. */
+static struct strmap_ent *intern(struct tmap *m, const struct strmap *partitions, struct sv id, struct buf *scratch)
+{
+	if (id.ptr != scratch->ptr) {
+		buf_reset(scratch);
+		buf_add(scratch, id.ptr, id.len);
+	}
+	bool created;
+	struct strmap_ent *pe = strmap_put(&m->pnames, buf_cstr(scratch), &created);
+	if (created) {
+		struct strmap_ent *p = strmap_get(partitions, pe->key);
+		pe->val = p ? p->val : NULL;
+	}
+	return pe;
+}
+
+static void tenant_del(struct tmap *m, const char *name)
+{
+	struct strmap_ent *e = strmap_get(&m->tenants, name);
+	if (!e)
+		return;
+	((struct strmap_ent *)e->val)->num--;
+	strmap_del(&m->tenants, name, NULL);
+	strmap_del(&m->pending, name, NULL);
+}
+
+/* Records name -> v at mod_rev. A record older than the one held (the watch delivering a write
+ * this gateway applied already, after a newer one) is ignored; mod_rev 0 always applies. */
+static void tenant_put(struct tmap *m, const struct strmap *partitions, const char *name, const struct tenant_val *v,
+		       int64_t mod_rev, struct buf *scratch)
+{
+	struct strmap_ent *e = strmap_get(&m->tenants, name);
+	if (e && mod_rev && e->num > mod_rev)
+		return;
+	struct strmap_ent *pe = intern(m, partitions, v->partition, scratch);
+	if (!e)
+		e = strmap_put(&m->tenants, name, NULL);
+	else
+		((struct strmap_ent *)e->val)->num--;
+	e->val = pe;
+	e->num = mod_rev;
+	pe->num++;
+	if (v->pending)
+		strmap_put(&m->pending, name, NULL)->num = v->since_ms;
+	else
+		strmap_del(&m->pending, name, NULL);
+}
+
+/* Points every interned partition id at its partition in partitions (or NULL). */
+static void relink(struct tmap *m, const struct strmap *partitions)
+{
+	size_t it;
+	for (struct strmap_ent *e = strmap_next(&m->pnames, NULL, &it); e; e = strmap_next(&m->pnames, e, &it)) {
+		struct strmap_ent *p = strmap_get(partitions, e->key);
+		e->val = p ? p->val : NULL;
+	}
+}
+
+static void partition_set(struct strmap *partitions, struct tmap *m, const char *id, struct partition *p)
+{
+	void *old = NULL;
+	if (p) {
+		struct strmap_ent *e = strmap_put(partitions, id, NULL);
+		struct partition *prev = e->val;
+		if (prev)
+			atomic_store(&p->down, atomic_load(&prev->down));
+		partition_unref(prev);
+		e->val = p;
+	} else if (strmap_del(partitions, id, &old)) {
+		partition_unref(old);
+	}
+	struct strmap_ent *pe = strmap_get(&m->pnames, id);
+	if (pe)
+		pe->val = p;
+}
+
+/* Applies one key to maps m and partitions. value NULL: deleted. */
+static void apply_to(struct registry *r, struct tmap *m, struct strmap *partitions, const char *key, const char *value,
+		     size_t len, int64_t mod_rev, struct buf *scratch)
+{
+	if (strncmp(key, r->tprefix, r->tplen) == 0 && key[r->tplen]) {
+		const char *name = key + r->tplen;
+		struct tenant_val v;
+		if (value && tenant_val_parse(value, len, &v, scratch) == 0)
+			tenant_put(m, partitions, name, &v, mod_rev, scratch);
+		else
+			tenant_del(m, name);
+	} else if (strncmp(key, r->pprefix, r->pplen) == 0 && key[r->pplen]) {
+		const char *id = key + r->pplen;
+		partition_set(partitions, m, id, value ? partition_parse(id, value, len) : NULL);
+	}
+}
+
+/* Applies one key to the live maps; the caller holds the write lock. */
 static void apply(struct registry *r, const char *key, const char *value, size_t len, int64_t mod_rev)
 {
-	size_t tl = strlen(r->tprefix), pl = strlen(r->pprefix);
-	void *old = NULL;
-	if (strncmp(key, r->tprefix, tl) == 0 && key[tl]) {
-		const char *name = key + tl;
-		struct tenant_rec *t = value ? tenant_rec_parse(value, len, mod_rev) : NULL;
-		if (t) {
-			struct strmap_ent *e = strmap_put(&r->tenants, name, NULL);
-			tenant_rec_free(e->val);
-			e->val = t;
-		} else if (strmap_del(&r->tenants, name, &old)) {
-			tenant_rec_free(old);
-		}
-	} else if (strncmp(key, r->pprefix, pl) == 0 && key[pl]) {
-		const char *id = key + pl;
-		struct partition *p = value ? partition_parse(id, value, len) : NULL;
-		if (p) {
-			struct strmap_ent *e = strmap_put(&r->partitions, id, NULL);
-			struct partition *prev = e->val;
-			if (prev)
-				atomic_store(&p->down, atomic_load(&prev->down));
-			partition_unref(prev);
-			e->val = p;
-		} else if (strmap_del(&r->partitions, id, &old)) {
-			partition_unref(old);
-		}
-	}
+	struct buf scratch = BUF_INIT;
+	apply_to(r, &r->t, &r->partitions, key, value, len, mod_rev, &scratch);
+	buf_release(&scratch);
 }
 
 static void on_events(void *ud, const struct etcd_event *ev, size_t n)
 {
 	struct registry *r = ud;
+	struct buf scratch = BUF_INIT;
 	pthread_rwlock_wrlock(&r->lock);
 	for (size_t i = 0; i < n; i++) {
 		if (ev[i].type == ETCD_EV_PUT)
-			apply(r, ev[i].kv.key, ev[i].kv.value, ev[i].kv.value_len, ev[i].kv.mod_rev);
+			apply_to(r, &r->t, &r->partitions, ev[i].kv.key, ev[i].kv.value, ev[i].kv.value_len,
+				 ev[i].kv.mod_rev, &scratch);
 		else
-			apply(r, ev[i].kv.key, NULL, 0, 0);
+			apply_to(r, &r->t, &r->partitions, ev[i].kv.key, NULL, 0, 0, &scratch);
 	}
 	pthread_rwlock_unlock(&r->lock);
+	buf_release(&scratch);
 }
 
 static void on_compacted(void *ud, int64_t rev)
 {
 	struct registry *r = ud;
+	(void)rev;
 	atomic_store(&r->need_resync, true);
+}
+
+static int etcd_range_fn(void *ud, const char *key, const char *end, int64_t rev, int64_t limit,
+			 struct etcd_range_result *ret)
+{
+	return etcd_range(ud, key, end, rev, limit, false, ret);
 }
 
 struct registry *registry_new(struct etcd *e, const char *prefix)
@@ -161,38 +391,192 @@ struct registry *registry_new(struct etcd *e, const char *prefix)
 	r->prefix = xstrdup(prefix);
 	r->tprefix = xasprintf("%s/tenants/", prefix);
 	r->pprefix = xasprintf("%s/partitions/", prefix);
+	r->tplen = strlen(r->tprefix);
+	r->pplen = strlen(r->pprefix);
 	pthread_rwlock_init(&r->lock, NULL);
 	pthread_mutex_init(&r->resync_lock, NULL);
-	strmap_init(&r->tenants);
+	tmap_init(&r->t);
 	strmap_init(&r->partitions);
 	strmap_init(&r->nodes);
+	r->range = etcd_range_fn;
+	r->range_ud = e;
+	r->page = REGISTRY_PAGE;
 	return r;
+}
+
+void registry_set_range(struct registry *r, registry_range_fn fn, void *ud, int64_t page)
+{
+	r->range = fn;
+	r->range_ud = ud;
+	r->page = page >= 2 ? page : 2;
+}
+
+/* --- loading ---------------------------------------------------------------------------------- */
+
+/* The end of the keys that start with the first k bytes of key (k capped to its length): new
+ * string, or a copy of hi when that end is past hi (or does not exist). */
+static char *bound_of(const char *key, size_t k, const char *hi)
+{
+	size_t n = strlen(key);
+	char *pre = xstrndup(key, k < n ? k : n);
+	char *b = etcd_prefix_end(pre);
+	free(pre);
+	if (!*b || (*hi && strcmp(b, hi) >= 0)) {
+		free(b);
+		b = xstrdup(hi);
+	}
+	return b;
+}
+
+static size_t common_prefix(const char *a, const char *b)
+{
+	size_t i = 0;
+	while (a[i] && a[i] == b[i])
+		i++;
+	return i;
+}
+
+/* One pass over the prefix at one revision, into fresh maps. E_GONE when the snapshot revision
+ * was compacted between pages.
+ *
+ * etcd 3.4 walks its whole index from a range's start to its end for every range request, even
+ * with a limit (to count), so paging [last key, end of prefix) costs O(keys left) per page and
+ * O(n^2 / page) in all. Each page is therefore bounded to the keys sharing the first k bytes of
+ * its start key, with k adapted so such a slice holds about one to four pages: deeper when a
+ * slice was larger, shallower when it was smaller. Every key is read exactly once: a page
+ * either ends its slice (the next starts at the slice's end) or continues at its last key. */
+static int load_pass(struct registry *r, struct tmap *m, struct strmap *partitions, int64_t *ret_rev,
+		     struct registry_load_stats *st)
+{
+	char *start = xasprintf("%s/", r->prefix);
+	char *hi = etcd_prefix_end(start);
+	char *lo = xstrdup(start); /* next key to read */
+	bool lo_seen = false;      /* lo was the last key of the page before (skip it) */
+	size_t kmin = strlen(start), k = kmin;
+	struct buf scratch = BUF_INIT;
+	int64_t rev = 0, page = r->page;
+	int err = 0;
+	for (;;) {
+		struct etcd_range_result res = { 0 };
+		char *b = bound_of(lo, k, hi);
+		err = r->range(r->range_ud, lo, b, rev, page, &res);
+		if (err) {
+			etcd_range_result_release(&res);
+			free(b);
+			break;
+		}
+		st->pages++;
+		if (!rev)
+			rev = res.revision;
+		size_t i = lo_seen && res.n && strcmp(res.kvs[0].key, lo) == 0 ? 1 : 0;
+		for (; i < res.n; i++) {
+			apply_to(r, m, partitions, res.kvs[i].key, res.kvs[i].value, res.kvs[i].value_len,
+				 res.kvs[i].mod_rev, &scratch);
+			st->keys++;
+		}
+		bool more = res.more && res.n >= 2;
+		free(lo);
+		if (more) {
+			/* The slice [lo, b) is larger than a page: continue in it, narrower next time if
+			 * it holds many pages (on the first page, start from where its keys differ). */
+			lo = xstrdup(res.kvs[res.n - 1].key);
+			lo_seen = true;
+			if (k == kmin)
+				k = common_prefix(res.kvs[0].key, lo) + 1;
+			else if (res.count > 4 * page)
+				k++;
+			free(b);
+		} else {
+			lo = b;
+			lo_seen = false;
+			if (res.count < page / 2 && k > kmin)
+				k--;
+		}
+		if (k > strlen(lo))
+			k = strlen(lo) > kmin ? strlen(lo) : kmin;
+		etcd_range_result_release(&res);
+		if (!more && strcmp(lo, hi) == 0)
+			break;
+	}
+	buf_release(&scratch);
+	free(start);
+	free(hi);
+	free(lo);
+	*ret_rev = rev;
+	return err;
+}
+
+/* Carries the circuit state of partitions already known over to their new records. */
+static void carry_down(struct strmap *to, const struct strmap *from)
+{
+	size_t it;
+	for (struct strmap_ent *e = strmap_next(to, NULL, &it); e; e = strmap_next(to, e, &it)) {
+		struct strmap_ent *o = strmap_get(from, e->key);
+		if (o)
+			atomic_store(&((struct partition *)e->val)->down,
+				     atomic_load(&((struct partition *)o->val)->down));
+	}
+}
+
+int registry_load(struct registry *r, int64_t *ret_rev)
+{
+	struct registry_load_stats st = { 0 };
+	int64_t t0 = mono_us();
+	int err = E_GONE;
+	for (int attempt = 0; attempt < LOAD_ATTEMPTS && err == E_GONE; attempt++) {
+		struct tmap m;
+		struct strmap partitions;
+		int64_t rev = 0;
+		tmap_init(&m);
+		strmap_init(&partitions);
+		st.attempts++;
+		err = load_pass(r, &m, &partitions, &rev, &st);
+		if (err) {
+			tmap_release(&m);
+			strmap_release(&partitions, partition_unref_v);
+			continue;
+		}
+		relink(&m, &partitions);
+		pthread_rwlock_wrlock(&r->lock);
+		carry_down(&partitions, &r->partitions);
+		struct tmap old_t = r->t;
+		struct strmap old_p = r->partitions;
+		r->t = m;
+		r->partitions = partitions;
+		st.revision = rev;
+		st.us = mono_us() - t0;
+		r->stats = st;
+		pthread_rwlock_unlock(&r->lock);
+		tmap_release(&old_t);
+		strmap_release(&old_p, partition_unref_v);
+		*ret_rev = rev;
+	}
+	return err;
+}
+
+void registry_load_stats(struct registry *r, struct registry_load_stats *ret)
+{
+	pthread_rwlock_rdlock(&r->lock);
+	*ret = r->stats;
+	pthread_rwlock_unlock(&r->lock);
 }
 
 static int load_and_watch(struct registry *r)
 {
-	struct etcd_range_result res = { 0 };
-	char *start = xasprintf("%s/", r->prefix);
-	char *end = etcd_prefix_end(start);
-	int err = etcd_range(r->etcd, start, end, 0, 0, false, &res);
+	int64_t rev = 0;
+	int err = registry_load(r, &rev);
 	if (err)
-		goto out;
-	pthread_rwlock_wrlock(&r->lock);
-	strmap_release(&r->tenants, tenant_rec_free);
-	strmap_init(&r->tenants);
-	strmap_release(&r->partitions, partition_unref_v);
-	strmap_init(&r->partitions);
-	for (size_t i = 0; i < res.n; i++)
-		apply(r, res.kvs[i].key, res.kvs[i].value, res.kvs[i].value_len, res.kvs[i].mod_rev);
-	pthread_rwlock_unlock(&r->lock);
-	static const struct etcd_watch_handlers h = { .on_events = on_events, .on_compacted = on_compacted };
-	r->watch = etcd_watch_start(r->etcd, start, end, res.revision + 1, false, &h, r);
+		return err;
+	if (r->etcd) {
+		static const struct etcd_watch_handlers h = { .on_events = on_events, .on_compacted = on_compacted };
+		char *start = xasprintf("%s/", r->prefix);
+		char *end = etcd_prefix_end(start);
+		r->watch = etcd_watch_start(r->etcd, start, end, rev + 1, false, &h, r);
+		free(start);
+		free(end);
+	}
 	atomic_store(&r->loaded, true);
-out:
-	etcd_range_result_release(&res);
-	free(start);
-	free(end);
-	return err;
+	return 0;
 }
 
 int registry_start(struct registry *r)
@@ -220,7 +604,7 @@ void registry_free(struct registry *r)
 	if (!r)
 		return;
 	etcd_watch_stop(r->watch);
-	strmap_release(&r->tenants, tenant_rec_free);
+	tmap_release(&r->t);
 	strmap_release(&r->partitions, partition_unref_v);
 	strmap_release(&r->nodes, free);
 	pthread_rwlock_destroy(&r->lock);
@@ -230,6 +614,8 @@ void registry_free(struct registry *r)
 	free(r->pprefix);
 	free(r);
 }
+
+/* --- reads ------------------------------------------------------------------------------------ */
 
 static struct partition *ref(struct partition *p)
 {
@@ -254,13 +640,11 @@ struct partition *registry_tenant_partition(struct registry *r, const char *tena
 {
 	struct partition *p = NULL;
 	pthread_rwlock_rdlock(&r->lock);
-	struct strmap_ent *e = strmap_get(&r->tenants, tenant);
-	if (e) {
-		struct strmap_ent *pe = strmap_get(&r->partitions, ((struct tenant_rec *)e->val)->partition);
-		p = pe ? pe->val : NULL;
-	} else if (strcmp(tenant, TENANT_SYSTEM) == 0) {
+	struct strmap_ent *e = strmap_get(&r->t.tenants, tenant);
+	if (e)
+		p = ((struct strmap_ent *)e->val)->val;
+	else if (strcmp(tenant, TENANT_SYSTEM) == 0)
 		p = first_tp_locked(r);
-	}
 	if (p && p->is_rm)
 		p = NULL;
 	ref(p);
@@ -308,15 +692,15 @@ void partitions_free(struct partition **ps, size_t n)
 struct partition *registry_pick_tp(struct registry *r)
 {
 	struct partition *best = NULL;
-	size_t best_n = 0, it, jt;
+	int64_t best_n = 0;
+	size_t it;
 	pthread_rwlock_rdlock(&r->lock);
 	for (struct strmap_ent *e = strmap_next(&r->partitions, NULL, &it); e; e = strmap_next(&r->partitions, e, &it)) {
 		struct partition *p = e->val;
 		if (p->is_rm || atomic_load(&p->down))
 			continue;
-		size_t n = 0;
-		for (struct strmap_ent *t = strmap_next(&r->tenants, NULL, &jt); t; t = strmap_next(&r->tenants, t, &jt))
-			n += strcmp(((struct tenant_rec *)t->val)->partition, p->id) == 0;
+		struct strmap_ent *pe = strmap_get(&r->t.pnames, p->id);
+		int64_t n = pe ? pe->num : 0;
 		if (!best || n < best_n || (n == best_n && strcmp(p->id, best->id) < 0)) {
 			best = p;
 			best_n = n;
@@ -327,14 +711,25 @@ struct partition *registry_pick_tp(struct registry *r)
 	return best;
 }
 
+/* Fills ret from a tenant entry; the caller holds the lock. */
+static void rec_of(struct registry *r, const struct strmap_ent *e, struct tenant_rec *ret)
+{
+	struct strmap_ent *pend = strmap_get(&r->t.pending, e->key);
+	*ret = (struct tenant_rec){
+		.partition = xstrdup(((struct strmap_ent *)e->val)->key),
+		.pending = pend != NULL,
+		.since_ms = pend ? pend->num : 0,
+		.mod_rev = e->num,
+	};
+}
+
 int registry_tenant(struct registry *r, const char *tenant, struct tenant_rec *ret)
 {
 	int err = E_NOT_FOUND;
 	pthread_rwlock_rdlock(&r->lock);
-	struct strmap_ent *e = strmap_get(&r->tenants, tenant);
+	struct strmap_ent *e = strmap_get(&r->t.tenants, tenant);
 	if (e) {
-		*ret = *(struct tenant_rec *)e->val;
-		ret->partition = xstrdup(ret->partition);
+		rec_of(r, e, ret);
 		err = 0;
 	}
 	pthread_rwlock_unlock(&r->lock);
@@ -344,7 +739,7 @@ int registry_tenant(struct registry *r, const char *tenant, struct tenant_rec *r
 size_t registry_tenant_count(struct registry *r)
 {
 	pthread_rwlock_rdlock(&r->lock);
-	size_t n = r->tenants.n;
+	size_t n = r->t.tenants.n;
 	pthread_rwlock_unlock(&r->lock);
 	return n;
 }
@@ -354,14 +749,15 @@ void registry_tenants_snapshot(struct registry *r, struct strmap *ret)
 	strmap_init(ret);
 	size_t it;
 	pthread_rwlock_rdlock(&r->lock);
-	for (struct strmap_ent *e = strmap_next(&r->tenants, NULL, &it); e; e = strmap_next(&r->tenants, e, &it)) {
+	for (struct strmap_ent *e = strmap_next(&r->t.tenants, NULL, &it); e; e = strmap_next(&r->t.tenants, e, &it)) {
 		struct tenant_rec *t = xmalloc(sizeof(*t));
-		*t = *(struct tenant_rec *)e->val;
-		t->partition = xstrdup(t->partition);
+		rec_of(r, e, t);
 		strmap_put(ret, e->key, NULL)->val = t;
 	}
 	pthread_rwlock_unlock(&r->lock);
 }
+
+/* --- writes ----------------------------------------------------------------------------------- */
 
 static char *tenant_value(const char *partition, bool pending)
 {

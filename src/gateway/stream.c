@@ -1,66 +1,226 @@
-/* Streams (watch, log -f) from a partition to a client: a thread each reads from the partition
- * and wakes the client's suspended connection as bytes arrive; the partition is read no faster
- * than the client drains (bounded buffer), and nothing waits for the end of the response. */
+/* Streams (watch, log -f, merged watches) from partitions to clients. One loop thread drives
+ * every upstream transfer with libcurl's multi socket interface over epoll; the client side is
+ * the HTTP server's suspended-connection stream (http_reply_stream / http_stream_wake).
+ *
+ * Ownership. A struct stream is counted (refs): the handler that creates it holds one until it
+ * returns, the loop holds one until every leg (upstream transfer) of it is finished, the client
+ * side holds one from http_reply_stream until done runs, and a pending command in the loop's
+ * queue holds one. Only the loop thread touches CURL handles, a leg's parse state and the
+ * merge state; everything the HTTP threads read (data, status, ended, hs) is under s->lock.
+ * Other threads talk to the loop through a locked command queue and an eventfd. */
 #include <curl/curl.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 #include "gw.h"
 #include "ursa/errors.h"
 #include "ursa/http.h"
+#include "ursa/log.h"
+#include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
-#define STREAM_BUFFER_MAX (4u << 20)
-#define HEADER_WAIT_MS 30000
+#define STREAM_BUFFER_MAX (4u << 20) /* client-bound bytes held per stream before pausing */
+#define ERROR_BODY_MAX (1u << 20)    /* non-200 answer relayed whole */
+#define HEADER_WAIT_MS 10000         /* partition's response headers, then 504 (default) */
+#define FD_RESERVE 128               /* descriptors kept for etcd, requests, logs */
+#define MAX_EVENTS 256
+#define LEG_BUFFER 4096
+#define SWEEP_MS 5000                /* idle clients are looked at this often (default) */
 
-static atomic_long streams_open;
+enum { CMD_START = 1, CMD_CANCEL = 2, CMD_UNPAUSE = 4 };
 
-long upstream_streams_open(void)
-{
-	return atomic_load(&streams_open);
-}
+struct stream;
 
-/* --- streams ------------------------------------------------------------------------------ */
-struct stream {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct buf data;
+/* One upstream transfer. */
+struct leg {
+	struct stream *s;
+	struct partition *p;       /* ref */
+	char *path;
+	size_t ep_first, ep_tries; /* endpoint rotation on refused connections */
+	/* loop thread only */
+	CURL *easy;
+	struct curl_slist *hdrs;
+	char *url;
+	struct buf line;           /* merged: partial event line */
+	bool paused;
+	/* under s->lock */
 	int status;
 	char *content_type;
 	bool headers_done, ended;
-	int err;
-	struct http_stream *hs; /* NULL once the client is gone */
-	atomic_bool stop;
-	int refs;
-	char *base;
-	struct upstream_req rq;  /* strings owned below */
-	char *path, *auth, *accept, *xff;
+	int err;                   /* E_* when the transfer failed before headers */
+	struct buf errbody;        /* non-200 answer */
 };
+
+struct stream {
+	atomic_int refs;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	/* set before the loop sees it, then read-only */
+	bool merged;
+	size_t nlegs;
+	struct leg *legs;
+	struct upstream_req rq;
+	char *auth, *identity, *accept, *xff;
+	long fds;                  /* descriptors charged to the budget */
+	/* loop thread only */
+	struct merge_state *m;
+	size_t legs_running;
+	bool started, finished;
+	struct stream *prev, *next;   /* loop's list of started streams */
+	/* under s->lock */
+	struct buf data;           /* client-bound */
+	bool ended;                /* no more data will be added */
+	bool paused;               /* some leg is paused for back-pressure */
+	bool client_gone;
+	bool midline;              /* the last byte passed on was not a newline */
+	bool json;                 /* a JSON stream: whitespace between events is harmless */
+	struct http_stream *hs;    /* NULL until replied and after done */
+	/* under L.lock */
+	unsigned cmd;
+	bool queued;
+	struct stream *next_cmd;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	bool running, stopping;
+	struct stream *q_head, *q_tail;
+	/* loop thread only */
+	pthread_t thread;
+	int ep, evfd;
+	CURLM *multi;
+	CURLSH *share;
+	int64_t timer_at_ms;       /* -1: none */
+	struct stream *active;
+} L = { .lock = PTHREAD_MUTEX_INITIALIZER, .ep = -1, .evfd = -1 };
+
+static atomic_long streams_open, legs_open, fds_used, fd_budget;
+static atomic_long header_wait_ms = HEADER_WAIT_MS, sweep_ms = SWEEP_MS;
+
+void streams_tune(long header_wait, long sweep)
+{
+	if (header_wait > 0)
+		atomic_store(&header_wait_ms, header_wait);
+	if (sweep > 0)
+		atomic_store(&sweep_ms, sweep);
+}
+
+long upstream_streams_open(void) { return atomic_load(&streams_open); }
+long upstream_legs_open(void) { return atomic_load(&legs_open); }
+long upstream_stream_fd_budget(void) { return atomic_load(&fd_budget); }
+
+/* --- the stream object ---------------------------------------------------------------------- */
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+static struct stream *stream_new(struct partition **ps, char **paths, size_t n, const struct upstream_req *rq)
+{
+	struct stream *s = xcalloc(1, sizeof(*s));
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&s->lock, NULL);
+	atomic_init(&s->refs, 2); /* handler + loop */
+	s->auth = dup_or_null(rq->authorization);
+	s->identity = dup_or_null(rq->identity);
+	s->accept = dup_or_null(rq->accept);
+	s->xff = dup_or_null(rq->forwarded_for);
+	s->rq = (struct upstream_req){ .method = "GET", .authorization = s->auth, .identity = s->identity, .accept = s->accept,
+				       .forwarded_for = s->xff };
+	s->nlegs = n;
+	s->legs = xcalloc(n, sizeof(*s->legs));
+	for (size_t i = 0; i < n; i++) {
+		struct leg *l = &s->legs[i];
+		l->s = s;
+		l->p = ps[i];
+		atomic_fetch_add(&ps[i]->refs, 1);
+		l->path = xstrdup(paths[i]);
+		l->ep_first = (size_t)atomic_load(&ps[i]->next_ep) % ps[i]->nendpoints;
+	}
+	atomic_fetch_add(&streams_open, 1);
+	return s;
+}
 
 static void stream_unref(struct stream *s)
 {
-	pthread_mutex_lock(&s->lock);
-	int left = --s->refs;
-	pthread_mutex_unlock(&s->lock);
-	if (left)
+	if (atomic_fetch_sub(&s->refs, 1) != 1)
 		return;
+	for (size_t i = 0; i < s->nlegs; i++) {
+		struct leg *l = &s->legs[i];
+		partition_unref(l->p);
+		free(l->path);
+		free(l->content_type);
+		buf_release(&l->line);
+		buf_release(&l->errbody);
+	}
+	free(s->legs);
+	if (s->m) {
+		merge_state_release(s->m);
+		free(s->m);
+	}
 	buf_release(&s->data);
-	free(s->content_type);
-	free(s->base);
-	free(s->path);
 	free(s->auth);
+	free(s->identity);
 	free(s->accept);
 	free(s->xff);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
-	free(s);
+	atomic_fetch_sub(&fds_used, s->fds);
 	atomic_fetch_sub(&streams_open, 1);
+	free(s);
+}
+
+/* Hands a command to the loop. False when the loop is not running (nothing queued). */
+static bool post(struct stream *s, unsigned cmd)
+{
+	pthread_mutex_lock(&L.lock);
+	bool ok = L.running && !L.stopping;
+	if (ok) {
+		s->cmd |= cmd;
+		if (!s->queued) {
+			s->queued = true;
+			atomic_fetch_add(&s->refs, 1);
+			s->next_cmd = NULL;
+			if (L.q_tail)
+				L.q_tail->next_cmd = s;
+			else
+				L.q_head = s;
+			L.q_tail = s;
+		}
+	}
+	pthread_mutex_unlock(&L.lock);
+	if (ok) {
+		uint64_t one = 1;
+		ssize_t w = write(L.evfd, &one, sizeof(one));
+		(void)w; /* EAGAIN: the counter is already non-zero, the loop wakes anyway */
+	}
+	return ok;
+}
+
+/* --- loop side: curl callbacks -------------------------------------------------------------- */
+static void wake_client_locked(struct stream *s)
+{
+	pthread_cond_broadcast(&s->cond);
+	if (s->hs)
+		http_stream_wake(s->hs);
 }
 
 static size_t on_header(char *data, size_t size, size_t n, void *ud)
 {
-	struct stream *s = ud;
+	struct leg *l = ud;
+	struct stream *s = l->s;
 	size_t len = size * n;
-	if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+	pthread_mutex_lock(&s->lock);
+	if (len >= 12 && strncmp(data, "HTTP/", 5) == 0) {
 		const char *sp = memchr(data, ' ', len);
 		long long code = 0;
 		if (sp && (size_t)(sp - data) + 4 <= len) {
@@ -68,83 +228,397 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 			if (parse_int64(num, &code) != 0)
 				code = 0;
 		}
-		pthread_mutex_lock(&s->lock);
-		s->status = (int)code;
-		pthread_mutex_unlock(&s->lock);
+		l->status = (int)code;
 	} else if (len >= 13 && strncasecmp(data, "content-type:", 13) == 0) {
 		size_t a = 13, b = len;
 		while (a < b && (data[a] == ' ' || data[a] == '\t'))
 			a++;
 		while (b > a && (data[b - 1] == '\r' || data[b - 1] == '\n' || data[b - 1] == ' '))
 			b--;
-		pthread_mutex_lock(&s->lock);
-		free(s->content_type);
-		s->content_type = xstrndup(data + a, b - a);
-		pthread_mutex_unlock(&s->lock);
-	} else if (len <= 2 && (data[0] == '\r' || data[0] == '\n')) {
-		pthread_mutex_lock(&s->lock);
-		if (s->status >= 200) {
-			s->headers_done = true;
-			pthread_cond_broadcast(&s->cond);
-		}
-		pthread_mutex_unlock(&s->lock);
+		free(l->content_type);
+		l->content_type = xstrndup(data + a, b - a);
+	} else if (len <= 2 && (data[0] == '\r' || data[0] == '\n') && l->status >= 200) {
+		l->headers_done = true;
+		pthread_cond_broadcast(&s->cond);
+		if (l->ep_tries) /* an endpoint after a refused one answered: try it first next time */
+			atomic_store(&l->p->next_ep, (int)((l->ep_first + l->ep_tries) % l->p->nendpoints));
 	}
+	pthread_mutex_unlock(&s->lock);
 	return len;
 }
 
-static size_t on_stream_body(char *data, size_t size, size_t n, void *ud)
+static size_t on_body(char *data, size_t size, size_t n, void *ud)
 {
-	struct stream *s = ud;
+	struct leg *l = ud;
+	struct stream *s = l->s;
 	size_t len = size * n;
 	pthread_mutex_lock(&s->lock);
-	while (s->data.len > STREAM_BUFFER_MAX && !atomic_load(&s->stop))
-		pthread_cond_wait(&s->cond, &s->lock);
-	buf_add(&s->data, data, len);
-	if (s->hs)
-		http_stream_wake(s->hs);
+	if (l->status != 200) {
+		if (l->errbody.len + len <= ERROR_BODY_MAX)
+			buf_add(&l->errbody, data, len);
+		pthread_mutex_unlock(&s->lock);
+		return len;
+	}
+	if (s->ended || s->client_gone) {
+		pthread_mutex_unlock(&s->lock);
+		return 0; /* aborts the transfer: the loop finishes it */
+	}
+	if (s->data.len >= STREAM_BUFFER_MAX) {
+		l->paused = true;
+		s->paused = true;
+		pthread_mutex_unlock(&s->lock);
+		return CURL_WRITEFUNC_PAUSE;
+	}
+	if (!s->merged) {
+		buf_add(&s->data, data, len);
+		s->midline = len && data[len - 1] != '\n';
+		wake_client_locked(s);
+		pthread_mutex_unlock(&s->lock);
+		return len;
+	}
 	pthread_mutex_unlock(&s->lock);
-	return atomic_load(&s->stop) ? 0 : len;
+	/* Parsing runs outside the lock: the merge state and line buffer are the loop's. */
+	struct buf out = BUF_INIT;
+	int r = merge_lines(s->m, l->p->id, &l->line, data, len, &out);
+	pthread_mutex_lock(&s->lock);
+	buf_add(&s->data, out.ptr ? out.ptr : "", out.len);
+	if (r == MERGE_FINAL)
+		s->ended = true;
+	wake_client_locked(s);
+	pthread_mutex_unlock(&s->lock);
+	buf_release(&out);
+	return r == MERGE_FINAL ? 0 : len;
 }
 
-static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+static int on_socket(CURL *e, curl_socket_t fd, int what, void *ud, void *sockp)
 {
-	struct stream *s = ud;
-	return atomic_load(&s->stop) ? 1 : 0;
+	struct epoll_event ev = { .data.fd = fd };
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(L.ep, EPOLL_CTL_DEL, fd, NULL);
+		curl_multi_assign(L.multi, fd, NULL);
+		return 0;
+	}
+	ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+	/* sockp marks sockets already in the epoll set; either way a failed guess is retried the
+	 * other way round (a descriptor number reused after a close). */
+	if (sockp) {
+		if (epoll_ctl(L.ep, EPOLL_CTL_MOD, fd, &ev) < 0 && errno == ENOENT)
+			epoll_ctl(L.ep, EPOLL_CTL_ADD, fd, &ev);
+	} else {
+		if (epoll_ctl(L.ep, EPOLL_CTL_ADD, fd, &ev) < 0 && errno == EEXIST)
+			epoll_ctl(L.ep, EPOLL_CTL_MOD, fd, &ev);
+		curl_multi_assign(L.multi, fd, (void *)1);
+	}
+	return 0;
 }
 
-static void *stream_main(void *arg)
+static int on_timer(CURLM *m, long timeout_ms, void *ud)
 {
-	struct stream *s = arg;
-	CURL *c = curl_easy_init();
-	char *url = NULL;
-	struct curl_slist *h = upstream_setup(c, s->base, &s->rq, &url);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, s);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
-	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
-	CURLcode rc = curl_easy_perform(c);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	free(url);
+	L.timer_at_ms = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	return 0;
+}
+
+/* --- loop side: legs ------------------------------------------------------------------------ */
+static void leg_start(struct leg *l)
+{
+	struct stream *s = l->s;
+	struct partition *p = l->p;
+	struct upstream_req rq = s->rq;
+	rq.path = l->path;
+	const char *base = p->endpoints[(l->ep_first + l->ep_tries) % p->nendpoints];
+	l->easy = curl_easy_init();
+	l->hdrs = upstream_setup(l->easy, base, &rq, &l->url);
+	curl_easy_setopt(l->easy, CURLOPT_PRIVATE, l);
+	curl_easy_setopt(l->easy, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(l->easy, CURLOPT_HEADERDATA, l);
+	curl_easy_setopt(l->easy, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(l->easy, CURLOPT_WRITEDATA, l);
+	curl_easy_setopt(l->easy, CURLOPT_FORBID_REUSE, 1L); /* a finished watch's socket is not kept */
+	curl_easy_setopt(l->easy, CURLOPT_SHARE, L.share);
+	/* Watch events are small and thousands of transfers are open: a small receive buffer
+	 * each (libcurl's default is 16 KiB). */
+	curl_easy_setopt(l->easy, CURLOPT_BUFFERSIZE, (long)LEG_BUFFER);
+	atomic_fetch_add(&legs_open, 1);
+	curl_multi_add_handle(L.multi, l->easy);
+}
+
+/* Removes and frees the leg's transfer (loop thread; idempotent). */
+static void leg_close(struct leg *l)
+{
+	if (!l->easy)
+		return;
+	curl_multi_remove_handle(L.multi, l->easy);
+	curl_easy_cleanup(l->easy);
+	curl_slist_free_all(l->hdrs);
+	free(l->url);
+	l->easy = NULL;
+	l->hdrs = NULL;
+	l->url = NULL;
+	l->paused = false;
+	atomic_fetch_sub(&legs_open, 1);
+}
+
+static void stream_finish(struct stream *s)
+{
+	if (s->finished)
+		return;
+	s->finished = true;
+	if (s->started) {
+		if (s->prev)
+			s->prev->next = s->next;
+		else
+			L.active = s->next;
+		if (s->next)
+			s->next->prev = s->prev;
+	}
 	pthread_mutex_lock(&s->lock);
 	s->ended = true;
-	if (!s->headers_done)
-		s->err = rc == CURLE_OK ? 0 : upstream_curl_err(rc);
-	pthread_cond_broadcast(&s->cond);
-	if (s->hs)
-		http_stream_wake(s->hs);
+	wake_client_locked(s);
 	pthread_mutex_unlock(&s->lock);
-	stream_unref(s);
+	stream_unref(s); /* the loop's reference */
+}
+
+/* Ends every leg of s still running and, with that, the loop's part of s. */
+static void stream_cancel(struct stream *s)
+{
+	for (size_t i = 0; i < s->nlegs; i++) {
+		if (s->legs[i].easy) {
+			leg_close(&s->legs[i]);
+			s->legs_running--;
+		}
+	}
+	stream_finish(s);
+}
+
+static void on_leg_done(struct leg *l, CURLcode rc)
+{
+	struct stream *s = l->s;
+	leg_close(l);
+	pthread_mutex_lock(&s->lock);
+	bool before_headers = !l->headers_done, gone = s->client_gone;
+	pthread_mutex_unlock(&s->lock);
+	int err = rc == CURLE_OK ? 0 : upstream_curl_err(rc);
+	if (before_headers && err == E_UNAVAILABLE) {
+		if (++l->ep_tries < l->p->nendpoints && !gone) {
+			leg_start(l); /* the partition's next endpoint */
+			return;
+		}
+		if (!atomic_exchange(&l->p->down, true))
+			log_warn("partition unreachable", "partition=%s from=stream", l->p->id);
+	}
+	s->legs_running--;
+	pthread_mutex_lock(&s->lock);
+	l->ended = true;
+	if (before_headers)
+		l->err = err ? err : E_UNAVAILABLE;
+	/* One partition's part of a merged watch ending (its timeout, the partition gone) ends
+	 * the merged watch: the client re-watches from the composite resourceVersion it has, or
+	 * re-lists. */
+	s->ended = true;
+	wake_client_locked(s);
+	pthread_mutex_unlock(&s->lock);
+	stream_cancel(s); /* the other legs, if any, and the loop's part */
+}
+
+/* --- loop side: the thread ----------------------------------------------------------------- */
+static void run_commands(bool stopping)
+{
+	pthread_mutex_lock(&L.lock);
+	struct stream *q = L.q_head;
+	L.q_head = L.q_tail = NULL;
+	pthread_mutex_unlock(&L.lock);
+	while (q) {
+		pthread_mutex_lock(&L.lock);
+		struct stream *s = q;
+		q = s->next_cmd;
+		unsigned cmd = s->cmd;
+		s->cmd = 0;
+		s->queued = false;
+		s->next_cmd = NULL;
+		pthread_mutex_unlock(&L.lock);
+		if ((cmd & CMD_START) && stopping)
+			stream_finish(s);
+		if ((cmd & CMD_START) && !s->started && !s->finished) {
+			s->started = true;
+			s->next = L.active;
+			if (L.active)
+				L.active->prev = s;
+			L.active = s;
+			s->legs_running = s->nlegs;
+			for (size_t i = 0; i < s->nlegs; i++)
+				leg_start(&s->legs[i]);
+		}
+		if ((cmd & CMD_CANCEL) && !s->finished)
+			stream_cancel(s);
+		if ((cmd & CMD_UNPAUSE) && !s->finished) {
+			for (size_t i = 0; i < s->nlegs; i++) {
+				if (s->legs[i].easy && s->legs[i].paused) {
+					s->legs[i].paused = false;
+					curl_easy_pause(s->legs[i].easy, CURLPAUSE_CONT);
+				}
+			}
+		}
+		stream_unref(s); /* the queue's reference */
+	}
+}
+
+static void read_done(void)
+{
+	CURLMsg *msg;
+	int left;
+	while ((msg = curl_multi_info_read(L.multi, &left))) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		struct leg *l = NULL;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&l);
+		on_leg_done(l, msg->data.result);
+	}
+}
+
+/* A client's suspended connection is not polled by libmicrohttpd, so a client that leaves
+ * while its stream is idle would go unnoticed (and hold its partition's transfers) until the
+ * next event. Idle JSON streams get a newline now and then, between events (JSON watch
+ * decoders skip whitespace: client-go, kubectl, python-kubernetes, ursa's own client): writing
+ * it to a closed connection fails and ends the stream. Other streams (log -f, protobuf) are
+ * only found out at their next bytes. */
+static void sweep_idle(void)
+{
+	for (struct stream *s = L.active; s; s = s->next) {
+		pthread_mutex_lock(&s->lock);
+		if (s->hs && s->json && !s->data.len && !s->ended && !s->midline) {
+			buf_addch(&s->data, '\n');
+			http_stream_wake(s->hs);
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+static void *loop_main(void *arg)
+{
+	struct epoll_event evs[MAX_EVENTS];
+	int running = 0;
+	int64_t next_sweep = mono_ms() + atomic_load(&sweep_ms);
+	for (;;) {
+		pthread_mutex_lock(&L.lock);
+		bool stop = L.stopping;
+		pthread_mutex_unlock(&L.lock);
+		if (stop)
+			break;
+		int64_t now = mono_ms();
+		if (now >= next_sweep) {
+			sweep_idle();
+			next_sweep = now + atomic_load(&sweep_ms);
+		}
+		int64_t until = L.timer_at_ms >= 0 && L.timer_at_ms < next_sweep ? L.timer_at_ms : next_sweep;
+		int timeout = until <= now ? 0 : (int)(until - now);
+		int n = epoll_wait(L.ep, evs, MAX_EVENTS, timeout);
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.fd == L.evfd) {
+				uint64_t v;
+				ssize_t r = read(L.evfd, &v, sizeof(v));
+				(void)r;
+				run_commands(false);
+				continue;
+			}
+			int flags = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+				    (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+				    (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+			curl_multi_socket_action(L.multi, evs[i].data.fd, flags, &running);
+		}
+		if (L.timer_at_ms >= 0 && mono_ms() >= L.timer_at_ms) {
+			L.timer_at_ms = -1;
+			curl_multi_socket_action(L.multi, CURL_SOCKET_TIMEOUT, 0, &running);
+		}
+		read_done();
+	}
+	/* Stopping: end every stream's transfers; the client side ends on its own. */
+	while (L.active)
+		stream_cancel(L.active);
+	run_commands(true);
 	return NULL;
 }
 
+static long descriptor_budget(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 1L << 20;
+	return rl.rlim_cur > FD_RESERVE * 2 ? (long)rl.rlim_cur - FD_RESERVE : (long)rl.rlim_cur / 2;
+}
+
+int streams_start(void)
+{
+	atomic_store(&fd_budget, descriptor_budget());
+	L.ep = epoll_create1(EPOLL_CLOEXEC);
+	L.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (L.ep < 0 || L.evfd < 0)
+		goto fail;
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = L.evfd };
+	epoll_ctl(L.ep, EPOLL_CTL_ADD, L.evfd, &ev);
+	L.multi = curl_multi_init();
+	curl_multi_setopt(L.multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	curl_multi_setopt(L.multi, CURLMOPT_TIMERFUNCTION, on_timer);
+	L.share = curl_share_init();
+	curl_share_setopt(L.share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+	curl_share_setopt(L.share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+	L.timer_at_ms = -1;
+	L.stopping = false;
+	L.active = NULL;
+	if (pthread_create(&L.thread, NULL, loop_main, NULL) != 0)
+		goto fail;
+	pthread_mutex_lock(&L.lock);
+	L.running = true;
+	pthread_mutex_unlock(&L.lock);
+	return 0;
+fail:
+	if (L.multi)
+		curl_multi_cleanup(L.multi);
+	if (L.share)
+		curl_share_cleanup(L.share);
+	if (L.ep >= 0)
+		close(L.ep);
+	if (L.evfd >= 0)
+		close(L.evfd);
+	L.multi = NULL;
+	L.share = NULL;
+	L.ep = L.evfd = -1;
+	return E_INTERNAL;
+}
+
+void streams_stop(void)
+{
+	pthread_mutex_lock(&L.lock);
+	bool was = L.running;
+	L.stopping = true;
+	pthread_mutex_unlock(&L.lock);
+	if (!was)
+		return;
+	uint64_t one = 1;
+	ssize_t w = write(L.evfd, &one, sizeof(one));
+	(void)w;
+	pthread_join(L.thread, NULL);
+	pthread_mutex_lock(&L.lock);
+	L.running = false;
+	pthread_mutex_unlock(&L.lock);
+	curl_multi_cleanup(L.multi);
+	curl_share_cleanup(L.share);
+	close(L.ep);
+	close(L.evfd);
+	L.multi = NULL;
+	L.share = NULL;
+	L.ep = L.evfd = -1;
+}
+
+/* --- HTTP side ------------------------------------------------------------------------------ */
 static int stream_fill(void *ud, struct buf *out, size_t max)
 {
 	struct stream *s = ud;
 	int r = 0;
+	bool unpause = false;
 	pthread_mutex_lock(&s->lock);
 	if (s->data.len) {
 		size_t n = s->data.len < max ? s->data.len : max;
@@ -152,12 +626,17 @@ static int stream_fill(void *ud, struct buf *out, size_t max)
 		memmove(s->data.ptr, s->data.ptr + n, s->data.len - n);
 		s->data.len -= n;
 		s->data.ptr[s->data.len] = '\0';
-		pthread_cond_broadcast(&s->cond);
+		if (s->paused && s->data.len <= STREAM_BUFFER_MAX / 2) {
+			s->paused = false;
+			unpause = true;
+		}
 		r = 1;
 	} else if (s->ended) {
 		r = -1;
 	}
 	pthread_mutex_unlock(&s->lock);
+	if (unpause)
+		post(s, CMD_UNPAUSE);
 	return r;
 }
 
@@ -166,21 +645,18 @@ static void stream_done(void *ud)
 	struct stream *s = ud;
 	pthread_mutex_lock(&s->lock);
 	s->hs = NULL;
-	atomic_store(&s->stop, true);
-	pthread_cond_broadcast(&s->cond);
+	s->client_gone = true;
+	bool ended = s->ended;
 	pthread_mutex_unlock(&s->lock);
-	stream_unref(s);
-}
-
-static char *dup_or_null(const char *s)
-{
-	return s ? xstrdup(s) : NULL;
+	if (!ended)
+		post(s, CMD_CANCEL);
+	stream_unref(s); /* the client's reference */
 }
 
 static void reply_error(struct http_reply *reply, int err, const char *msg)
 {
 	struct buf b = BUF_INIT;
-	buf_addf(&b, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":");
+	buf_adds(&b, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":");
 	buf_add_json_str(&b, msg, strlen(msg));
 	buf_addf(&b, ",\"reason\":\"%s\",\"code\":%d}", err_reason(err), err_http_code(err));
 	if (err == E_UNAVAILABLE)
@@ -188,70 +664,146 @@ static void reply_error(struct http_reply *reply, int err, const char *msg)
 	http_reply_set(reply, err_http_code(err), "application/json", &b);
 }
 
-void upstream_stream(struct partition *p, const struct upstream_req *rq, struct http_reply *reply)
+/* Under s->lock: the first leg that answered other than 200, or NULL. */
+static struct leg *refused_leg(struct stream *s)
 {
-	if (atomic_load(&p->down)) {
-		reply_error(reply, E_UNAVAILABLE, "the partition serving this request is unavailable");
-		return;
-	}
-	struct stream *s = xcalloc(1, sizeof(*s));
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
-	atomic_fetch_add(&streams_open, 1);
-	s->refs = 2;
-	s->base = xstrdup(p->endpoints[(size_t)atomic_load(&p->next_ep) % p->nendpoints]);
-	s->path = xstrdup(rq->path);
-	s->auth = dup_or_null(rq->authorization);
-	s->accept = dup_or_null(rq->accept);
-	s->xff = dup_or_null(rq->forwarded_for);
-	s->rq = (struct upstream_req){ .method = "GET", .path = s->path, .authorization = s->auth,
-				       .accept = s->accept, .forwarded_for = s->xff };
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
-	if (pthread_create(&t, &attr, stream_main, s) != 0) {
-		pthread_attr_destroy(&attr);
-		s->refs = 1;
-		stream_unref(s);
-		reply_error(reply, E_UNAVAILABLE, "the gateway cannot open more streams");
-		return;
-	}
-	pthread_attr_destroy(&attr);
-	/* Wait for the partition's status line and headers: a 200 becomes a stream, anything else
-	 * (403, 404, 410...) is read whole and answered as is. */
+	for (size_t i = 0; i < s->nlegs; i++)
+		if (s->legs[i].headers_done && s->legs[i].status != 200)
+			return &s->legs[i];
+	return NULL;
+}
+
+static bool all_headers(struct stream *s)
+{
+	for (size_t i = 0; i < s->nlegs; i++)
+		if (!s->legs[i].headers_done)
+			return false;
+	return true;
+}
+
+static bool wait_until(struct stream *s, const struct timespec *until)
+{
+	return pthread_cond_timedwait(&s->cond, &s->lock, until) == 0;
+}
+
+/* Runs on the handler's thread: waits (bounded) for every leg's response headers, then replies
+ * with a stream, the partition's own non-200 answer, or a Status. */
+static void stream_answer(struct stream *s, struct http_reply *reply)
+{
 	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += HEADER_WAIT_MS / 1000;
+	long wait_ms = atomic_load(&header_wait_ms);
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += wait_ms / 1000;
+	until.tv_nsec += (wait_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	struct leg *bad = NULL;
 	pthread_mutex_lock(&s->lock);
-	while (!s->headers_done && !s->ended)
-		if (pthread_cond_timedwait(&s->cond, &s->lock, &until) != 0)
+	while (!all_headers(s) && !(bad = refused_leg(s)) && !s->ended)
+		if (!wait_until(s, &until))
 			break;
-	bool ok = s->headers_done && s->status == 200;
-	if (ok) {
-		s->hs = http_reply_stream(reply, 200, ctype_intern(s->content_type), stream_fill, stream_done, s);
+	bad = refused_leg(s);
+	if (!bad && all_headers(s)) {
+		const char *ct = s->legs[0].content_type;
+		s->json = s->merged || (ct && strncasecmp(ct, "application/json", 16) == 0);
+		s->hs = http_reply_stream(reply, 200, ctype_intern(s->legs[0].content_type), stream_fill, stream_done, s);
+		atomic_fetch_add(&s->refs, 1); /* the client's reference */
 		http_stream_wake(s->hs);
 		pthread_mutex_unlock(&s->lock);
 		return;
 	}
-	atomic_store(&s->stop, !s->headers_done);
-	while (!s->ended)
-		pthread_cond_wait(&s->cond, &s->lock);
-	int err = s->err, status = s->status;
-	struct buf body = s->data;
-	buf_init(&s->data);
-	char *ct = s->content_type;
-	s->content_type = NULL;
-	pthread_mutex_unlock(&s->lock);
-	if (!s->headers_done || status < 100) {
-		if (err == E_UNAVAILABLE || err == 0)
-			atomic_store(&p->down, true);
-		reply_error(reply, E_UNAVAILABLE, "the partition serving this request did not answer");
-		buf_release(&body);
-	} else {
-		http_reply_set(reply, status, ctype_intern(ct), &body);
+	if (bad) {
+		/* 403, 404, 410...: read whole (bounded) and answered as is. */
+		while (!bad->ended && wait_until(s, &until))
+			;
+		if (bad->ended) {
+			struct buf body = bad->errbody;
+			buf_init(&bad->errbody);
+			const char *ct = ctype_intern(bad->content_type);
+			int status = bad->status;
+			pthread_mutex_unlock(&s->lock);
+			http_reply_set(reply, status, ct, &body);
+			post(s, CMD_CANCEL);
+			return;
+		}
 	}
-	free(ct);
-	stream_done(s);
+	struct leg *failed = NULL;
+	for (size_t i = 0; i < s->nlegs && !failed; i++)
+		if (s->legs[i].ended && s->legs[i].err)
+			failed = &s->legs[i];
+	pthread_mutex_unlock(&s->lock);
+	post(s, CMD_CANCEL);
+	struct buf msg = BUF_INIT;
+	if (failed && failed->err == E_UNAVAILABLE) {
+		buf_addf(&msg, "partition %s is unavailable", failed->p->id);
+		reply_error(reply, E_UNAVAILABLE, buf_cstr(&msg));
+	} else {
+		struct leg *slow = failed;
+		for (size_t i = 0; i < s->nlegs && !slow; i++)
+			if (!s->legs[i].headers_done)
+				slow = &s->legs[i];
+		buf_addf(&msg, "partition %s did not answer the stream within %ld ms", slow ? slow->p->id : "?", wait_ms);
+		reply_error(reply, E_TIMEOUT, buf_cstr(&msg));
+	}
+	buf_release(&msg);
+}
+
+/* Charges the stream's descriptors (the client's and one per partition) to the budget. */
+static bool charge(struct stream *s)
+{
+	s->fds = 1 + (long)s->nlegs;
+	if (atomic_fetch_add(&fds_used, s->fds) + s->fds > atomic_load(&fd_budget))
+		return false;
+	return true;
+}
+
+static void open_stream(struct partition **ps, char **paths, size_t n, const struct upstream_req *rq,
+			struct merge_state *m, struct http_reply *reply)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (atomic_load(&ps[i]->down)) {
+			struct buf msg = BUF_INIT;
+			buf_addf(&msg, "partition %s is unavailable", ps[i]->id);
+			reply_error(reply, E_UNAVAILABLE, buf_cstr(&msg));
+			buf_release(&msg);
+			if (m) {
+				merge_state_release(m);
+				free(m);
+			}
+			return;
+		}
+	}
+	struct stream *s = stream_new(ps, paths, n, rq);
+	s->merged = m != NULL;
+	s->m = m;
+	if (!charge(s)) {
+		log_warn("stream refused", "reason=descriptors used=%ld budget=%ld", atomic_load(&fds_used),
+			 atomic_load(&fd_budget));
+		reply_error(reply, E_UNAVAILABLE, "the gateway holds as many streams as its descriptor limit allows");
+		atomic_fetch_sub(&s->refs, 1); /* the loop never saw it */
+		stream_unref(s);
+		return;
+	}
+	if (!post(s, CMD_START)) {
+		reply_error(reply, E_UNAVAILABLE, "the gateway is shutting down");
+		atomic_fetch_sub(&s->refs, 1);
+		stream_unref(s);
+		return;
+	}
+	stream_answer(s, reply);
+	stream_unref(s); /* the handler's reference */
+}
+
+void upstream_stream(struct partition *p, const struct upstream_req *rq, struct http_reply *reply)
+{
+	char *path = (char *)rq->path;
+	open_stream(&p, &path, 1, rq, NULL, reply);
+}
+
+void upstream_merged_watch(struct partition **ps, char **paths, size_t n, const struct upstream_req *rq,
+			   struct merge_state *m, struct http_reply *reply)
+{
+	open_stream(ps, paths, n, rq, m, reply);
 }

@@ -5,12 +5,21 @@ in the gateway's etcd, kubectl works through the gateway for two tenants that ca
 other, unknown tenants get 404, nodes go to their resource manager, and a killed partition gets
 a fast 503 for its tenants while the other partition's tenants go on working.
 
+Streams: with a second resource manager (rm-az-2), node lists carry a composite resourceVersion,
+`kubectl get nodes -w` and python3-kubernetes list-then-watch see nodes of both resource managers,
+a watch resumed from an event's composite resourceVersion sees only later events, malformed ones
+get 400, a client that leaves frees its upstream transfers (gateway /metrics), and 200 concurrent
+watches through one gateway each get their event.
+
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_gateway.py"""
 
 import json
 import os
+import secrets
 import sys
+import threading
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import ursa_harness as h  # noqa: E402
@@ -24,7 +33,7 @@ def partition_args(tp, binary, etcd, pid, port):
     return [binary, "--listen", "127.0.0.1:%d" % port, "--etcd-servers", etcd.endpoints, "--etcd-prefix", "/registry",
             "--token-auth-file", tp.token_file, "--token-signing-public-key", tp.signing_pub,
             "--partition-id", pid, "--tls-cert-file", tp.cert_file, "--tls-private-key-file", tp.key_file,
-            "--log-level", "info"]
+            "--identity-key-file", S["idkey"], "--log-level", "info"]
 
 
 def wait_ok(client, path, timeout=60):
@@ -54,7 +63,12 @@ def test_start_region():
     for e in etcds.values():
         e.start()
     S.update({n + "_etcd": e for n, e in etcds.items()})
-    tp = h.ApiServer(etcds["tp1"], partition_id="tp-1").start()
+    # Gateways and partitions share an identity key: partitions learn the caller from the
+    # gateway's assertion, not from a forwarded token.
+    S["idkey"] = os.path.join(h.make_tmpdir("idkey"), "identity.key")
+    with open(S["idkey"], "w") as f:
+        f.write(secrets.token_hex(32))
+    tp = h.ApiServer(etcds["tp1"], partition_id="tp-1", extra_args=["--identity-key-file", S["idkey"]]).start()
     S["tp1"] = tp
     d = tp.dir
     S["tp2_port"], S["rm_port"], S["gw_port"] = h.free_port(), h.free_port(), h.free_port()
@@ -75,6 +89,7 @@ def test_start_region():
                        "--tls-cert-file", tp.cert_file, "--tls-private-key-file", tp.key_file,
                        "--token-auth-file", tp.token_file, "--token-signing-public-key", tp.signing_pub,
                        "--partition-ca-file", tp.ca_file, "--partition-token-file", token,
+                       "--identity-key-file", S["idkey"],
                        "--audit-log-path", os.path.join(d, "audit.log"), "--log-level", "debug"],
                       os.path.join(d, "gw.log"))
     S["gw_url"] = "https://127.0.0.1:%d" % S["gw_port"]
@@ -136,6 +151,25 @@ def test_kubectl_two_tenants_isolated():
     assert rc != 0 and "Forbidden" in err, (out, err)
 
 
+def test_identity_reaches_partitions_only_as_the_gateway_asserts_it():
+    """The partitions hold the identity key: a caller's own X-Ursa-Identity header is never passed
+    on, and without the key nobody can make one a partition accepts."""
+    alice = h.Client(S["gw_url"], S["tp1"].ca_file, h.kubeconfig_token(kc("ta", "alice")))
+    forged = "v1.eyJpc3MiOiJ1cnNhIiwic3ViIjoicm9vdCIsInRlbmFudCI6InN5c3RlbSIsImdyb3VwcyI6WyJzeXN0ZW06bWFzdGVycyJdfQ.AAAA"
+    r = alice.get("/api/v1/tenants/tb/namespaces/default/pods", headers={"X-Ursa-Identity": forged})
+    h.expect_status(r, 403, "tenant user with a forged assertion", "Forbidden")
+    r = alice.get("/api/v1/tenants/ta/namespaces/default/pods", headers={"X-Ursa-Identity": forged})
+    h.expect_status(r, 200, "tenant user's own pods (forged header ignored)")
+    direct = h.Client(S["tp1"].url, S["tp1"].ca_file)
+    r = direct.get("/api/v1/tenants/ta/namespaces/default/pods", headers={"X-Ursa-Identity": forged})
+    h.expect_status(r, 401, "forged assertion straight to the partition", "Unauthorized")
+    # SREs read through the gateway, and cannot write.
+    sre = h.Client(S["gw_url"], S["tp1"].ca_file, h.kubeconfig_token(kc("system", "sre", ("ursa:sre",))))
+    h.expect_status(sre.get("/api/v1/tenants/ta/namespaces/default/pods"), 200, "SRE reads a tenant")
+    h.expect_status(sre.get("/api/v1/tenants/all/pods"), 200, "SRE reads all tenants")
+    h.expect_status(sre.delete("/api/v1/tenants/ta/namespaces/default/pods/p1"), 403, "SRE deletes", "Forbidden")
+
+
 def test_nodes_go_to_their_resource_manager():
     a = S["admin"]
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {
@@ -147,6 +181,217 @@ def test_nodes_go_to_their_resource_manager():
     assert names == ["n1"], names
     user = h.Client(S["gw_url"], S["tp1"].ca_file, h.kubeconfig_token(kc("ta", "alice")))
     assert user.get("/api/v1/nodes").status == 403
+
+
+# --- streams and merged watches ----------------------------------------------------------------
+
+def metric(name):
+    r = S["admin"].get("/metrics")
+    assert r.status == 200, r
+    for line in r.text.splitlines():
+        if line.startswith(name + " "):
+            return int(line.split()[1])
+    raise AssertionError("no %s in %s" % (name, r.text))
+
+
+def wait_metric(name, pred, timeout=15):
+    deadline = time.monotonic() + timeout
+    v = None
+    while time.monotonic() < deadline:
+        v = metric(name)
+        if pred(v):
+            return v
+        time.sleep(0.2)
+    raise AssertionError("%s stayed at %s" % (name, v))
+
+
+def node(name, zone):
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+        "topology.kubernetes.io/zone": zone}}}
+
+
+def create_node(name, zone):
+    r = S["admin"].post("/api/v1/nodes", node(name, zone))
+    assert r.status == 201, r
+
+
+def q(v):
+    return urllib.parse.quote(v, safe="")
+
+
+def test_second_rm_gives_composite_list_rv():
+    d = S["tp1"].dir
+    e = h.Etcd(name="rm2")
+    e.start()
+    S["rm2_etcd"], S["rm2_port"] = e, h.free_port()
+    S["rm2"] = h.spawn(partition_args(S["tp1"], RM_BIN, e, "rm-az-2", S["rm2_port"]), os.path.join(d, "rm2.log"))
+    h._logs.append(("rm-az-2", os.path.join(d, "rm2.log")))
+    wait_ok(h.Client("https://127.0.0.1:%d" % S["rm2_port"], S["tp1"].ca_file, S["tp1"].admin_token), "/readyz")
+    register("rm-az-2", "rm", "https://127.0.0.1:%d" % S["rm2_port"], "az-2")
+    deadline = time.monotonic() + 20
+    rv = ""
+    while time.monotonic() < deadline and not rv.startswith("u1."):
+        r = S["admin"].get("/api/v1/nodes")
+        assert r.status == 200, r
+        rv = r.json["metadata"]["resourceVersion"]
+        time.sleep(0.2)
+    assert rv.startswith("u1."), rv
+    create_node("n2", "az-2")
+    r = S["admin"].get("/api/v1/nodes")
+    names = sorted(n["metadata"]["name"] for n in r.json["items"])
+    assert names == ["n1", "n2"], names
+    # a list at a composite resourceVersion gives every resource manager its own
+    r2 = S["admin"].get("/api/v1/nodes?resourceVersion=" + q(r.json["metadata"]["resourceVersion"]))
+    assert r2.status == 200 and len(r2.json["items"]) == 2, r2
+    # every query parameter reaches the partitions, unchanged
+    r3 = S["admin"].get("/api/v1/nodes?labelSelector=" + q("topology.kubernetes.io/zone=az-2"))
+    assert [n["metadata"]["name"] for n in r3.json["items"]] == ["n2"], r3
+
+
+def test_kubectl_get_nodes_watch_across_rms():
+    k = kc("system", "admin", ("system:masters",))
+    bg = h.Background(h.kubectl_args(["get", "nodes", "-w"], k))
+    try:
+        assert bg.wait_for(lambda ln: ln.startswith("n2 "), 30), (bg.output(), bg.err)
+        create_node("kw-1", "az-1")
+        create_node("kw-2", "az-2")
+        for n in ("kw-1", "kw-2"):
+            assert bg.wait_for(lambda ln, n=n: ln.startswith(n + " "), 30), (n, bg.output(), bg.err)
+        assert bg.proc.poll() is None, bg.err
+    finally:
+        bg.stop()
+
+
+def composite_of(ev):
+    rv = ev["object"]["metadata"]["resourceVersion"]
+    assert rv.startswith("u1."), ev
+    return rv
+
+
+def test_watch_resumes_from_composite_rv():
+    a = S["admin"]
+    rv = a.get("/api/v1/nodes").json["metadata"]["resourceVersion"]
+    w = a.watch("/api/v1/nodes?watch=true&allowWatchBookmarks=true&resourceVersion=" + q(rv))
+    assert w.status == 200, w.response
+    create_node("r1", "az-1")
+    ev = w.until(lambda e: e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "r1", 20)
+    assert ev, w.summary()
+    assert not [e for e in w.events if e["type"] == "ADDED" and e["object"]["metadata"]["name"] != "r1"], w.summary()
+    resume = composite_of(ev)
+    w.close()
+    create_node("r2", "az-2")
+    create_node("r3", "az-1")
+    w = a.watch("/api/v1/nodes?watch=true&resourceVersion=" + q(resume))
+    assert w.status == 200, w.response
+    got = set()
+    deadline = time.monotonic() + 20
+    while got != {"r2", "r3"} and time.monotonic() < deadline:
+        e = w.next(deadline - time.monotonic())
+        if e and e["type"] == "ADDED":
+            got.add(e["object"]["metadata"]["name"])
+            composite_of(e)
+    w.drain(1)
+    w.close()
+    added = [n for t, n in w.summary() if t == "ADDED"]
+    assert sorted(added) == ["r2", "r3"], w.summary()
+
+
+def test_malformed_composite_rv_is_400():
+    a = S["admin"]
+    for rv in ("u1.!!notbase64", "u1.W10", "u1." + "A" * 9000):
+        r = a.get("/api/v1/nodes?watch=true&resourceVersion=" + q(rv))
+        assert r.status == 400 and r.json["kind"] == "Status" and r.json["reason"] == "BadRequest", r
+        assert "resourceVersion" in r.json["message"], r
+        r = a.get("/api/v1/nodes?resourceVersion=" + q(rv))
+        assert r.status == 400, r
+    # a plain resourceVersion means nothing across two resource managers: relist
+    r = a.get("/api/v1/nodes?watch=true&resourceVersion=12345")
+    assert r.status == 410 and r.json["reason"] == "Expired", r
+    # a client that accepts no JSON cannot get a merged watch
+    r = a.get("/api/v1/nodes?watch=true", headers={"Accept": "application/vnd.kubernetes.protobuf"})
+    assert r.status == 406, r
+
+
+def test_python_client_list_then_watch():
+    from kubernetes import client, config, watch
+    v1 = client.CoreV1Api(config.new_client_from_config(config_file=kc("system", "admin", ("system:masters",))))
+    lst = v1.list_node()
+    assert lst.metadata.resource_version.startswith("u1."), lst.metadata
+    threading.Timer(1.0, create_node, ("py-n1", "az-2")).start()
+    w = watch.Watch()
+    seen = None
+    for ev in w.stream(v1.list_node, resource_version=lst.metadata.resource_version, timeout_seconds=20):
+        if ev["type"] == "ADDED" and ev["object"].metadata.name == "py-n1":
+            seen = ev["object"]
+            break
+    w.stop()
+    assert seen is not None
+    assert seen.metadata.resource_version.startswith("u1."), seen.metadata
+    # the informer pattern without a resourceVersion: every node of both resource managers
+    names = set()
+    for ev in watch.Watch().stream(v1.list_node, timeout_seconds=3):
+        names.add(ev["object"].metadata.name)
+    assert {"n1", "n2", "py-n1"} <= names, names
+
+
+def test_client_disconnect_frees_upstream():
+    a = S["admin"]
+    base_s = wait_metric("gateway_streams_open", lambda v: v >= 0)
+    base_u = metric("gateway_stream_upstreams_open")
+    ws = [a.watch("/api/v1/nodes?watch=true"), a.watch("/api/v1/tenants/ta/namespaces/default/pods?watch=true")]
+    for w in ws:
+        assert w.status == 200, w.response
+    wait_metric("gateway_streams_open", lambda v: v >= base_s + 2)
+    assert metric("gateway_stream_upstreams_open") >= base_u + 3  # two RMs + one TP
+    for w in ws:
+        w.close()
+    wait_metric("gateway_streams_open", lambda v: v <= base_s, 30)
+    wait_metric("gateway_stream_upstreams_open", lambda v: v <= base_u, 30)
+
+
+def test_200_concurrent_watches():
+    a = S["admin"]
+    rv = a.get("/api/v1/tenants/ta/namespaces/default/configmaps").json["metadata"]["resourceVersion"]
+    nrv = a.get("/api/v1/nodes").json["metadata"]["resourceVersion"]
+    ws = []
+    try:
+        for i in range(200):
+            if i % 2:
+                ws.append(a.watch("/api/v1/nodes?watch=true&resourceVersion=" + q(nrv)))
+            else:
+                ws.append(a.watch("/api/v1/tenants/ta/namespaces/default/configmaps?watch=true&resourceVersion=" + rv))
+            assert ws[-1].status == 200, (i, ws[-1].response)
+        assert metric("gateway_streams_open") >= 200
+        r = a.post("/api/v1/tenants/ta/namespaces/default/configmaps",
+                   {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fan"}, "data": {"k": "v"}})
+        assert r.status == 201, r
+        create_node("fan-node", "az-2")
+        missing = []
+        for i, w in enumerate(ws):
+            want = "fan-node" if i % 2 else "fan"
+            if not w.until(lambda e, want=want: e["object"]["metadata"].get("name") == want, 30):
+                missing.append((i, w.summary()))
+        assert not missing, missing[:3]
+    finally:
+        for w in ws:
+            w.close()
+    wait_metric("gateway_streams_open", lambda v: v < 5, 30)
+
+
+def test_tenant_watch_across_tps():
+    a = S["admin"]
+    rv = a.get("/api/v1/tenants").json["metadata"]["resourceVersion"]
+    assert rv.startswith("u1."), rv
+    w = a.watch("/api/v1/tenants?watch=1&resourceVersion=" + q(rv))
+    assert w.status == 200, w.response
+    r = a.post("/api/v1/tenants", {"apiVersion": "v1", "kind": "Tenant", "metadata": {
+        "name": "tw", "annotations": {"ursa.io/partition": "tp-2"}}})
+    assert r.status == 201, r
+    ev = w.until(lambda e: e["object"]["metadata"].get("name") == "tw", 20)
+    w.close()
+    assert ev and ev["type"] == "ADDED", w.summary()
+    assert ev["object"]["metadata"]["annotations"]["ursa.io/partition"] == "tp-2", ev
+    composite_of(ev)
 
 
 def test_killed_partition_fails_fast():

@@ -50,6 +50,8 @@ struct http_request {
 	int64_t started_us;
 	char client[64];
 	struct http_request *next_job;
+	char *query;   /* raw query string (from the URI log callback), or NULL */
+	bool begun;    /* on_request saw the request's first call */
 };
 
 struct http_server {
@@ -70,6 +72,7 @@ struct http_server {
 	struct http_stream *streams;
 	size_t nstreams;
 	atomic_bool closing;
+	atomic_int busy;  /* requests queued for or running on a worker (their connection sleeps) */
 	char *cert, *key; /* kept until stop: the TLS library may refer to them */
 };
 
@@ -83,6 +86,11 @@ const char *http_query(const struct http_request *r, const char *key)
 	if (!r)
 		return NULL;
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *http_query_string(const struct http_request *r)
+{
+	return r ? r->query : NULL;
 }
 
 const char *http_header(const struct http_request *r, const char *name)
@@ -174,7 +182,9 @@ static ssize_t on_stream_read(void *cls, uint64_t pos, char *out, size_t max)
 		if (r != 0)
 			continue;
 		pthread_mutex_lock(&s->lock);
-		if (s->woken) {
+		/* end_streams sets closing before it wakes: seeing neither here means its wake comes
+		 * after this suspension and resumes it. */
+		if (s->woken || atomic_load(&s->srv->closing)) {
 			pthread_mutex_unlock(&s->lock);
 			continue;
 		}
@@ -260,8 +270,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
 	struct http_server *srv = cls;
 	struct http_request *r = *con_cls;
-	if (!r) {
-		r = xcalloc(1, sizeof(*r));
+	if (!r || !r->begun) {
+		if (!r)
+			r = xcalloc(1, sizeof(*r));
+		r->begun = true;
 		r->conn = conn;
 		r->method = method;
 		r->path = url;
@@ -283,6 +295,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (!r->queued && !r->too_large) {
 		r->queued = true;
 		r->reply.status = 500;
+		atomic_fetch_add(&srv->busy, 1);
 		MHD_suspend_connection(conn);
 		pthread_mutex_lock(&srv->jobs_lock);
 		if (srv->jobs_tail)
@@ -328,7 +341,22 @@ static void *worker_main(void *arg)
 		srv->handler(srv->ud, r, &r->reply);
 		r->answered = true;
 		MHD_resume_connection(r->conn);
+		atomic_fetch_sub(&srv->busy, 1);
 	}
+}
+
+/* Runs before the request line is parsed, with the request target as sent: the raw query
+ * string is kept here (libmicrohttpd only gives decoded arguments later). The request
+ * record it returns becomes the connection's con_cls. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct http_request *r = xcalloc(1, sizeof(*r));
+	const char *q = uri ? strchr(uri, '?') : NULL;
+	if (q) {
+		const char *end = strchr(q + 1, '#');
+		r->query = end ? xstrndup(q + 1, (size_t)(end - q - 1)) : xstrdup(q + 1);
+	}
+	return r;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode tc)
@@ -336,6 +364,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct http_request *r = *con_cls;
 	if (!r)
 		return;
+	free(r->query);
 	buf_release(&r->body);
 	reply_release(&r->reply);
 	free(r);
@@ -440,6 +469,7 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)60000,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(o->conn_timeout_s ? o->conn_timeout_s : 120),
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				  MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
 				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
 				  MHD_OPTION_ARRAY, cert ? tls_opts : tls_opts + 2,
 				  MHD_OPTION_END);
@@ -472,12 +502,24 @@ static void end_streams(struct http_server *s)
 	}
 }
 
+/* Waits (up to 15 s) for the handlers running or queued: their connections are suspended, and
+ * libmicrohttpd refuses to stop with suspended connections. */
+static void drain_handlers(struct http_server *s)
+{
+	for (int i = 0; i < 1500 && atomic_load(&s->busy) > 0; i++)
+		usleep(10 * 1000);
+}
+
 void http_server_stop(struct http_server *s)
 {
 	if (!s)
 		return;
+	MHD_socket lsock = MHD_quiesce_daemon(s->mhd); /* no new connections; the socket is ours */
 	end_streams(s);
+	drain_handlers(s);
 	MHD_stop_daemon(s->mhd);
+	if (lsock != MHD_INVALID_SOCKET)
+		close(lsock);
 	stop_workers(s);
 	free(s->cert);
 	free(s->key);
