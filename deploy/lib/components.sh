@@ -138,6 +138,7 @@ start_apiserver() {
 		--tls-cert-file "$URSA_PKI/server.crt" --tls-private-key-file "$URSA_PKI/server.key" \
 		--token-auth-file "$URSA_STATE/tokens.csv" \
 		--token-signing-public-key "$URSA_STATE/signing-key.pub" \
+		--identity-key-file "$URSA_STATE/identity.key" \
 		--region-token-file "$URSA_REGION_TOKEN" --region-ca-file "$URSA_CA" \
 		--partition-id "$dir" --log-level info
 	wait_http "$url/readyz" 60 "$name" "$log" --cacert "$URSA_CA" \
@@ -362,6 +363,10 @@ ensure_identity() {
 			die "ursactl keygen did not write $URSA_STATE/signing-key.pem and .pub"
 		fi
 	fi
+	if [ ! -s "$URSA_STATE/identity.key" ]; then
+		# Shared by gateways and partitions: gateways assert callers' identities with it.
+		( umask 077; openssl rand -hex 32 >"$URSA_STATE/identity.key" )
+	fi
 	if [ ! -s "$URSA_STATE/tokens.csv" ]; then
 		# A static token for curl and scripts; kubectl uses signed tokens from ursactl.
 		( umask 077; printf '%s,admin,admin,"system:masters",system\n' \
@@ -469,6 +474,7 @@ start_gateway() {
 		--token-auth-file "$URSA_STATE/tokens.csv" \
 		--token-signing-public-key "$URSA_STATE/signing-key.pub" \
 		--partition-ca-file "$URSA_CA" --partition-token-file "$URSA_REGION_TOKEN" \
+		--identity-key-file "$URSA_STATE/identity.key" \
 		--audit-log-path "$dir/audit.log" --log-level info
 	wait_http "https://127.0.0.1:$port/readyz" 30 "$name" "$log" --cacert "$URSA_CA"
 	URSA_GATEWAYS+=("127.0.0.1:$port")
