@@ -115,7 +115,7 @@ static int scope_request(struct req *q)
 		}
 		return 0;
 	}
-	if (!identity_may_access_tenant(&q->id, q->tenant) && !sre) {
+	if (!identity_may_read_tenant(&q->id, q->tenant)) { /* SREs got here only to read */
 		reply_status(q, E_FORBIDDEN, "%s is forbidden: User \"%s\" of tenant \"%s\" cannot %s resource \"%s\" in tenant \"%s\"",
 			     r->plural, q->id.user, q->id.tenant, q->verb, r->plural, q->tenant);
 		return -1;
