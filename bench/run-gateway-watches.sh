@@ -23,12 +23,13 @@ APISERVER=$BUILD/src/tenant-partition/ursa-tp-apiserver
 GATEWAY=$BUILD/src/gateway/ursa-gateway
 LOAD=$BUILD/bench/ursa-load
 WATCHERS=$BUILD/bench/ursa-watchers
+URSACTL=$BUILD/src/ursactl/ursactl
 TOKEN="bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 
 die() { echo "run-gateway-watches.sh: $*" >&2; exit 1; }
 [ -x "$ETCD_BIN" ] || die "etcd not found (apt-get install etcd-server)"
-for b in "$APISERVER" "$GATEWAY" "$LOAD" "$WATCHERS"; do
-	[ -x "$b" ] || die "missing $b (cmake --build $BUILD --target ursa-tp-apiserver ursa-gateway ursa-load ursa-watchers)"
+for b in "$APISERVER" "$GATEWAY" "$LOAD" "$WATCHERS" "$URSACTL"; do
+	[ -x "$b" ] || die "missing $b (cmake --build $BUILD --target ursa-tp-apiserver ursa-gateway ursa-load ursa-watchers ursactl)"
 done
 
 # shellcheck source=bench/lib.sh
@@ -61,8 +62,8 @@ TP_PID=$!
 PIDS+=("$TP_PID")
 wait_http "http://127.0.0.1:$TP_PORT" "$TP_PID" "$TMP/apiserver.log" ursa-tp-apiserver
 
-"$GATEWAY" register-partition --etcd-servers "$GW_ETCD" --id tp-1 --kind tp \
-	--endpoints "http://127.0.0.1:$TP_PORT" >/dev/null
+URSA_HOME=$TMP "$URSACTL" register --region-file "$TMP/region.json" --gateway-etcd "$GW_ETCD" --kind tp \
+	--name tp-1 --endpoints "http://127.0.0.1:$TP_PORT" >/dev/null
 GW_PORT=$("$LOAD" free-port)
 "$GATEWAY" --listen "127.0.0.1:$GW_PORT" --etcd-servers "$GW_ETCD" --token-auth-file "$TMP/tokens.csv" \
 	--partition-token-file "$TMP/gw.token" --tenant-qps 0 --log-level warn >"$TMP/gateway.log" 2>&1 &

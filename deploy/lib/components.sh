@@ -6,8 +6,9 @@
 
 # Rows are started top to bottom and stopped bottom to top. One row is a step, not a process:
 # `register` records every partition started above it in the region (.ursa/region.json) with
-# `ursactl register`, which writes the tenant partitions into every resource manager's registry
-# and the resource managers into every tenant partition. Kubelets find the tenant partitions in
+# `ursactl register`, which writes the tenant partitions into every resource manager's registry,
+# the resource managers into every tenant partition, and all of them into the gateways' etcd
+# (started above it for that reason). Kubelets find the tenant partitions in
 # their resource manager's registry, so they come after it (and follow a tenant partition
 # registered later without a restart).
 # A tenant partition is the rows named tp-N-*, a zone the rows named rm-ZONE-* and ZONE-*:
@@ -22,7 +23,8 @@ URSA_COMPONENTS=(
 	"rm-az-1-apiserver rm_apiserver    rm-az-1 az-1 7201 http://127.0.0.1:23891"
 	"rm-az-2-etcd      etcd            rm-az-2 23892 23902"
 	"rm-az-2-apiserver rm_apiserver    rm-az-2 az-2 7202 http://127.0.0.1:23892"
-	"region            register"
+	"gateway-etcd      etcd            gateway 23991 24001"
+	"region            register        http://127.0.0.1:23991"
 	"tp-1-controllers  tp_controller_manager tp-1 7101"
 	"tp-1-scheduler    scheduler       tp-1 7101"
 	"tp-2-controllers  tp_controller_manager tp-2 7102"
@@ -33,8 +35,6 @@ URSA_COMPONENTS=(
 	"az-1-hollow       hollow_kubelet  az-1 7201 3"
 	"az-2-host-1       kubelet         az-2 7202 host-1 10252"
 	"az-2-hollow       hollow_kubelet  az-2 7202 3"
-	"gateway-etcd      etcd            gateway 23991 24001"
-	"gateway-registry  gateway_register http://127.0.0.1:23991"
 	"gateway-1         gateway         1 7001 http://127.0.0.1:23991"
 	"gateway-2         gateway         2 7002 http://127.0.0.1:23991"
 	"haproxy           haproxy         6443"
@@ -162,22 +162,25 @@ start_rm_apiserver() {
 	URSA_SUMMARY+=("$name: resource manager $dir (zone $zone) API server https://127.0.0.1:$port (log $URSA_STATE/$dir/apiserver.log)")
 }
 
-# start_register NAME: registers every partition started so far with `ursactl register` (safe
-# to repeat; it also repairs registries that missed an earlier registration). A failure is a
-# warning: a partition recorded in .ursa/region.json that is not running (say, one registered
-# by hand and since stopped) must not keep the rest of the region from starting.
+# start_register NAME GATEWAY_ETCD: registers every partition started so far with `ursactl
+# register` (safe to repeat; it also repairs registries that missed an earlier registration):
+# in .ursa/region.json, in the partitions' own registries, and in the gateways' etcd
+# (<prefix>/partitions/<id>, followed by every gateway by watch). A failure is a warning: a
+# partition recorded in .ursa/region.json that is not running (say, one registered by hand and
+# since stopped) must not keep the rest of the region from starting. Tenants need no step: the
+# gateways adopt every tenant their partitions already hold.
 start_register() {
-	local row kind name url zone out
+	local gw=$2 row kind name url zone out
 	for row in "${URSA_PARTITIONS[@]}"; do
 		read -r kind name url zone <<<"$row"
-		if out=$(URSA_HOME=$URSA_STATE "$URSACTL" register --kind "$kind" --name "$name" \
+		if out=$(URSA_HOME=$URSA_STATE "$URSACTL" register --gateway-etcd "$gw" --kind "$kind" --name "$name" \
 			--endpoints "$url" ${zone:+--zone "$zone"} 2>&1); then
 			say "registered $kind $name ($url${zone:+, zone $zone})"
 		else
 			warn "ursactl register --kind $kind --name $name: $(printf '%s' "$out" | tr '\n' ' ')"
 		fi
 	done
-	URSA_SUMMARY+=("$1: partitions registered in $URSA_STATE/region.json")
+	URSA_SUMMARY+=("$1: partitions registered in $URSA_STATE/region.json and the gateways' etcd $gw")
 }
 
 # kubelet_kubeconfig ZONE RM_PORT: .ursa/ZONE/kubelet.kubeconfig, for the kubelets of ZONE (user
@@ -443,24 +446,6 @@ print(*(int(d.get(k) or 0) for k in ("pid", "pidStart", "shimPid", "shimStart"))
 }
 
 # --- the gateway tier -------------------------------------------------------------------------
-
-# start_gateway_register NAME ETCD_URL: records every partition started so far in the gateway's
-# etcd (<prefix>/partitions/<id>). Tenants need no step: the gateways adopt every tenant their
-# partitions already hold, and the system tenant lives on the first tenant partition.
-start_gateway_register() {
-	local name=$1 etcd=$2 row kind pname url zone out
-	[ -x "$URSA_GATEWAY_BIN" ] || die "$URSA_GATEWAY_BIN is missing: the build did not produce ursa-gateway"
-	for row in "${URSA_PARTITIONS[@]}"; do
-		read -r kind pname url zone <<<"$row"
-		if out=$("$URSA_GATEWAY_BIN" register-partition --etcd-servers "$etcd" --id "$pname" --kind "$kind" \
-			--endpoints "$url" ${zone:+--zone "$zone"} 2>&1); then
-			say "gateway registry: $kind $pname ($url${zone:+, zone $zone})"
-		else
-			warn "ursa-gateway register-partition $pname: $(printf '%s' "$out" | tr '\n' ' ')"
-		fi
-	done
-	URSA_SUMMARY+=("$name: partitions recorded in the gateway's etcd $etcd")
-}
 
 # start_gateway NAME INDEX PORT ETCD_URL: gateway INDEX on https://127.0.0.1:PORT (state and
 # audit log under .ursa/gateway-INDEX).

@@ -8,9 +8,8 @@ static const char summary[] =
 	"The Ursa region gateway: authenticates requests, authorizes them by tenant and forwards them to the "
 	"tenant partition of their tenant (or the resource manager of their node), with the tenant -> "
 	"partition map held in memory and kept current from the gateway's etcd. Stateless: run several "
-	"behind HAProxy.\n\n"
-	"Subcommand: ursa-gateway register-partition --etcd-servers URLS --id ID --kind tp|rm "
-	"--endpoints URL[,URL] [--zone Z] records a partition in the gateway's etcd.";
+	"behind HAProxy. Partitions are recorded in the gateway's etcd with `ursactl register "
+	"--gateway-etcd URL`.";
 
 int gw_options_parse(struct gw_options *o, int argc, char **argv)
 {

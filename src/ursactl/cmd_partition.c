@@ -65,7 +65,8 @@ static char *region_path(const struct flags *f)
 
 static const char *list_key(bool tp) { return tp ? "tenantPartitions" : "resourceManagers"; }
 
-static int region_load(const struct flags *f, bool need_auth, struct region *r)
+/* Loads the region file (an empty region if there is none). No credentials: region_auth. */
+static int region_load(const struct flags *f, struct region *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->path = region_path(f);
@@ -79,8 +80,13 @@ static int region_load(const struct flags *f, bool need_auth, struct region *r)
 	for (int k = 0; k < 2; k++)
 		if (!json_is_array(json_object_get(r->doc, list_key(k == 0))))
 			json_object_set_new(r->doc, list_key(k == 0), json_array());
-	if (!need_auth)
-		return EXIT_OK;
+	return EXIT_OK;
+}
+
+/* Mints the admin token (and finds the CA) for talking to partitions; needed only when there
+ * are partitions to write to, so recording the first partition of a region needs no key. */
+static int region_auth(const struct flags *f, struct region *r)
+{
 	char *hint = NULL, *err = NULL;
 	char *key = region_file(flag_get(f, "signing-key"), "--signing-key", "URSA_SIGNING_KEY", "signing-key.pem", &hint);
 	if (!key) {
@@ -209,7 +215,7 @@ int cmd_register(const struct command *cmd, const struct flags *f)
 	if (!tp && !zone)
 		return fail("a resource manager needs --zone");
 	struct region r;
-	int rc = region_load(f, true, &r);
+	int rc = region_load(f, &r);
 	if (rc != EXIT_OK)
 		return rc;
 	json_t *eps = json_array();
@@ -224,6 +230,11 @@ int cmd_register(const struct command *cmd, const struct flags *f)
 	if (!tp)
 		json_object_set_new(entry, "zone", json_string(zone));
 	json_t *mine = json_object_get(r.doc, list_key(tp)), *others = json_object_get(r.doc, list_key(!tp));
+	if (json_array_size(others) && region_auth(f, &r) != EXIT_OK) {
+		json_decref(entry);
+		region_release(&r);
+		return EXIT_FAIL;
+	}
 	size_t idx;
 	if (find(mine, name, &idx))
 		json_array_set(mine, idx, entry);
@@ -251,7 +262,7 @@ int cmd_unregister(const struct command *cmd, const struct flags *f)
 {
 	const char *name = flag_get(f, "name");
 	struct region r;
-	int rc = region_load(f, true, &r);
+	int rc = region_load(f, &r);
 	if (rc != EXIT_OK)
 		return rc;
 	for (int k = 0; k < 2; k++) {
@@ -261,6 +272,10 @@ int cmd_unregister(const struct command *cmd, const struct flags *f)
 		json_t *o;
 		if (!find(mine, name, &idx))
 			continue;
+		if (json_array_size(json_object_get(r.doc, list_key(!tp))) && region_auth(f, &r) != EXIT_OK) {
+			region_release(&r);
+			return EXIT_FAIL;
+		}
 		json_array_foreach(json_object_get(r.doc, list_key(!tp)), i, o) if (remove_from(&r, o, name, tp) != EXIT_OK) rc = EXIT_FAIL;
 		const char *gw, *gw_prefix;
 		gateway_etcd_settings(r.doc, flag_get(f, "gateway-etcd"), flag_get(f, "gateway-etcd-prefix"), &gw,
@@ -281,7 +296,7 @@ int cmd_unregister(const struct command *cmd, const struct flags *f)
 int cmd_partitions(const struct command *cmd, const struct flags *f)
 {
 	struct region r;
-	int rc = region_load(f, false, &r);
+	int rc = region_load(f, &r);
 	if (rc != EXIT_OK)
 		return rc;
 	printf("%-6s %-16s %-8s %s\n", "KIND", "NAME", "ZONE", "ENDPOINTS");

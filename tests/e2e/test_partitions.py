@@ -5,7 +5,7 @@ A region like deploy/local-up.sh's in a temporary directory on free ports: tenan
 tp-1 and tp-2 (each with its etcd, controller manager and scheduler), resource managers rm-az-1
 and rm-az-2 (each with its etcd), a process-runtime kubelet per zone (az-1-host-1, az-2-host-1),
 all registered with `ursactl register`, and the front door: the gateway's etcd with the
-partitions recorded by `ursa-gateway register-partition`, and one ursa-gateway. Everything below
+partitions recorded by `ursactl register --gateway-etcd`, and one ursa-gateway. Everything below
 goes through the gateway with stock kubectl or raw HTTPS:
 
 - tenants system-x, allison and a, each placed with the annotation ursa.io/partition (system-x
@@ -92,8 +92,10 @@ def setup():
     tp2 = region.Partition(reg, "tp", "tp-2").start()
     rm1 = region.Partition(reg, "rm", "rm-az-1", "az-1").start()
     rm2 = region.Partition(reg, "rm", "rm-az-2", "az-2").start()
+    gw_etcd = h.Etcd(name="etcd-gateway").start()
     for p in (tp1, tp2, rm1, rm2):
-        p.register()
+        out = p.register(gateway_etcd=gw_etcd.endpoints)
+        assert "gateway registry: " in out and " %s recorded" % p.name in out, out
     S.update(region=reg, tp1=tp1, tp2=tp2, rm1=rm1, rm2=rm2, daemons=[])
     S["host1"] = region.Kubelet(reg, rm1, "az-1-host-1").start()
     S["host2"] = region.Kubelet(reg, rm2, "az-2-host-1").start()
@@ -105,11 +107,6 @@ def setup():
         S["daemons"].append(start_daemon(tp.name + " scheduler", [
             SCHED_BIN, "--kubeconfig", tp.admin_kc, "--partition-id", tp.name, "--leader-elect=false",
             "--log-level", "info"]))
-    gw_etcd = h.Etcd(name="etcd-gateway").start()
-    for p in (tp1, tp2, rm1, rm2):
-        args = [GW_BIN, "register-partition", "--etcd-servers", gw_etcd.endpoints, "--id", p.name,
-                "--kind", p.kind, "--endpoints", p.url]
-        h.must_run(args + (["--zone", p.zone] if p.zone else []))
     port = h.free_port()
     S["gw_url"] = "https://127.0.0.1:%d" % port
     S["gw"] = start_daemon("gateway", [

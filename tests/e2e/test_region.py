@@ -126,10 +126,13 @@ class Partition:
         self.admin_kc = r.kubeconfig(self.name, "system", "admin", self.url, "system:masters")
         return self
 
-    def register(self):
+    def register(self, gateway_etcd=None):
+        """`ursactl register`; with gateway_etcd (URLs), also records the partition there."""
         args = ["register", "--kind", self.kind, "--name", self.name, "--endpoints", self.url]
         if self.zone:
             args += ["--zone", self.zone]
+        if gateway_etcd:
+            args += ["--gateway-etcd", gateway_etcd]
         return self.region.ursactl(args)
 
     def admin(self, timeout=30):

@@ -49,11 +49,16 @@ def wait_ok(client, path, timeout=60):
 
 
 def register(pid, kind, url, zone=None):
-    args = [GW_BIN, "register-partition", "--etcd-servers", S["gw_etcd"].endpoints, "--id", pid, "--kind", kind,
-            "--endpoints", url]
+    """`ursactl register --gateway-etcd`: the partition goes into a region file, the registries of
+    the partitions of the other kind, and the gateway's etcd (what the gateway follows)."""
+    tp = S["tp1"]
+    args = [h.URSACTL_BIN, "register", "--region-file", os.path.join(tp.dir, "region.json"),
+            "--signing-key", tp.signing_key, "--certificate-authority", tp.ca_file,
+            "--gateway-etcd", S["gw_etcd"].endpoints, "--kind", kind, "--name", pid, "--endpoints", url]
     if zone:
         args += ["--zone", zone]
-    h.must_run(args)
+    rc, out, err = h.run_cmd(args, 60)
+    assert rc == 0 and " %s recorded" % pid in out, (rc, out, err)
 
 
 def test_start_region():

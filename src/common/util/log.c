@@ -1,16 +1,47 @@
+/* Log lines: "ts=... level=... component=... msg=\"...\" key=value..." on stderr. When stderr
+ * is the systemd journal (JOURNAL_STREAM names its device and inode), every line starts with
+ * the syslog priority "<N>", which journald takes as the entry's priority (journalctl -p). */
 #include "ursa/log.h"
 #include "ursa/buf.h"
 #include "ursa/timeutil.h"
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static enum log_level min_level = LOG_INFO;
 static const char *component = "ursa";
 static const char *const names[] = { "debug", "info", "warn", "error" };
+static const char *const priorities[] = { "<7>", "<6>", "<4>", "<3>" }; /* syslog: debug, info, warning, err */
+static pthread_once_t journal_once = PTHREAD_ONCE_INIT;
+static bool to_journal;
+
+/* JOURNAL_STREAM is "<device>:<inode>" of the stream systemd connected; it may be inherited by
+ * a process whose stderr was redirected since, so it counts only if stderr is that file. */
+static void journal_check(void)
+{
+	const char *v = getenv("JOURNAL_STREAM");
+	struct stat st;
+	uintmax_t dev, ino;
+	char *end;
+	if (!v || fstat(STDERR_FILENO, &st) != 0)
+		return;
+	dev = strtoumax(v, &end, 10);
+	if (end == v || *end != ':')
+		return;
+	v = end + 1;
+	ino = strtoumax(v, &end, 10);
+	if (end == v || *end)
+		return;
+	to_journal = dev == (uintmax_t)st.st_dev && ino == (uintmax_t)st.st_ino;
+}
 
 void log_set_level(enum log_level lvl)
 {
@@ -28,6 +59,9 @@ void log_msg(enum log_level lvl, const char *msg, const char *fmt, ...)
 		return;
 	struct buf b = BUF_INIT;
 	struct timeval tv;
+	pthread_once(&journal_once, journal_check);
+	if (to_journal)
+		buf_adds(&b, priorities[lvl]);
 	gettimeofday(&tv, NULL);
 	struct tm tm;
 	gmtime_r(&tv.tv_sec, &tm);
