@@ -13,10 +13,10 @@ URSA_BUILD_DIR=${URSA_BUILD_DIR:-$URSA_ROOT/build}
 case $URSA_BUILD_DIR in /*) ;; *) URSA_BUILD_DIR=$URSA_ROOT/$URSA_BUILD_DIR ;; esac
 URSA_PIDS=$URSA_STATE/pids
 
-# Debian packages needed to build, run and test Ursa.
+# Debian packages needed to build, run and test Ursa (systemd: systemd-analyze verifies the units).
 URSA_PACKAGES=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev
 	libcurl4-openssl-dev libuv1-dev libyaml-dev libcmocka-dev libssl-dev
-	etcd-server etcd-client haproxy python3-kubernetes openssl curl)
+	etcd-server etcd-client haproxy python3-kubernetes openssl curl systemd)
 
 say()  { printf '==> %s\n' "$*"; }
 warn() { printf 'WARNING: %s\n' "$*" >&2; }
