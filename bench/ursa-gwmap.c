@@ -4,10 +4,10 @@
  *   ursa-gwmap seed --etcd URL [--prefix P] --count N [--partitions K] [--clients C] [--txn-ops O]
  *       writes K tenant partitions and N tenant records t0000000.. into a gateway etcd, in txns
  *       of O puts (default 128, etcd's --max-txn-ops) through the JSON gateway, C clients in parallel.
- *   ursa-gwmap load --etcd URL [--prefix P] [--rounds R] [--lookups L]
+ *   ursa-gwmap load --etcd URL [--prefix P] [--rounds R] [--lookups L] [--page K]
  *       loads the registry the way ursa-gateway does (registry_new + registry_start: the paged
- *       range and the watch), reporting the time, the resident memory growth (VmRSS, VmHWM of
- *       this process) and the tenants loaded; then the cost of registry_tenant_partition() over
+ *       range and the watch; pages of K keys instead of REGISTRY_PAGE if given), reporting the
+ *       time, the resident memory growth (VmRSS, VmHWM of this process) and the tenants loaded; then the cost of registry_tenant_partition() over
  *       random existing names on the warm map, with 1 and 2 threads (median of R rounds), in thread
  *       CPU time (robust to other processes on a shared machine; cache effects remain).
  *
@@ -31,7 +31,7 @@
 
 struct args {
 	const char *etcd, *prefix;
-	long long count, partitions, clients, rounds, lookups, txn_ops;
+	long long count, partitions, clients, rounds, lookups, txn_ops, page;
 };
 
 static int64_t clock_ns(clockid_t id)
@@ -284,6 +284,13 @@ static double lookup_rounds(struct registry *r, char **names, size_t n, const st
 	return med;
 }
 
+/* The gateway's own page reader, for --page. */
+static int range_page(void *ud, const char *key, const char *range_end, int64_t rev, int64_t limit,
+		      struct etcd_range_result *ret)
+{
+	return etcd_range(ud, key, range_end, rev, limit, false, ret);
+}
+
 static int cmd_load(const struct args *a)
 {
 	log_set_level(LOG_WARN);
@@ -295,6 +302,8 @@ static int cmd_load(const struct args *a)
 	etcd_current_revision(e, &rev0);
 	long long rss0 = status_kb("VmRSS"), hwm0 = status_kb("VmHWM");
 	struct registry *r = registry_new(e, a->prefix);
+	if (a->page)
+		registry_set_range(r, range_page, e, a->page);
 	int64_t t0 = now_ns(), c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	int err = registry_start(r);
 	double load_s = (double)(now_ns() - t0) / 1e9;
@@ -363,6 +372,8 @@ static int parse_args(struct args *a, int argc, char **argv)
 			a->rounds = n;
 		else if (strcmp(f, "--lookups") == 0 && num && n > 0 && n <= 1000000000)
 			a->lookups = n;
+		else if (strcmp(f, "--page") == 0 && num && n >= 2 && n <= 10000000)
+			a->page = n;
 		else {
 			fprintf(stderr, "ursa-gwmap: bad option %s %s\n", f, v);
 			return -1;
@@ -380,7 +391,7 @@ int main(int argc, char **argv)
 	struct args a;
 	if (argc < 2 || parse_args(&a, argc - 2, argv + 2) != 0) {
 		fprintf(stderr, "usage: ursa-gwmap seed --etcd URL [--prefix P] --count N [--partitions K] [--clients C] [--txn-ops O]\n"
-				"       ursa-gwmap load --etcd URL [--prefix P] [--rounds R] [--lookups L]\n");
+				"       ursa-gwmap load --etcd URL [--prefix P] [--rounds R] [--lookups L] [--page K]\n");
 		return 2;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);

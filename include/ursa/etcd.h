@@ -1,4 +1,6 @@
-/* Client for etcd's v3 JSON gateway (etcd 3.4, /v3/...) over libcurl.
+/* Client for etcd v3 (3.4 and later) over libcurl: the KV calls (get, range, put, create,
+ * update, delete, compact, the group commit's txns) are gRPC over HTTP/2; leases, the health
+ * check and watches use etcd's JSON gateway (/v3/...). See docs/etcd-client.md.
  *
  * Thread-safe: any thread may call any function; each thread uses its own keep-alive
  * connection. endpoints is a comma-separated list of http(s)://host:port URLs of one etcd
@@ -83,7 +85,7 @@ int etcd_lease_revoke(struct etcd *e, int64_t id);
 /* Conditional writes (creates, updates) are group-committed: concurrent ones share a txn.
  * Totals since start of txns sent and of writes they carried. */
 void etcd_write_stats(struct etcd *e, unsigned long long *ret_txns, unsigned long long *ret_ops);
-/* True if some member answers /health with health true. */
+/* True if some member answers /health with health true (JSON gateway). */
 bool etcd_healthy(struct etcd *e);
 
 /* Watch ------------------------------------------------------------------------------------ */

@@ -1,6 +1,7 @@
-/* Fuzzes the etcd gateway response parsers: every newline-separated line goes through the watch
- * line parser (as the watch stream does), and the whole input through the unary response parsers
- * (range, error mapping) and the base64 decoder. */
+/* Fuzzes the etcd JSON gateway parsers that remain (the watch stream, lease replies, errors):
+ * every newline-separated line goes through the watch line parser (as the watch stream does),
+ * and the whole input through the KeyValue and error parsers and the base64 decoder. The KV
+ * calls' protobuf decoders are fuzz_etcd_pb.c. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,17 +25,20 @@ static void one_line(const char *p, size_t len)
 static void whole(const char *p, size_t len)
 {
 	json_t *j = etcd_json_parse(p, len);
-	struct etcd_range_result r;
+	struct etcd_kv kv;
 	int64_t v;
 	char *out;
 	size_t out_len;
 
 	if (etcd_parse_error(j, 400) == 0)
 		abort();
-	if (etcd_parse_range(j, &r) == 0)
-		etcd_range_result_release(&r);
-	else if (r.kvs || r.n)
+	if (etcd_parse_kv(j, &kv) == 0) {
+		if (!kv.key || !kv.value || kv.value[kv.value_len] != '\0')
+			abort();
+		etcd_kv_release(&kv);
+	} else if (kv.key || kv.value) {
 		abort();
+	}
 	etcd_header_rev(j, &v);
 	json_decref(j);
 	if (etcd_b64_decode(p, len, &out, &out_len) == 0) {

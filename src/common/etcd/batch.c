@@ -8,16 +8,16 @@
  *
  * A txn is all-or-nothing: if any compare fails, the failure branch's ranges tell which
  * ops failed (AlreadyExists, Conflict, NotFound); the others are sent again at once. */
-#include "etcd_internal.h"
+#include "etcd/etcd_internal.h"
+#include "etcd/pb.h"
 #include "ursa/errors.h"
 #include "ursa/xalloc.h"
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define GC_MAX_OPS 64                 /* etcd's --max-txn-ops default is 128 per branch */
 #define GC_MAX_INFLIGHT 1          /* txns in flight at once, so etcd's pipeline stays busy */
-#define GC_MAX_BYTES ((size_t)1 << 20) /* under --max-request-bytes (1.5 MiB) with base64 */
+#define GC_MAX_BYTES ((size_t)1 << 20) /* under --max-request-bytes (1.5 MiB) with the keys twice more */
 
 struct gc_op {
 	const char *key;
@@ -56,53 +56,46 @@ void etcd_gc_free(struct etcd_gc *gc)
 	free(gc);
 }
 
-static void add_b64(struct buf *b, const char *name, const void *data, size_t len)
-{
-	buf_addf(b, "\"%s\":\"", name);
-	etcd_b64_encode(b, data, len);
-	buf_addch(b, '"');
-}
-
+/* One TxnRequest: a compare per op, a put per op on success, a keys-only range per op on
+ * failure (so a failed txn tells which compares failed). */
 static void build_txn(struct gc_op **ops, size_t n, struct buf *b)
 {
-	buf_adds(b, "{\"compare\":[");
+	struct buf m = BUF_INIT, ro = BUF_INIT;
+
 	for (size_t i = 0; i < n; i++) {
-		buf_adds(b, i ? ",{" : "{");
-		add_b64(b, "key", ops[i]->key, strlen(ops[i]->key));
+		buf_reset(&m);
 		if (ops[i]->expect < 0)
-			buf_adds(b, ",\"target\":\"CREATE\",\"result\":\"EQUAL\",\"create_revision\":\"0\"}");
+			etcd_pb_compare(&m, ops[i]->key, ETCD_CMP_CREATE, ETCD_CMP_EQUAL, 0);
 		else
-			buf_addf(b, ",\"target\":\"MOD\",\"result\":\"EQUAL\",\"mod_revision\":\"%" PRId64 "\"}",
-				 ops[i]->expect);
+			etcd_pb_compare(&m, ops[i]->key, ETCD_CMP_MOD, ETCD_CMP_EQUAL, ops[i]->expect);
+		etcd_pb_put_msg(b, 1, &m);
 	}
-	buf_adds(b, "],\"success\":[");
 	for (size_t i = 0; i < n; i++) {
-		buf_adds(b, i ? ",{\"request_put\":{" : "{\"request_put\":{");
-		add_b64(b, "key", ops[i]->key, strlen(ops[i]->key));
-		buf_addch(b, ',');
-		add_b64(b, "value", ops[i]->value ? ops[i]->value : "", ops[i]->value ? ops[i]->len : 0);
-		if (ops[i]->lease)
-			buf_addf(b, ",\"lease\":\"%" PRId64 "\"", ops[i]->lease);
-		buf_adds(b, "}}");
+		buf_reset(&m);
+		buf_reset(&ro);
+		etcd_pb_put_request(&m, ops[i]->key, ops[i]->value, ops[i]->len, ops[i]->lease);
+		etcd_pb_put_msg(&ro, ETCD_OP_PUT, &m);
+		etcd_pb_put_msg(b, 2, &ro);
 	}
-	buf_adds(b, "],\"failure\":[");
 	for (size_t i = 0; i < n; i++) {
-		buf_adds(b, i ? ",{\"request_range\":{" : "{\"request_range\":{");
-		add_b64(b, "key", ops[i]->key, strlen(ops[i]->key));
-		buf_adds(b, ",\"keys_only\":true}}");
+		buf_reset(&m);
+		buf_reset(&ro);
+		etcd_pb_range_request(&m, ops[i]->key, NULL, 0, 0, true, false);
+		etcd_pb_put_msg(&ro, ETCD_OP_RANGE, &m);
+		etcd_pb_put_msg(b, 3, &ro);
 	}
-	buf_adds(b, "]}");
+	buf_release(&m);
+	buf_release(&ro);
 }
 
 /* After a failed txn: settles the ops whose compare failed; returns how many remain. */
-static size_t settle_failures(json_t *resp, struct gc_op **ops, size_t n)
+static size_t settle_failures(const struct etcd_pb_txn_result *t, struct gc_op **ops, size_t n)
 {
-	json_t *arr = json_object_get(resp, "responses");
 	size_t left = 0;
 	for (size_t i = 0; i < n; i++) {
-		json_t *rr = json_object_get(json_array_get(arr, i), "response_range");
 		struct etcd_range_result r = { 0 };
-		if (!rr || etcd_parse_range(rr, &r) < 0) {
+		if (i >= t->n || t->ops[i].kind != ETCD_OP_RANGE ||
+		    etcd_pb_decode_range(t->ops[i].data, t->ops[i].len, &r) < 0) {
 			ops[i]->rc = E_INTERNAL;
 			ops[i]->done = true;
 			continue;
@@ -129,16 +122,19 @@ static size_t settle_failures(json_t *resp, struct gc_op **ops, size_t n)
 static void commit(struct etcd *e, struct gc_op **ops, size_t n)
 {
 	while (n) {
-		struct buf b = BUF_INIT;
-		json_t *resp = NULL;
+		struct buf b = BUF_INIT, resp = BUF_INIT;
+		struct etcd_pb_txn_result t = { 0 };
 		build_txn(ops, n, &b);
 		atomic_fetch_add(&e->gc->txns, 1);
 		atomic_fetch_add(&e->gc->ops, n);
-		int rc = etcd_call(e, "/v3/kv/txn", &b, false, &resp);
+		int rc = etcd_grpc_call(e, "/etcdserverpb.KV/Txn", &b, false, &resp);
 		buf_release(&b);
+		if (rc == 0 && etcd_pb_decode_txn(resp.ptr, resp.len, &t) < 0)
+			rc = E_INTERNAL;
 		if (rc < 0 && n > 1 && rc == E_TOO_LARGE) {
 			/* split: one value may be the culprit */
 			size_t half = n / 2;
+			buf_release(&resp);
 			commit(e, ops, half);
 			commit(e, ops + half, n - half);
 			return;
@@ -146,18 +142,18 @@ static void commit(struct etcd *e, struct gc_op **ops, size_t n)
 		if (rc < 0) {
 			for (size_t i = 0; i < n; i++)
 				ops[i]->rc = rc, ops[i]->done = true;
+			buf_release(&resp);
 			return;
 		}
-		int64_t rev = 0;
-		etcd_header_rev(resp, &rev);
-		if (etcd_json_bool(resp, "succeeded")) {
+		if (t.succeeded) {
 			for (size_t i = 0; i < n; i++)
-				ops[i]->rc = 0, ops[i]->rev = rev, ops[i]->done = true;
+				ops[i]->rc = 0, ops[i]->rev = t.revision, ops[i]->done = true;
 			n = 0;
 		} else {
-			n = settle_failures(resp, ops, n);
+			n = settle_failures(&t, ops, n);
 		}
-		json_decref(resp);
+		etcd_pb_txn_release(&t);
+		buf_release(&resp);
 	}
 }
 

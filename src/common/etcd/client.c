@@ -1,14 +1,18 @@
-/* etcd v3 JSON gateway client: transport with member fail-over, KV, txn-based conditional writes
- * and leases. See ursa/etcd.h for the contract. */
+/* etcd v3 client: members, pooled handles with member fail-over, and the KV calls over gRPC
+ * (txn-based conditional writes included). See ursa/etcd.h for the contract. */
 #include "etcd/etcd_internal.h"
+#include "etcd/pb.h"
 #include "ursa/errors.h"
-#include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define TRY_NEXT 1 /* attempt() result: this member did not take the request, try another */
+/* KV service methods. */
+#define KV_RANGE "/etcdserverpb.KV/Range"
+#define KV_PUT "/etcdserverpb.KV/Put"
+#define KV_DELETE "/etcdserverpb.KV/DeleteRange"
+#define KV_TXN "/etcdserverpb.KV/Txn"
+#define KV_COMPACT "/etcdserverpb.KV/Compact"
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 
@@ -60,6 +64,70 @@ static int parse_endpoints(struct etcd *e, const char *list)
 	return e->n_endpoints ? 0 : -1;
 }
 
+/* ---- handle pools ---- */
+
+static void pool_init(struct etcd_pool *p, void (*setup)(struct etcd *e, CURL *c))
+{
+	pthread_mutex_init(&p->lock, NULL);
+	p->setup = setup;
+}
+
+static void pool_release(struct etcd_pool *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		char *priv = NULL;
+		curl_easy_getinfo(p->h[i], CURLINFO_PRIVATE, &priv);
+		curl_easy_cleanup(p->h[i]);
+		free(priv); /* a handle's own state, if its setup gave it one */
+	}
+	free(p->h);
+	pthread_mutex_destroy(&p->lock);
+}
+
+static CURL *handle_take(struct etcd *e, struct etcd_pool *p)
+{
+	CURL *c = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->n)
+		c = p->h[--p->n];
+	pthread_mutex_unlock(&p->lock);
+	if (c)
+		return c;
+	c = curl_easy_init();
+	if (!c)
+		abort();
+	p->setup(e, c);
+	return c;
+}
+
+static void handle_give(struct etcd_pool *p, CURL *c)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->n == p->alloc) {
+		p->alloc = p->alloc ? p->alloc * 2 : 8;
+		p->h = xrealloc(p->h, p->alloc * sizeof(*p->h));
+	}
+	p->h[p->n++] = c;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* te: trailers is what gRPC servers require of a client; grpc-timeout lets etcd give up on a
+ * request the client stopped waiting for. */
+static struct curl_slist *grpc_headers(long timeout_ms)
+{
+	struct curl_slist *h = curl_slist_append(NULL, "Expect:");
+	/* at most 8 digits */
+	char *t = timeout_ms <= 99999999 ? xasprintf("grpc-timeout: %ldm", timeout_ms)
+					 : xasprintf("grpc-timeout: %ldS", timeout_ms / 1000 > 99999999 ? 99999999L : timeout_ms / 1000);
+
+	h = curl_slist_append(h, "content-type: application/grpc");
+	h = curl_slist_append(h, "te: trailers");
+	h = curl_slist_append(h, t);
+	free(t);
+	return h;
+}
+
 struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts)
 {
 	struct etcd *e;
@@ -69,9 +137,11 @@ struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts)
 	pthread_once(&curl_once, curl_init_once);
 	e = xcalloc(1, sizeof(*e));
 	e->endpoints = xcalloc(ETCD_MAX_ENDPOINTS, sizeof(*e->endpoints));
-	pthread_mutex_init(&e->pool_lock, NULL);
 	if (parse_endpoints(e, endpoints) < 0) {
-		etcd_free(e);
+		for (size_t i = 0; i < e->n_endpoints; i++)
+			free(e->endpoints[i]);
+		free(e->endpoints);
+		free(e);
 		return NULL;
 	}
 	atomic_init(&e->preferred, 0);
@@ -79,6 +149,9 @@ struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts)
 	e->connect_timeout_ms = opts && opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : 1000;
 	e->headers = curl_slist_append(NULL, "Expect:");
 	e->headers = curl_slist_append(e->headers, "Content-Type: application/json");
+	e->grpc_headers = grpc_headers(e->timeout_ms);
+	pool_init(&e->json_pool, etcd_curl_setup);
+	pool_init(&e->grpc_pool, etcd_grpc_setup);
 	e->gc = etcd_gc_new();
 	return e;
 }
@@ -87,14 +160,13 @@ void etcd_free(struct etcd *e)
 {
 	if (!e)
 		return;
-	for (size_t i = 0; i < e->n_pool; i++)
-		curl_easy_cleanup(e->pool[i]);
-	free(e->pool);
+	pool_release(&e->json_pool);
+	pool_release(&e->grpc_pool);
 	for (size_t i = 0; i < e->n_endpoints; i++)
 		free(e->endpoints[i]);
 	free(e->endpoints);
 	curl_slist_free_all(e->headers);
-	pthread_mutex_destroy(&e->pool_lock);
+	curl_slist_free_all(e->grpc_headers);
 	etcd_gc_free(e->gc);
 	free(e);
 }
@@ -119,17 +191,12 @@ char *etcd_prefix_end(const char *prefix)
 
 /* ---- transport ---- */
 
-struct reply {
-	struct buf body;
-	bool too_big;
-};
-
-static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
+size_t etcd_on_body(char *data, size_t size, size_t nmemb, void *ud)
 {
-	struct reply *r = ud;
+	struct etcd_reply *r = ud;
 	size_t n = size * nmemb;
 
-	if (r->body.len + n > ETCD_MAX_BODY) {
+	if (r->body.len + n > ETCD_MAX_BODY + 5) { /* + the gRPC prefix */
 		r->too_big = true;
 		return 0;
 	}
@@ -137,118 +204,23 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-/* Settings shared by unary handles and the watch stream handle. */
-void etcd_curl_setup(struct etcd *e, CURL *c)
+int etcd_transport_error(CURLcode cc, bool sent, bool idempotent)
 {
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 10L);
-	curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 5L);
-	/* h2 (ALPN or prior knowledge) would be routed to etcd's gRPC server, not the gateway */
-	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, e->headers);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->connect_timeout_ms);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-}
-
-static CURL *handle_take(struct etcd *e)
-{
-	CURL *c = NULL;
-
-	pthread_mutex_lock(&e->pool_lock);
-	if (e->n_pool)
-		c = e->pool[--e->n_pool];
-	pthread_mutex_unlock(&e->pool_lock);
-	if (c)
-		return c;
-	c = curl_easy_init();
-	if (!c)
-		abort();
-	etcd_curl_setup(e, c);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, e->timeout_ms);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	return c;
-}
-
-static void handle_give(struct etcd *e, CURL *c)
-{
-	pthread_mutex_lock(&e->pool_lock);
-	if (e->n_pool == e->pool_alloc) {
-		e->pool_alloc = e->pool_alloc ? e->pool_alloc * 2 : 8;
-		e->pool = xrealloc(e->pool, e->pool_alloc * sizeof(*e->pool));
-	}
-	e->pool[e->n_pool++] = c;
-	pthread_mutex_unlock(&e->pool_lock);
-}
-
-/* A transfer that failed: may another member be tried? Only if the request cannot have been
- * applied (nothing sent, or refused), or if it is a read. */
-static int transport_error(CURL *c, CURLcode cc, bool idempotent)
-{
-	long sent = 0;
-
-	curl_easy_getinfo(c, CURLINFO_REQUEST_SIZE, &sent);
-	if (idempotent || sent == 0 || cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST)
-		return TRY_NEXT;
+	if (idempotent || !sent || cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST)
+		return ETCD_TRY_NEXT;
 	return cc == CURLE_OPERATION_TIMEDOUT ? E_TIMEOUT : E_UNAVAILABLE;
 }
 
-/* One request to member idx. body NULL means GET. Returns 0 with *ret (new reference to the
- * parsed 200 body), TRY_NEXT, or an E_* code from the member's answer. */
-static int attempt(struct etcd *e, CURL *c, size_t idx, const char *path, const struct buf *body,
-		   bool idempotent, json_t **ret)
+int etcd_failover(struct etcd *e, struct etcd_pool *pool, etcd_attempt_fn attempt, void *ctx)
 {
-	struct reply r = { BUF_INIT, false };
-	char *url = xasprintf("%s%s", e->endpoints[idx], path);
-	json_t *j = NULL;
-	long status = 0;
-	CURLcode cc;
-	int rc;
-
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-	if (body) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, buf_cstr(body));
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
-	} else {
-		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-	}
-	cc = curl_easy_perform(c);
-	if (cc != CURLE_OK) {
-		rc = r.too_big ? E_INTERNAL : transport_error(c, cc, idempotent);
-		goto out;
-	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	j = etcd_json_parse(buf_cstr(&r.body), r.body.len);
-	if (status == 200 && json_is_object(j) && !json_object_get(j, "error")) {
-		*ret = j;
-		j = NULL;
-		rc = 0;
-		goto out;
-	}
-	rc = etcd_parse_error(j, status);
-	if (rc == E_UNAVAILABLE)
-		rc = TRY_NEXT;
-out:
-	json_decref(j);
-	buf_release(&r.body);
-	free(url);
-	return rc;
-}
-
-/* Sends body to path on the preferred member, failing over to the others. Returns 0 with *ret
- * (a new reference the caller must json_decref), or an E_* code. */
-int etcd_call(struct etcd *e, const char *path, const struct buf *body, bool idempotent, json_t **ret)
-{
-	CURL *c = handle_take(e);
+	CURL *c = handle_take(e, pool);
 	size_t start = atomic_load(&e->preferred);
 	int rc = E_UNAVAILABLE;
 
 	for (size_t i = 0; i < e->n_endpoints; i++) {
 		size_t idx = (start + i) % e->n_endpoints;
-		rc = attempt(e, c, idx, path, body, idempotent, ret);
-		if (rc == TRY_NEXT) {
+		rc = attempt(e, c, idx, ctx);
+		if (rc == ETCD_TRY_NEXT) {
 			rc = E_UNAVAILABLE;
 			continue;
 		}
@@ -256,130 +228,41 @@ int etcd_call(struct etcd *e, const char *path, const struct buf *body, bool ide
 			atomic_store(&e->preferred, idx);
 		break;
 	}
-	handle_give(e, c);
+	handle_give(pool, c);
 	return rc;
-}
-
-/* ---- request bodies (base64 and digits only, so nothing needs escaping) ---- */
-
-static void add_bytes(struct buf *b, const char *name, const void *data, size_t len)
-{
-	buf_addf(b, "\"%s\":\"", name);
-	etcd_b64_encode(b, data, len);
-	buf_addch(b, '"');
-}
-
-void etcd_body_key(struct buf *b, const char *key, const char *range_end)
-{
-	if (range_end && !*key)
-		add_bytes(b, "key", "", 1);
-	else
-		add_bytes(b, "key", key, strlen(key));
-	if (range_end) {
-		buf_addch(b, ',');
-		add_bytes(b, "range_end", range_end, *range_end ? strlen(range_end) : 1);
-	}
-}
-
-static void add_i64(struct buf *b, const char *name, int64_t v)
-{
-	buf_addf(b, ",\"%s\":\"%" PRId64 "\"", name, v);
-}
-
-static void put_op(struct buf *b, const char *key, const char *value, size_t len, int64_t lease)
-{
-	buf_addch(b, '{');
-	etcd_body_key(b, key, NULL);
-	buf_addch(b, ',');
-	add_bytes(b, "value", value ? value : "", value ? len : 0);
-	if (lease)
-		add_i64(b, "lease", lease);
-	buf_addch(b, '}');
-}
-
-/* A txn with one compare on key: target (CREATE or MOD), result, and the value. */
-static void txn_compare(struct buf *b, const char *key, const char *target, const char *result, int64_t v)
-{
-	buf_adds(b, "{\"compare\":[{");
-	etcd_body_key(b, key, NULL);
-	buf_addf(b, ",\"target\":\"%s\",\"result\":\"%s\"", target, result);
-	add_i64(b, !strcmp(target, "MOD") ? "mod_revision" : "create_revision", v);
-	buf_adds(b, "}]");
-}
-
-static void txn_failure_range(struct buf *b, const char *key)
-{
-	buf_adds(b, ",\"failure\":[{\"request_range\":{");
-	etcd_body_key(b, key, NULL);
-	buf_adds(b, "}}]}");
-}
-
-/* Borrowed responses[0][kind] of a txn response, or NULL. */
-static json_t *txn_op_response(const json_t *resp, const char *kind)
-{
-	json_t *arr = json_object_get(resp, "responses");
-	json_t *first = json_is_array(arr) ? json_array_get(arr, 0) : NULL;
-	json_t *r = json_is_object(first) ? json_object_get(first, kind) : NULL;
-	return json_is_object(r) ? r : NULL;
-}
-
-/* After a failed compare with a range in the failure branch: E_NOT_FOUND if the key is absent,
- * else E_CONFLICT with the current kv moved to ret_current (if not NULL). */
-static int txn_failed(const json_t *resp, struct etcd_kv *ret_current)
-{
-	json_t *rr = txn_op_response(resp, "response_range");
-	struct etcd_range_result r;
-
-	if (!rr || etcd_parse_range(rr, &r) < 0)
-		return E_INTERNAL;
-	if (r.n == 0) {
-		etcd_range_result_release(&r);
-		return E_NOT_FOUND;
-	}
-	if (ret_current) {
-		*ret_current = r.kvs[0];
-		memset(&r.kvs[0], 0, sizeof(r.kvs[0]));
-	}
-	etcd_range_result_release(&r);
-	return E_CONFLICT;
-}
-
-static int ret_header_rev(const json_t *resp, int64_t *ret_rev)
-{
-	int64_t rev;
-
-	if (etcd_header_rev(resp, &rev) < 0)
-		return E_INTERNAL;
-	if (ret_rev)
-		*ret_rev = rev;
-	return 0;
 }
 
 /* ---- KV ---- */
 
+/* A call whose response carries only the header's revision. */
+static int call_rev(struct etcd *e, const char *method, const struct buf *req, bool idempotent, int64_t *ret_rev)
+{
+	struct buf resp = BUF_INIT;
+	int64_t rev;
+	int rc = etcd_grpc_call(e, method, req, idempotent, &resp);
+
+	if (rc == 0 && etcd_pb_response_rev(resp.ptr, resp.len, &rev) < 0)
+		rc = E_INTERNAL;
+	if (rc == 0 && ret_rev)
+		*ret_rev = rev;
+	buf_release(&resp);
+	return rc;
+}
+
 int etcd_range(struct etcd *e, const char *key, const char *range_end, int64_t revision, int64_t limit,
 	       bool keys_only, struct etcd_range_result *ret)
 {
-	struct buf b = BUF_INIT;
-	json_t *resp = NULL;
+	struct buf req = BUF_INIT, resp = BUF_INIT;
 	int rc;
 
 	if (!key || revision < 0 || limit < 0)
 		return E_BAD_REQUEST;
-	buf_addch(&b, '{');
-	etcd_body_key(&b, key, range_end);
-	if (revision)
-		add_i64(&b, "revision", revision);
-	if (limit)
-		add_i64(&b, "limit", limit);
-	if (keys_only)
-		buf_adds(&b, ",\"keys_only\":true");
-	buf_addch(&b, '}');
-	rc = etcd_call(e, "/v3/kv/range", &b, true, &resp);
+	etcd_pb_range_request(&req, key, range_end, revision, limit, keys_only, false);
+	rc = etcd_grpc_call(e, KV_RANGE, &req, true, &resp);
 	if (rc == 0)
-		rc = etcd_parse_range(resp, ret);
-	json_decref(resp);
-	buf_release(&b);
+		rc = etcd_pb_decode_range(resp.ptr, resp.len, ret);
+	buf_release(&req);
+	buf_release(&resp);
 	return rc;
 }
 
@@ -402,35 +285,25 @@ int etcd_get(struct etcd *e, const char *key, struct etcd_kv *ret_kv)
 
 int etcd_current_revision(struct etcd *e, int64_t *ret_rev)
 {
-	struct buf b = BUF_INIT;
-	json_t *resp = NULL;
+	struct buf req = BUF_INIT;
 	int rc;
 
-	buf_addch(&b, '{');
-	add_bytes(&b, "key", "", 1);
-	buf_adds(&b, ",\"count_only\":true}");
-	rc = etcd_call(e, "/v3/kv/range", &b, true, &resp);
-	if (rc == 0)
-		rc = ret_header_rev(resp, ret_rev);
-	json_decref(resp);
-	buf_release(&b);
+	etcd_pb_range_request(&req, "", "", 0, 0, false, true);
+	rc = call_rev(e, KV_RANGE, &req, true, ret_rev);
+	buf_release(&req);
 	return rc;
 }
 
 int etcd_put(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease, int64_t *ret_rev)
 {
-	struct buf b = BUF_INIT;
-	json_t *resp = NULL;
+	struct buf req = BUF_INIT;
 	int rc;
 
 	if (!key)
 		return E_BAD_REQUEST;
-	put_op(&b, key, value, len, lease);
-	rc = etcd_call(e, "/v3/kv/put", &b, false, &resp);
-	if (rc == 0)
-		rc = ret_header_rev(resp, ret_rev);
-	json_decref(resp);
-	buf_release(&b);
+	etcd_pb_put_request(&req, key, value, len, lease);
+	rc = call_rev(e, KV_PUT, &req, false, ret_rev);
+	buf_release(&req);
 	return rc;
 }
 
@@ -442,189 +315,164 @@ int etcd_create(struct etcd *e, const char *key, const char *value, size_t len, 
 	return etcd_gc_put(e, key, value, len, lease, -1, ret_rev);
 }
 
+/* A txn with one compare on key, one success op and a range of key as the failure branch. */
+static void txn_one(struct buf *req, const char *key, enum etcd_pb_target target, enum etcd_pb_result result,
+		    int64_t v, enum etcd_pb_op kind, const struct buf *op)
+{
+	struct buf m = BUF_INIT, ro = BUF_INIT;
+
+	etcd_pb_compare(&m, key, target, result, v);
+	etcd_pb_put_msg(req, 1, &m);
+	etcd_pb_put_msg(&ro, kind, op);
+	etcd_pb_put_msg(req, 2, &ro);
+	buf_reset(&m);
+	buf_reset(&ro);
+	etcd_pb_range_request(&m, key, NULL, 0, 0, false, false);
+	etcd_pb_put_msg(&ro, ETCD_OP_RANGE, &m);
+	etcd_pb_put_msg(req, 3, &ro);
+	buf_release(&m);
+	buf_release(&ro);
+}
+
+/* Response op i of kind, or NULL. */
+static const struct etcd_pb_op_view *txn_op(const struct etcd_pb_txn_result *t, size_t i, enum etcd_pb_op kind)
+{
+	return i < t->n && t->ops[i].kind == kind ? &t->ops[i] : NULL;
+}
+
+/* After a failed compare with a range in the failure branch: E_NOT_FOUND if the key is absent,
+ * else E_CONFLICT with the current kv moved to ret_current (if not NULL). */
+static int txn_failed(const struct etcd_pb_txn_result *t, struct etcd_kv *ret_current)
+{
+	const struct etcd_pb_op_view *rr = txn_op(t, 0, ETCD_OP_RANGE);
+	struct etcd_range_result r;
+
+	if (!rr || etcd_pb_decode_range(rr->data, rr->len, &r) < 0)
+		return E_INTERNAL;
+	if (r.n == 0) {
+		etcd_range_result_release(&r);
+		return E_NOT_FOUND;
+	}
+	if (ret_current) {
+		*ret_current = r.kvs[0];
+		memset(&r.kvs[0], 0, sizeof(r.kvs[0]));
+	}
+	etcd_range_result_release(&r);
+	return E_CONFLICT;
+}
+
+/* Sends a txn built by txn_one; on success decodes it into ret (release with etcd_pb_txn_release)
+ * with the response bytes kept in resp (the views point there). */
+static int txn_call(struct etcd *e, const struct buf *req, struct buf *resp, struct etcd_pb_txn_result *ret)
+{
+	int rc = etcd_grpc_call(e, KV_TXN, req, false, resp);
+
+	if (rc == 0)
+		rc = etcd_pb_decode_txn(resp->ptr, resp->len, ret);
+	return rc;
+}
+
 int etcd_update(struct etcd *e, const char *key, const char *value, size_t len, int64_t expect_rev,
 		int64_t *ret_rev, struct etcd_kv *ret_current)
 {
-	struct buf b = BUF_INIT;
-	json_t *resp = NULL;
+	struct buf req = BUF_INIT, put = BUF_INIT, resp = BUF_INIT;
+	struct etcd_pb_txn_result t = { 0 };
 	int rc;
 
 	if (!key || expect_rev < 0)
 		return E_BAD_REQUEST;
 	if (expect_rev > 0 && !ret_current)
 		return etcd_gc_put(e, key, value, len, 0, expect_rev, ret_rev);
+	etcd_pb_put_request(&put, key, value, len, 0);
 	if (expect_rev)
-		txn_compare(&b, key, "MOD", "EQUAL", expect_rev);
+		txn_one(&req, key, ETCD_CMP_MOD, ETCD_CMP_EQUAL, expect_rev, ETCD_OP_PUT, &put);
 	else
-		txn_compare(&b, key, "CREATE", "GREATER", 0);
-	buf_adds(&b, ",\"success\":[{\"request_put\":");
-	put_op(&b, key, value, len, 0);
-	buf_adds(&b, "}]");
-	txn_failure_range(&b, key);
-	rc = etcd_call(e, "/v3/kv/txn", &b, false, &resp);
-	if (rc == 0)
-		rc = etcd_json_bool(resp, "succeeded") ? ret_header_rev(resp, ret_rev) : txn_failed(resp, ret_current);
-	json_decref(resp);
-	buf_release(&b);
+		txn_one(&req, key, ETCD_CMP_CREATE, ETCD_CMP_GREATER, 0, ETCD_OP_PUT, &put);
+	rc = txn_call(e, &req, &resp, &t);
+	if (rc == 0 && !t.succeeded)
+		rc = txn_failed(&t, ret_current);
+	else if (rc == 0 && ret_rev)
+		*ret_rev = t.revision;
+	etcd_pb_txn_release(&t);
+	buf_release(&req);
+	buf_release(&put);
+	buf_release(&resp);
 	return rc;
 }
 
-/* Moves the first of a delete response's prev_kvs into ret_prev. E_NOT_FOUND if nothing was deleted. */
-static int delete_result(const json_t *dr, const json_t *resp, int64_t *ret_rev, struct etcd_kv *ret_prev)
+/* The outcome of a DeleteRangeResponse: E_NOT_FOUND if nothing was deleted. */
+static int delete_result(const uint8_t *p, size_t len, int64_t *ret_rev, struct etcd_kv *ret_prev)
 {
-	json_t *prevs = json_object_get(dr, "prev_kvs");
-	int64_t deleted;
-	struct etcd_kv kv;
+	struct etcd_pb_delete_result d;
 
-	if (etcd_json_i64(dr, "deleted", &deleted) < 0)
+	if (etcd_pb_decode_delete(p, len, &d) < 0)
 		return E_INTERNAL;
-	if (deleted == 0)
-		return E_NOT_FOUND;
-	if (ret_header_rev(resp, ret_rev) < 0)
-		return E_INTERNAL;
-	if (!ret_prev)
-		return 0;
-	if (!json_is_array(prevs) || etcd_parse_kv(json_array_get(prevs, 0), &kv) < 0)
-		return E_INTERNAL;
-	*ret_prev = kv;
+	if (d.deleted == 0 || (ret_prev && !d.prev.key)) {
+		int rc = d.deleted == 0 ? E_NOT_FOUND : E_INTERNAL;
+		etcd_kv_release(&d.prev);
+		return rc;
+	}
+	if (ret_rev)
+		*ret_rev = d.revision;
+	if (ret_prev)
+		*ret_prev = d.prev;
+	else
+		etcd_kv_release(&d.prev);
 	return 0;
+}
+
+static int delete_txn(struct etcd *e, const char *key, int64_t expect_rev, int64_t *ret_rev, struct etcd_kv *ret_prev)
+{
+	struct buf req = BUF_INIT, del = BUF_INIT, resp = BUF_INIT;
+	struct etcd_pb_txn_result t = { 0 };
+	const struct etcd_pb_op_view *dr;
+	int rc;
+
+	etcd_pb_delete_request(&del, key, true);
+	txn_one(&req, key, ETCD_CMP_MOD, ETCD_CMP_EQUAL, expect_rev, ETCD_OP_DELETE, &del);
+	rc = txn_call(e, &req, &resp, &t);
+	if (rc == 0 && !t.succeeded) {
+		rc = txn_failed(&t, NULL);
+	} else if (rc == 0) {
+		dr = txn_op(&t, 0, ETCD_OP_DELETE);
+		rc = dr ? delete_result(dr->data, dr->len, NULL, ret_prev) : E_INTERNAL;
+		if (rc == 0 && ret_rev)
+			*ret_rev = t.revision;
+	}
+	etcd_pb_txn_release(&t);
+	buf_release(&req);
+	buf_release(&del);
+	buf_release(&resp);
+	return rc;
 }
 
 int etcd_delete(struct etcd *e, const char *key, int64_t expect_rev, int64_t *ret_rev, struct etcd_kv *ret_prev)
 {
-	struct buf b = BUF_INIT;
-	json_t *resp = NULL;
-	json_t *dr;
+	struct buf req = BUF_INIT, resp = BUF_INIT;
 	int rc;
 
 	if (!key || expect_rev < 0)
 		return E_BAD_REQUEST;
-	if (!expect_rev) {
-		buf_addch(&b, '{');
-		etcd_body_key(&b, key, NULL);
-		buf_adds(&b, ",\"prev_kv\":true}");
-		rc = etcd_call(e, "/v3/kv/deleterange", &b, false, &resp);
-		if (rc == 0)
-			rc = delete_result(resp, resp, ret_rev, ret_prev);
-		goto out;
-	}
-	txn_compare(&b, key, "MOD", "EQUAL", expect_rev);
-	buf_adds(&b, ",\"success\":[{\"request_delete_range\":{");
-	etcd_body_key(&b, key, NULL);
-	buf_adds(&b, ",\"prev_kv\":true}}]");
-	txn_failure_range(&b, key);
-	rc = etcd_call(e, "/v3/kv/txn", &b, false, &resp);
-	if (rc < 0)
-		goto out;
-	if (!etcd_json_bool(resp, "succeeded")) {
-		rc = txn_failed(resp, NULL);
-		goto out;
-	}
-	dr = txn_op_response(resp, "response_delete_range");
-	rc = dr ? delete_result(dr, resp, ret_rev, ret_prev) : E_INTERNAL;
-out:
-	json_decref(resp);
-	buf_release(&b);
+	if (expect_rev)
+		return delete_txn(e, key, expect_rev, ret_rev, ret_prev);
+	etcd_pb_delete_request(&req, key, true);
+	rc = etcd_grpc_call(e, KV_DELETE, &req, false, &resp);
+	if (rc == 0)
+		rc = delete_result((const uint8_t *)resp.ptr, resp.len, ret_rev, ret_prev);
+	buf_release(&req);
+	buf_release(&resp);
 	return rc;
 }
 
 int etcd_compact(struct etcd *e, int64_t rev)
 {
-	struct buf b = BUF_INIT;
-	json_t *resp = NULL;
+	struct buf req = BUF_INIT;
 	int rc;
 
 	if (rev <= 0)
 		return E_BAD_REQUEST;
-	buf_addf(&b, "{\"revision\":\"%" PRId64 "\",\"physical\":true}", rev);
-	rc = etcd_call(e, "/v3/kv/compaction", &b, true, &resp);
-	json_decref(resp);
-	buf_release(&b);
+	etcd_pb_compaction_request(&req, rev, true);
+	rc = call_rev(e, KV_COMPACT, &req, true, NULL);
+	buf_release(&req);
 	return rc;
-}
-
-/* ---- leases ---- */
-
-int etcd_lease_grant(struct etcd *e, int64_t ttl_s, int64_t *ret_id)
-{
-	struct buf b = BUF_INIT;
-	json_t *resp = NULL;
-	int64_t id;
-	int rc;
-
-	if (ttl_s <= 0)
-		return E_BAD_REQUEST;
-	buf_addf(&b, "{\"TTL\":\"%" PRId64 "\"}", ttl_s);
-	rc = etcd_call(e, "/v3/lease/grant", &b, false, &resp);
-	if (rc == 0) {
-		rc = etcd_json_i64(resp, "ID", &id);
-		if (rc == 0 && id == 0)
-			rc = E_INTERNAL;
-		if (rc == 0)
-			*ret_id = id;
-	}
-	json_decref(resp);
-	buf_release(&b);
-	return rc;
-}
-
-int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ret_ttl)
-{
-	struct buf b = BUF_INIT;
-	json_t *resp = NULL;
-	json_t *result;
-	int64_t ttl = 0;
-	int rc;
-
-	buf_addf(&b, "{\"ID\":\"%" PRId64 "\"}", id);
-	rc = etcd_call(e, "/v3/lease/keepalive", &b, true, &resp);
-	if (rc < 0)
-		goto out;
-	/* a stream: one {"result":LeaseKeepAliveResponse} line; a gone lease has TTL omitted */
-	result = json_object_get(resp, "result");
-	if (!json_is_object(result) || etcd_json_i64(result, "TTL", &ttl) < 0) {
-		rc = E_INTERNAL;
-		goto out;
-	}
-	if (ttl <= 0) {
-		rc = E_NOT_FOUND;
-		goto out;
-	}
-	if (ret_ttl)
-		*ret_ttl = ttl;
-out:
-	json_decref(resp);
-	buf_release(&b);
-	return rc;
-}
-
-int etcd_lease_revoke(struct etcd *e, int64_t id)
-{
-	struct buf b = BUF_INIT;
-	json_t *resp = NULL;
-	int rc;
-
-	buf_addf(&b, "{\"ID\":\"%" PRId64 "\"}", id);
-	rc = etcd_call(e, "/v3/lease/revoke", &b, false, &resp);
-	json_decref(resp);
-	buf_release(&b);
-	return rc;
-}
-
-bool etcd_healthy(struct etcd *e)
-{
-	CURL *c = handle_take(e);
-	bool ok = false;
-
-	for (size_t i = 0; i < e->n_endpoints && !ok; i++) {
-		json_t *resp = NULL;
-		const char *h;
-		if (attempt(e, c, i, "/health", NULL, true, &resp) != 0)
-			continue;
-		h = json_str(resp, "health");
-		ok = h && !strcmp(h, "true");
-		json_decref(resp);
-	}
-	handle_give(e, c);
-	return ok;
 }

@@ -1,5 +1,6 @@
-/* Encoding and decoding of the etcd v3 JSON gateway's messages: base64 bytes fields, int64 as
- * strings, omitted defaults, error bodies and watch stream lines. */
+/* Encoding and decoding of the etcd v3 JSON gateway's messages (base64 bytes fields, int64 as
+ * strings, omitted defaults, error bodies and watch stream lines), and the mapping of gRPC
+ * status codes to E_* codes that both transports use. */
 #include "etcd/etcd_internal.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
@@ -166,31 +167,6 @@ void etcd_range_result_release(struct etcd_range_result *r)
 		etcd_kv_release(&r->kvs[i]);
 	free(r->kvs);
 	memset(r, 0, sizeof(*r));
-}
-
-int etcd_parse_range(const json_t *resp, struct etcd_range_result *ret)
-{
-	struct etcd_range_result r = { 0 };
-	json_t *kvs = json_is_object(resp) ? json_object_get(resp, "kvs") : NULL;
-	int rc = E_INTERNAL;
-
-	if (!json_is_object(resp) || (kvs && !json_is_array(kvs) && !json_is_null(kvs)))
-		goto out;
-	if (etcd_header_rev(resp, &r.revision) < 0 || etcd_json_i64(resp, "count", &r.count) < 0)
-		goto out;
-	r.more = etcd_json_bool(resp, "more");
-	if (json_is_array(kvs) && json_array_size(kvs) > 0) {
-		r.kvs = xcalloc(json_array_size(kvs), sizeof(*r.kvs));
-		for (size_t i = 0; i < json_array_size(kvs); i++, r.n++)
-			if (etcd_parse_kv(json_array_get(kvs, i), &r.kvs[i]) < 0)
-				goto out;
-	}
-	rc = 0;
-out:
-	if (rc < 0)
-		etcd_range_result_release(&r);
-	*ret = r;
-	return rc;
 }
 
 /* gRPC status codes (google.golang.org/grpc/codes). */

@@ -1,5 +1,6 @@
-/* Internals of the etcd JSON-gateway client shared by client.c, watch.c and the fuzz target.
- * Not a public interface. */
+/* Internals of the etcd client shared by its files and the fuzz targets. Not a public interface.
+ * KV calls go over gRPC (grpc.c, messages in pb.h); leases, /health and the watch stream over
+ * the JSON gateway (json.c, watch.c, codec.c). */
 #ifndef URSA_ETCD_INTERNAL_H
 #define URSA_ETCD_INTERNAL_H
 #include <curl/curl.h>
@@ -9,10 +10,20 @@
 #include "ursa/buf.h"
 #include "ursa/etcd.h"
 
-#define ETCD_MAX_ENDPOINTS 32
-#define ETCD_MAX_BODY ((size_t)256 << 20)  /* cap on one unary response body */
+#define ETCD_MAX_ENDPOINTS 32 /* grpc.c keeps a 32-bit mask of members per handle */
+#define ETCD_MAX_BODY ((size_t)256 << 20)  /* cap on one unary response body or gRPC message */
+#define ETCD_MAX_GRPC_MESSAGE ((size_t)1 << 10) /* cap on the grpc-message text kept */
 #define ETCD_MAX_LINE ((size_t)64 << 20)   /* cap on one watch stream line */
 #define ETCD_JSON_DEPTH 16                 /* etcd responses nest at most ~6 levels */
+
+/* Idle easy handles, each keeping its own keep-alive connections (one per member). */
+struct etcd_pool {
+	pthread_mutex_t lock;
+	CURL **h;
+	size_t n;
+	size_t alloc;
+	void (*setup)(struct etcd *e, CURL *c); /* applied to each new handle */
+};
 
 struct etcd {
 	char **endpoints; /* "http://host:port" without trailing slash */
@@ -20,13 +31,59 @@ struct etcd {
 	atomic_size_t preferred; /* index of the member that answered last */
 	long timeout_ms;
 	long connect_timeout_ms;
-	struct curl_slist *headers; /* immutable after etcd_new */
-	pthread_mutex_t pool_lock;
-	CURL **pool; /* idle easy handles, each keeping its own keep-alive connections */
-	size_t n_pool;
-	size_t pool_alloc;
+	struct curl_slist *headers;      /* JSON gateway requests; immutable after etcd_new */
+	struct curl_slist *grpc_headers; /* gRPC requests; immutable after etcd_new */
+	struct etcd_pool json_pool;      /* HTTP/1.1 handles for the JSON gateway */
+	struct etcd_pool grpc_pool;      /* HTTP/2 handles for gRPC */
 	struct etcd_gc *gc; /* group commit of conditional writes (batch.c) */
 };
+
+/* ---- transport (client.c) ---- */
+
+#define ETCD_TRY_NEXT 1 /* an attempt's result: this member did not take the request, try another */
+
+/* One attempt of a request on member idx with handle c: 0, ETCD_TRY_NEXT or an E_* code. */
+typedef int (*etcd_attempt_fn)(struct etcd *e, CURL *c, size_t idx, void *ctx);
+/* Runs attempt on the member that answered last, then on the others while it returns
+ * ETCD_TRY_NEXT (E_UNAVAILABLE when every member did), with a handle of pool. */
+int etcd_failover(struct etcd *e, struct etcd_pool *pool, etcd_attempt_fn attempt, void *ctx);
+/* A failed transfer: ETCD_TRY_NEXT if the request may go to another member (idempotent, or it
+ * certainly was not sent: sent false, or connection refused), else E_TIMEOUT / E_UNAVAILABLE. */
+int etcd_transport_error(CURLcode cc, bool sent, bool idempotent);
+/* Appends up to ETCD_MAX_BODY bytes (+ 5, a gRPC message's prefix) to the struct etcd_reply ud
+ * (a CURLOPT_WRITEFUNCTION); more sets too_big and fails the transfer. */
+struct etcd_reply {
+	struct buf body;
+	bool too_big;
+};
+size_t etcd_on_body(char *data, size_t size, size_t nmemb, void *ud);
+
+/* ---- gRPC (grpc.c) ---- */
+
+/* A unary call: path is "/etcdserverpb.<Service>/<Method>", req the serialized request message
+ * (without the 5-byte gRPC prefix). 0 with the response message in ret_msg (the caller's buf,
+ * reset first; released by the caller in every case), or an E_* code mapped from grpc-status
+ * and grpc-message by etcd_grpc_error(). Non-idempotent requests are retried on another member
+ * only when they certainly did not reach one. */
+int etcd_grpc_call(struct etcd *e, const char *path, const struct buf *req, bool idempotent, struct buf *ret_msg);
+/* The one message of a unary response body: 5-byte prefix (flag 0 = uncompressed, big-endian
+ * u32 length) and exactly that many bytes, at most cap. 0 with a view into body, or E_INTERNAL
+ * (compressed, truncated, trailing bytes, over cap). */
+int etcd_grpc_unframe(const void *body, size_t len, size_t cap, const uint8_t **ret_msg, size_t *ret_len);
+/* grpc-status / grpc-message seen in headers or trailers. */
+struct etcd_grpc_status {
+	bool has_code;
+	int64_t code;
+	struct buf message; /* percent-decoded, at most ETCD_MAX_GRPC_MESSAGE bytes */
+};
+/* Feeds one header line ("name: value\r\n", any case) to st; other lines are ignored, as are
+ * malformed values (a grpc-status that is not a small decimal number). */
+void etcd_grpc_header_line(struct etcd_grpc_status *st, const char *line, size_t len);
+/* Percent-decodes len bytes of in onto out, at most cap output bytes (the rest is dropped); a
+ * '%' not followed by two hex digits is kept as is (as gRPC asks of receivers). */
+void etcd_grpc_pct_decode(const char *in, size_t len, size_t cap, struct buf *out);
+
+/* ---- JSON gateway (json.c) ---- */
 
 /* One request to the member that answered last, failing over to the others. 0 with *ret (the
  * parsed response) or an E_* code. Non-idempotent requests are retried only when they
@@ -41,9 +98,10 @@ void etcd_gc_free(struct etcd_gc *gc);
 int etcd_gc_put(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease, int64_t expect_rev,
 		int64_t *ret_rev);
 
-/* Applies the options every handle of e uses (keep-alive, TCP_NODELAY, HTTP/1.1, no Expect:,
- * connect timeout). */
+/* Applies the options every JSON-gateway handle of e uses (keep-alive, TCP_NODELAY, HTTP/1.1,
+ * no Expect:, connect timeout); etcd_grpc_setup those of gRPC handles (HTTP/2). */
 void etcd_curl_setup(struct etcd *e, CURL *c);
+void etcd_grpc_setup(struct etcd *e, CURL *c);
 
 /* Appends "key":b64[,"range_end":b64] to a JSON object body. range_end NULL: the key alone;
  * "" means "\0" (the end of the keyspace). An empty key with a range end is sent as "\0",
@@ -67,8 +125,6 @@ int etcd_header_rev(const json_t *resp, int64_t *ret);
 /* Parses a mvccpb.KeyValue object into ret (key and value always allocated, "" when omitted).
  * Returns 0 or E_INTERNAL (ret zeroed then). */
 int etcd_parse_kv(const json_t *j, struct etcd_kv *ret);
-/* Parses a RangeResponse (kvs, count, more, header.revision). 0 or E_INTERNAL. */
-int etcd_parse_range(const json_t *resp, struct etcd_range_result *ret);
 
 /* Maps an error body to an E_* code by its gRPC code and message, never by HTTP status alone.
  * Accepts the unary shape {"error":"msg","code":N,"message":"msg"}, the stream shape
