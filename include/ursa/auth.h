@@ -68,4 +68,26 @@ char *identity_assert(const struct idkey *k, const struct identity *id, time_t n
  * Thread-safe. */
 int identity_assertion_verify(const struct idkey *k, const char *s, size_t len, time_t now, struct identity *ret);
 
+/* ---- token cache (tokcache.c) ----
+ * A cache of bearer tokens the server has already authenticated, so a client's every request
+ * does not pay the signature check of its token again (an RSA verification through OpenSSL 3
+ * costs more than the rest of a small PATCH). Entries live TOKCACHE_TTL_S seconds at most, and
+ * never past the token's own "exp" claim when it has one. Thread-safe. */
+#define TOKCACHE_TTL_S 10
+#define TOKCACHE_SLOTS 4096      /* direct-mapped: a colliding token replaces the older one */
+#define TOKCACHE_MAX_TOKEN 8192  /* longer tokens are not cached */
+
+struct tokcache;
+struct tokcache *tokcache_new(void);
+void tokcache_free(struct tokcache *c);
+/* 0 with *ret (a copy the caller releases) when tok (len bytes) was put and has not expired
+ * at now; E_NOT_FOUND otherwise (*ret untouched). */
+int tokcache_get(struct tokcache *c, const char *tok, size_t len, time_t now, struct identity *ret);
+/* Remembers that tok authenticates as id (copied), from now until now + TOKCACHE_TTL_S or the
+ * exp claim of a signed token (header.claims.signature, claims base64url JSON), whichever
+ * comes first. Tokens already expired or too long are not kept. */
+void tokcache_put(struct tokcache *c, const char *tok, size_t len, const struct identity *id, time_t now);
+/* The exp claim of a signed token, or 0 if it has none or the token is not one. */
+long long tokcache_token_exp(const char *tok, size_t len);
+
 #endif

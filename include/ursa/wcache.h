@@ -32,6 +32,10 @@ struct cobj {
 /* Builds a cobj from an etcd value (the stored JSON) at mod_rev; NULL if it does not parse.
  * The returned reference is new (refs == 1). */
 struct cobj *cobj_new(const struct api_resource *r, const char *key, const char *value, size_t len, int64_t mod_rev);
+/* The offset of the '}' closing the one top-level "metadata" object of compact JSON object text
+ * (no whitespace between tokens, nothing after the object), or 0 when the text is not such an
+ * object (cobj_new then dumps the parsed tree instead of splicing resourceVersion in). */
+size_t cobj_metadata_close(const char *s, size_t n);
 struct cobj *cobj_ref(struct cobj *o);
 void cobj_unref(struct cobj *o); /* NULL is fine */
 

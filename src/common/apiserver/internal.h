@@ -30,6 +30,7 @@ struct apiserver {
 	struct apiserver_options o;
 	struct etcd *etcd;
 	struct authn *authn;
+	struct tokcache *tokens; /* bearer tokens authn accepted lately (ursa/auth.h) */
 	struct idkey *idkey;     /* gateways' assertions; NULL: not accepted */
 	struct http_server *http;
 	struct served *res;
@@ -59,8 +60,6 @@ struct req {
 	json_t *(*present)(struct req *q, const json_t *obj);
 	int success_code;
 	int replied_code;  /* the HTTP code of the reply, once sent (also without an HTTP request) */
-	bool read_cache_first; /* the update's mutator cannot fail on what it reads: try the watch
-				  cache's copy before etcd (the compare-and-swap catches staleness) */
 };
 
 /* status.c: Status error replies. kind_plural/name fill details when not NULL. */
@@ -86,10 +85,16 @@ int store_get(struct apiserver *s, const char *key, json_t **ret, int64_t *ret_r
 void store_encode(json_t *obj, struct buf *out);
 void set_resource_version(json_t *obj, int64_t rev);
 
-/* write.c: the shared update loop. mutate gets the current object (a copy it may change or
- * replace) and returns 0 with *ret_new (new reference), or an error with the reply already
- * sent through q. Retries on etcd conflicts when no resourceVersion precondition was given. */
-typedef int (*mutate_fn)(struct req *q, json_t *cur, void *ud, json_t **ret_new);
+/* write.c: the shared update loop. mutate gets the current object (read-only: it must not
+ * change cur nor return it or parts of it; build *ret_new from a copy) and returns 0 with
+ * *ret_new (new reference), or an error with the reply already
+ * sent through q. Retries on etcd conflicts when no resourceVersion precondition was given.
+ * The first attempt reads the watch cache's copy (no etcd read): the write is conditional on
+ * that copy's revision, so a stale copy ends in a conflict, and anything judged on it that
+ * fails (mutate, immutables, validation, a resourceVersion mismatch) is judged again on a
+ * fresh read from etcd before the client hears of it. mutate may thus run more than once and
+ * its reply may be replaced. Dry runs read etcd. */
+typedef int (*mutate_fn)(struct req *q, const json_t *cur, void *ud, json_t **ret_new);
 enum update_mode { UPDATE_MAIN, UPDATE_STATUS, UPDATE_RAW };
 int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn fn, void *ud, bool create_if_missing,
 	      json_t *create_obj);

@@ -103,7 +103,7 @@ int patch_doc_apply(struct req *q, const struct patch_doc *p, const json_t *cur,
 	return rc < 0 ? rc : 0;
 }
 
-static int mutate_patch(struct req *q, json_t *cur, void *ud, json_t **ret_new)
+static int mutate_patch(struct req *q, const json_t *cur, void *ud, json_t **ret_new)
 {
 	int rc = patch_doc_apply(q, ud, cur, q->res->r->kind, ret_new);
 	if (rc == 0 && !q->rv_precondition)

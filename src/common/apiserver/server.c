@@ -39,7 +39,14 @@ static int authenticate(struct req *q)
 	const char *tok = h + 7;
 	while (*tok == ' ')
 		tok++;
-	return authn_token(q->s->authn, tok, &q->id);
+	size_t len = strlen(tok);
+	time_t now = time(NULL);
+	if (tokcache_get(q->s->tokens, tok, len, now, &q->id) == 0)
+		return 0;
+	int rc = authn_token(q->s->authn, tok, &q->id);
+	if (rc == 0)
+		tokcache_put(q->s->tokens, tok, len, &q->id, now);
+	return rc;
 }
 
 static const char *verb_of(struct req *q)
@@ -222,6 +229,7 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 			free(err);
 			goto fail;
 		}
+		s->tokens = tokcache_new();
 	}
 	if (o->identity_key) {
 		char *err = NULL;
@@ -274,6 +282,7 @@ void apiserver_stop(struct apiserver *s)
 	}
 	free(s->res);
 	authn_free(s->authn);
+	tokcache_free(s->tokens);
 	idkey_free(s->idkey);
 	etcd_free(s->etcd);
 	metrics_free(s->metrics);

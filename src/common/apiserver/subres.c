@@ -13,7 +13,7 @@ static json_t *status_success(struct req *q, const json_t *obj)
 }
 
 /* status -------------------------------------------------------------------------------------- */
-static int mutate_status_put(struct req *q, json_t *cur, void *ud, json_t **ret_new)
+static int mutate_status_put(struct req *q, const json_t *cur, void *ud, json_t **ret_new)
 {
 	json_t *body = ud, *st = json_object_get(body, "status");
 	json_t *obj = json_deep_copy(cur);
@@ -27,7 +27,7 @@ static int mutate_status_put(struct req *q, json_t *cur, void *ud, json_t **ret_
 	return 0;
 }
 
-static int mutate_status_patch(struct req *q, json_t *cur, void *ud, json_t **ret_new)
+static int mutate_status_patch(struct req *q, const json_t *cur, void *ud, json_t **ret_new)
 {
 	json_t *patched = NULL;
 	int rc = patch_doc_apply(q, ud, cur, q->res->r->kind, &patched);
@@ -50,7 +50,6 @@ static void do_status(struct req *q)
 			return;
 		const char *rv = json_path_str(body, "metadata.resourceVersion");
 		q->rv_precondition = rv && *rv;
-		q->read_cache_first = true;
 		do_update(q, q->path.name, UPDATE_STATUS, mutate_status_put, body, false, NULL);
 		json_decref(body);
 	} else if (strcmp(q->verb, "patch") == 0) {
@@ -89,7 +88,7 @@ static json_t *scale_of(struct req *q, const json_t *obj)
 	return s;
 }
 
-static int apply_replicas(struct req *q, json_t *cur, const json_t *scale, json_t **ret_new)
+static int apply_replicas(struct req *q, const json_t *cur, const json_t *scale, json_t **ret_new)
 {
 	json_t *rep = json_path(scale, "spec.replicas");
 	if (!json_is_integer(rep) || json_integer_value(rep) < 0) {
@@ -107,12 +106,12 @@ static int apply_replicas(struct req *q, json_t *cur, const json_t *scale, json_
 	return 0;
 }
 
-static int mutate_scale_put(struct req *q, json_t *cur, void *ud, json_t **ret_new)
+static int mutate_scale_put(struct req *q, const json_t *cur, void *ud, json_t **ret_new)
 {
 	return apply_replicas(q, cur, ud, ret_new);
 }
 
-static int mutate_scale_patch(struct req *q, json_t *cur, void *ud, json_t **ret_new)
+static int mutate_scale_patch(struct req *q, const json_t *cur, void *ud, json_t **ret_new)
 {
 	json_t *scale = scale_of(q, cur), *patched = NULL;
 	int rc = patch_doc_apply(q, ud, scale, "Scale", &patched);
@@ -188,7 +187,7 @@ static void set_condition(json_t *obj, const char *type, const char *status)
 	json_array_append_new(conds, c);
 }
 
-static int mutate_bind(struct req *q, json_t *cur, void *ud, json_t **ret_new)
+static int mutate_bind(struct req *q, const json_t *cur, void *ud, json_t **ret_new)
 {
 	const char *node = ud;
 	const char *bound = json_path_str(cur, "spec.nodeName");

@@ -460,11 +460,13 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 	json_t *cur = NULL, *old = NULL, *obj = NULL;
 	struct buf val = BUF_INIT;
 	int rc = E_CONFLICT;
+	bool try_cache = !dry_run(q);
 	for (int attempt = 0; attempt < UPDATE_RETRIES && rc == E_CONFLICT; attempt++) {
 		json_decref(cur), json_decref(old), json_decref(obj);
 		cur = old = obj = NULL;
 		int64_t rev;
-		bool cached = attempt == 0 && q->read_cache_first && read_cached(q, key, &cur, &rev);
+		bool cached = try_cache && read_cached(q, key, &cur, &rev);
+		try_cache = false;
 		rc = cached ? 0 : store_get(q->s, key, &cur, &rev);
 		if (rc == E_NOT_FOUND && create_if_missing) {
 			do_create(q, create_obj);
@@ -475,9 +477,12 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 			reply_storage_error(q, rc, name);
 			goto out;
 		}
-		old = json_deep_copy(cur);
-		if ((rc = fn(q, cur, ud, &obj)) < 0)
+		old = json_incref(cur); /* mutators leave cur alone (const) */
+		if ((rc = fn(q, cur, ud, &obj)) < 0) {
+			if (cached)
+				goto stale;
 			goto out;
+		}
 		const char *want = json_path_str(obj, "metadata.resourceVersion");
 		char revs[32];
 		snprintf(revs, sizeof(revs), "%lld", (long long)rev);
@@ -492,6 +497,8 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 		}
 		if (carry_meta(q, old, obj) < 0) {
 			rc = E_BAD_REQUEST;
+			if (cached)
+				goto stale;
 			goto out;
 		}
 		if (mode == UPDATE_MAIN && (r->subresources & SUB_STATUS)) {
@@ -506,6 +513,8 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 		bump_generation(r, old, obj);
 		if (validate_mode(q, obj, old, mode == UPDATE_MAIN) < 0) {
 			rc = E_INVALID;
+			if (cached)
+				goto stale;
 			goto out;
 		}
 		if (dry_run(q)) {
@@ -522,12 +531,19 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 			rc = etcd_update(q->s->etcd, key, val.ptr, val.len, rev, &newrev, NULL);
 		}
 		metrics_etcd(q->s->metrics, "update", mono_us() - t0);
+		if (rc == E_NOT_FOUND && cached)
+			rc = E_CONFLICT; /* deleted since the cache's copy: read etcd (apply creates) */
 		if (rc == E_CONFLICT && q->rv_precondition && !cached)
 			break;
 		if (rc == 0) {
 			set_resource_version(obj, newrev);
 			reply_updated(q, obj);
 		}
+		continue;
+	stale:
+		/* Judged on the cache's copy, which may lag: judge again on etcd's (the reply set
+		 * meanwhile is replaced by the next one). */
+		rc = E_CONFLICT;
 	}
 	if (rc < 0)
 		reply_storage_error(q, rc, name);
@@ -539,7 +555,7 @@ out:
 }
 
 /* PUT: replace with the client's object. */
-static int mutate_replace(struct req *q, json_t *cur, void *ud, json_t **ret_new)
+static int mutate_replace(struct req *q, const json_t *cur, void *ud, json_t **ret_new)
 {
 	json_t *obj = ud;
 	struct buf av = BUF_INIT;
@@ -559,7 +575,6 @@ void handle_update(struct req *q)
 		return;
 	const char *rv = json_path_str(obj, "metadata.resourceVersion");
 	q->rv_precondition = rv && *rv;
-	q->read_cache_first = true;
 	do_update(q, q->path.name, UPDATE_MAIN, mutate_replace, obj, false, NULL);
 	json_decref(obj);
 }

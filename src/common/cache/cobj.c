@@ -89,6 +89,117 @@ static struct cobj *assemble(const struct api_resource *r, const char *key, cons
 	return o;
 }
 
+/* Splicing resourceVersion into the stored text ----------------------------------------------
+ * Objects are stored as compact JSON without metadata.resourceVersion. Rather than dump the
+ * parsed tree again with it added, the text is copied with `,"resourceVersion":"N"` put before
+ * the '}' closing metadata: the same bytes the dump would give for the compact text our API
+ * servers write. Any text this scanner does not expect (whitespace between tokens, metadata
+ * twice or not an object, trailing bytes) takes the dump path instead. The text has already
+ * been parsed, so only its structure is tracked here. */
+struct scan {
+	const char *s;
+	size_t n, i;
+};
+
+static bool skip_string(struct scan *c)
+{
+	for (c->i++; c->i < c->n; c->i++) {
+		if (c->s[c->i] == '\\')
+			c->i++;
+		else if (c->s[c->i] == '"') {
+			c->i++;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool is_ws(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+}
+
+static bool skip_value(struct scan *c)
+{
+	if (c->i >= c->n)
+		return false;
+	char ch = c->s[c->i];
+	if (ch == '"')
+		return skip_string(c);
+	if (ch != '{' && ch != '[') {
+		size_t from = c->i;
+		while (c->i < c->n && !is_ws(c->s[c->i]) && c->s[c->i] != ',' && c->s[c->i] != '}' && c->s[c->i] != ']')
+			c->i++;
+		return c->i > from;
+	}
+	int depth = 0;
+	while (c->i < c->n) {
+		ch = c->s[c->i];
+		if (ch == '"') {
+			if (!skip_string(c))
+				return false;
+			continue;
+		}
+		if (is_ws(ch))
+			return false;
+		c->i++;
+		if (ch == '{' || ch == '[')
+			depth++;
+		else if ((ch == '}' || ch == ']') && --depth == 0)
+			return true;
+	}
+	return false;
+}
+
+size_t cobj_metadata_close(const char *s, size_t n)
+{
+	struct scan c = { s, n, 1 };
+	size_t found = 0;
+	if (n < 2 || s[0] != '{' || s[1] == '}')
+		return 0;
+	for (;;) {
+		size_t k = c.i;
+		if (k >= n || s[k] != '"' || !skip_string(&c))
+			return 0;
+		bool is_meta = c.i - k == 10 && memcmp(s + k, "\"metadata\"", 10) == 0;
+		if (c.i >= n || s[c.i] != ':')
+			return 0;
+		size_t v = ++c.i;
+		if (!skip_value(&c))
+			return 0;
+		if (is_meta) {
+			if (found || s[v] != '{')
+				return 0;
+			found = c.i - 1;
+		}
+		if (c.i >= n)
+			return 0;
+		if (s[c.i] == '}')
+			return c.i + 1 == n ? found : 0;
+		if (s[c.i] != ',')
+			return 0;
+		c.i++;
+	}
+}
+
+/* The cached text of root (parsed from value) with resourceVersion rv, into out. */
+static void cached_text(json_t *root, const char *value, size_t len, int64_t rv, struct buf *out)
+{
+	json_t *meta = json_object_get(root, "metadata");
+	size_t close = json_is_object(meta) && !json_object_get(meta, "resourceVersion") ? cobj_metadata_close(value, len)
+											: 0;
+	if (close) {
+		buf_add(out, value, close);
+		buf_addf(out, "%s\"resourceVersion\":\"%lld\"", value[close - 1] == '{' ? "" : ",", (long long)rv);
+		buf_add(out, value + close, len - close);
+		return;
+	}
+	buf_addf(out, "%lld", (long long)rv);
+	json_object_set_new(json_obj_child(root, "metadata"), "resourceVersion", json_stringn(out->ptr, out->len));
+	buf_reset(out);
+	json_dump_buf(root, out);
+}
+
 struct cobj *cobj_new(const struct api_resource *r, const char *key, const char *value, size_t len, int64_t mod_rev)
 {
 	struct cobj *o = NULL;
@@ -96,11 +207,8 @@ struct cobj *cobj_new(const struct api_resource *r, const char *key, const char 
 	json_t *root = json_parse_limited(value, len, COBJ_MAX_DEPTH, NULL);
 	if (!json_is_object(root))
 		goto out;
+	cached_text(root, value, len, mod_rev, &json);
 	json_t *meta = json_obj_child(root, "metadata");
-	buf_addf(&json, "%lld", (long long)mod_rev);
-	json_object_set_new(meta, "resourceVersion", json_stringn(json.ptr, json.len));
-	buf_reset(&json);
-	json_dump_buf(root, &json);
 	struct idparts id;
 	ids_from_key(r, key, meta, &id);
 	o = assemble(r, key, root, &id, &json);

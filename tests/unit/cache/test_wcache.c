@@ -71,6 +71,37 @@ static char *list_str(struct wcache *c, const char *t, const char *ns, const cha
 		free(_got);                                                \
 	} while (0)
 
+/* The splice point of resourceVersion: found in compact text, refused otherwise. */
+static void test_metadata_close(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text;
+		long at; /* offset of metadata's '}', or 0 */
+	} cases[] = {
+		{ "{\"metadata\":{}}", 13 },
+		{ "{\"a\":\"}\\\"{\",\"metadata\":{\"b\":[1,{}]},\"c\":2}", 34 },
+		{ "{\"metadata\":{\"x\":1},\"metadata\":{}}", 0 },
+		{ "{ \"metadata\":{}}", 0 },
+		{ "{\"metadata\":{}}\n", 0 },
+		{ "{\"metadata\":[]}", 0 },
+		{ "{\"metadatax\":{}}", 0 },
+		{ "{}", 0 },
+		{ "{\"metadata\":{\"a\":\"", 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t got = cobj_metadata_close(cases[i].text, strlen(cases[i].text));
+		if ((long)got != cases[i].at)
+			fail_msg("case %zu: %s: got %zu, want %ld", i, cases[i].text, got, cases[i].at);
+	}
+	char *js = pod_json("t1", "a", "p1", "x", "n7", "Running", 5);
+	size_t at = cobj_metadata_close(js, strlen(js));
+	assert_true(at > 0);
+	assert_int_equal(js[at], '}');
+	assert_memory_equal(js + at - 13, "\"tier\":\"web\"}", 13);
+	free(js);
+}
+
 static void test_cobj_new(void **state)
 {
 	char *js = pod_json("t1", "a", "p1", "x", "n7", "Running", 5);
@@ -585,7 +616,7 @@ static void test_fanout(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cobj_new),
+		cmocka_unit_test(test_metadata_close), cmocka_unit_test(test_cobj_new),
 		cmocka_unit_test(test_not_ready),
 		cmocka_unit_test(test_list_filters),
 		cmocka_unit_test(test_node_index),
