@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "gw.h"
 #include "ursa/log.h"
+#include "ursa/notify.h"
 #include "ursa/options.h"
 
 static enum log_level level_of(const char *s)
@@ -41,6 +42,7 @@ int main(int argc, char **argv)
 		free(err);
 		return 1;
 	}
+	notify_ready();
 	int sig;
 	do {
 		sig = sigwaitinfo(&set, NULL);

@@ -815,14 +815,6 @@ int registry_unassign(struct registry *r, const char *tenant, int64_t rev)
 	return err;
 }
 
-int registry_put_partition(struct registry *r, const char *id, const char *json)
-{
-	char *key = xasprintf("%s%s", r->pprefix, id);
-	int err = etcd_put(r->etcd, key, json, strlen(json), 0, NULL);
-	free(key);
-	return err;
-}
-
 void registry_set_nodes(struct registry *r, const char *rm, char **nodes, size_t n)
 {
 	pthread_rwlock_wrlock(&r->lock);

@@ -15,6 +15,7 @@
 #include "ursa/errors.h"
 #include "ursa/kinds.h"
 #include "ursa/log.h"
+#include "ursa/notify.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
@@ -197,6 +198,7 @@ static int run(struct kubelet *k, sigset_t *sigs)
 	k->hb = kl_heartbeat_start(k);
 	log_info("kubelet started", "nodes=%zu first=\"%s\" runtime=%s id=%s port=%lld", k->nnodes, k->nodes[0].name,
 		 k->rt_ops->name, k->kubelet_id, k->opt.port);
+	notify_ready();
 	int sig = 0;
 	sigwait(sigs, &sig);
 	log_info("kubelet stopping", "signal=%d", sig);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include "daemon.h"
 #include "ursa/log.h"
+#include "ursa/notify.h"
 
 static enum log_level level_of(const char *s)
 {
@@ -41,6 +42,7 @@ int main(int argc, char **argv)
 		free(err);
 		return 1;
 	}
+	notify_ready(); /* started: leader or standby */
 	struct timespec tick = { 0, 200 * 1000 * 1000 };
 	int sig = 0;
 	while (!sched_daemon_lost(d)) {

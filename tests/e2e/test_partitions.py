@@ -288,7 +288,9 @@ def test_partition_loss_and_recovery():
     for name in ("a", "system-x", "kubectl a"):
         p = probers[name]
         during = [r for r in p.results if t_kill <= r[0] <= t_ready]
-        h.check(len(during) >= (5 if p.kubectl else 20), "%s made only %d requests during the outage" %
+        # enough requests that the outage was really crossed, even on a loaded machine (a kubectl
+        # run takes up to a second there; one outage lasts about 4 s)
+        h.check(len(during) >= (2 if p.kubectl else 5), "%s made only %d requests during the outage" %
                 (name, len(during)))
         h.eq(p.failures(t_kill), [], "failed requests of %s (tp-2) around tp-1's loss" % name)
     h.check(S["gw"].poll() is None and S["gw"].pid == gw_pid, "the gateway was not restarted")

@@ -460,6 +460,7 @@ def wait_ready_notification(key, timeout=10):
             break
         got.append(msg)
         if "READY=1" in msg.split("\n"):
+            S.setdefault("ready_seen", set()).add(key)
             return
     raise AssertionError("%s sent no READY=1 within %ss (got %r)" % (key, timeout, got))
 
@@ -617,6 +618,17 @@ def test_region_from_units():
             want_uid = 0 if name.startswith(("ursa-kubelet@", "haproxy")) else uid
             h.eq(owner, want_uid, "user of %s" % name)
     print("region from units healthy after %.1fs" % (time.monotonic() - t0))
+
+
+def test_every_notify_unit_said_ready():
+    """Every unit is Type=notify, so every daemon must tell READY=1 (or systemd would time the
+    start out and kill it); the region above is up, so each has had its chance."""
+    assert "notify" in S, "test_region_from_units did not run"
+    units = {k.split("@")[0] for k in S["notify"]}
+    h.check(len(units) >= 9, "notify units seen: %s" % sorted(units))
+    for key in sorted(S["notify"]):
+        if key not in S.get("ready_seen", set()):
+            wait_ready_notification(key, timeout=5)
 
 
 def test_config_renderer_refuses_bad_settings():

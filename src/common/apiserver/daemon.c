@@ -1,6 +1,7 @@
 /* The main() of an API server daemon: flags, logging, signals, run until SIGTERM. */
 #include "internal.h"
 #include "ursa/log.h"
+#include "ursa/notify.h"
 #include "ursa/options.h"
 #include <signal.h>
 #include <stdio.h>
@@ -88,6 +89,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 	}
 	ensure_system_namespaces(s, d->system_namespaces);
 	log_info("serving", "listen=%s tls=%s etcd=\"%s\" partition=%s", listen, cert ? "yes" : "no", etcd, partition);
+	notify_ready();
 	while (!stop_requested)
 		pause();
 	log_info("stopping", "partition=%s", partition);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "rmcm.h"
 #include "ursa/log.h"
+#include "ursa/notify.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
@@ -100,6 +101,7 @@ int main(int argc, char **argv)
 	log_info("started", "identity=\"%s\" nodelifecycle=%d daemonset=%d grace_s=%lld period_s=%lld "
 			    "default_toleration_s=%lld eviction_rate=%g secondary_rate=%g threshold=%g",
 		 identity, run_nl, run_ds, o.grace_s, o.period_s, o.default_tol_s, o.rate, o.secondary, o.threshold);
+	notify_ready(); /* started: leader or standby */
 
 	int64_t last_ds = 0;
 	while (!stopping) {

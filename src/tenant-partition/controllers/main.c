@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "tpc.h"
 #include "ursa/log.h"
+#include "ursa/notify.h"
 #include "ursa/options.h"
 #include "ursa/xalloc.h"
 
@@ -109,6 +110,7 @@ int main(int argc, char **argv)
 	} else {
 		on_started(NULL);
 	}
+	notify_ready(); /* started: leader or standby */
 	while (!stopping)
 		usleep(100 * 1000);
 	if (le)
