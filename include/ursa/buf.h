@@ -40,6 +40,9 @@ bool sv_eq(struct sv a, const char *s);
 bool sv_has_prefix(struct sv a, const char *prefix);
 char *sv_dup(struct sv a);                 /* new heap string */
 
+/* The value of a hexadecimal digit (0-9, a-f, A-F), or -1. */
+int hex_digit(char c);
+
 /* Strict integer parse of the whole string; 0 on success, -1 otherwise. */
 int parse_int64(const char *s, long long *ret_v);
 int parse_int64_sv(struct sv s, long long *ret_v);

@@ -30,17 +30,6 @@ static void segments_release(struct segments *s)
 	s->n = 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Decodes one raw segment; NULL when it is malformed or decodes to something refused. */
 static char *decode_segment(struct sv raw)
 {
@@ -48,8 +37,8 @@ static char *decode_segment(struct sv raw)
 	for (size_t i = 0; i < raw.len; i++) {
 		char c = raw.ptr[i];
 		if (c == '%') {
-			int hi = i + 2 < raw.len ? hexval(raw.ptr[i + 1]) : -1;
-			int lo = hi >= 0 ? hexval(raw.ptr[i + 2]) : -1;
+			int hi = i + 2 < raw.len ? hex_digit(raw.ptr[i + 1]) : -1;
+			int lo = hi >= 0 ? hex_digit(raw.ptr[i + 2]) : -1;
 			if (lo < 0)
 				goto bad;
 			c = (char)(hi << 4 | lo);

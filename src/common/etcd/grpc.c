@@ -41,22 +41,11 @@ void etcd_grpc_setup(struct etcd *e, CURL *c)
 
 /* ---- status headers ---- */
 
-static int hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 void etcd_grpc_pct_decode(const char *in, size_t len, size_t cap, struct buf *out)
 {
 	for (size_t i = 0; i < len && out->len < cap; i++) {
 		int hi, lo;
-		if (in[i] == '%' && i + 2 < len && (hi = hex(in[i + 1])) >= 0 && (lo = hex(in[i + 2])) >= 0) {
+		if (in[i] == '%' && i + 2 < len && (hi = hex_digit(in[i + 1])) >= 0 && (lo = hex_digit(in[i + 2])) >= 0) {
 			buf_addch(out, (char)(hi << 4 | lo));
 			i += 2;
 		} else {

@@ -167,3 +167,14 @@ int parse_int64_sv(struct sv s, long long *ret_v)
 	tmp[s.len] = '\0';
 	return parse_int64(tmp, ret_v);
 }
+
+int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

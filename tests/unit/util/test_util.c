@@ -10,6 +10,18 @@
 #include "ursa/options.h"
 #include "ursa/timeutil.h"
 
+static void test_hex_digit(void **state)
+{
+	(void)state;
+	assert_int_equal(hex_digit('0'), 0);
+	assert_int_equal(hex_digit('9'), 9);
+	assert_int_equal(hex_digit('a'), 10);
+	assert_int_equal(hex_digit('F'), 15);
+	assert_int_equal(hex_digit('g'), -1);
+	assert_int_equal(hex_digit('%'), -1);
+	assert_int_equal(hex_digit('\0'), -1);
+}
+
 static void test_buf(void **state)
 {
 	struct buf b = BUF_INIT;
@@ -137,7 +149,8 @@ static void test_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_buf),	   cmocka_unit_test(test_parse_int), cmocka_unit_test(test_json_limits),
+		cmocka_unit_test(test_buf),
+		cmocka_unit_test(test_hex_digit),	   cmocka_unit_test(test_parse_int), cmocka_unit_test(test_json_limits),
 		cmocka_unit_test(test_json_path), cmocka_unit_test(test_time),	    cmocka_unit_test(test_options),
 		cmocka_unit_test(test_errors),
 	};
