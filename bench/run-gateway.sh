@@ -3,7 +3,7 @@
 # section for docs/benchmarks.md.
 #
 # usage: bench/run-gateway.sh [BUILD_DIR] [--quick] [--skip-map] [--skip-throughput]
-#   BUILD_DIR          a built tree (default build/): ursa-tp-apiserver, ursa-gateway, bench/ursa-gw*
+#   BUILD_DIR          a built tree (default build/): ursa-tp-apiserver, ursa-gateway, ursactl, bench/ursa-*
 #   --quick            short rounds and 20,000 tenants, to smoke-test the script
 #
 # Throughput: etcd + one TLS tenant-partition API server (tp-1), the gateway's etcd + one
@@ -15,8 +15,10 @@
 # registry code in-process (bench/ursa-gwmap), with the lookup cost.
 #
 # Knobs (environment): CLIENTS (64), ROUNDS (5), DURATION (8), PODS (100), MAP_TENANTS (1000000),
-# GW_THREADS (the gateway's --threads; default: the gateway's own default), GW2_THREADS (set: a
-# second gateway with that many threads is measured too, as "gateway2").
+# GW_THREADS (the gateway's --threads; default: the gateway's own default), GW2_THREADS and
+# GW2_BIN (either set: a second gateway is measured too, as "gateway2", in the same rounds:
+# GW2_BIN another ursa-gateway binary, say an older build's, default this build's; GW2_THREADS
+# its --threads).
 # Everything runs on loopback, free ports, a temporary directory; bounded by timeouts.
 set -euo pipefail
 
@@ -47,6 +49,7 @@ REAL_ETCD=$(command -v etcd || true)
 HAPROXY=$(command -v haproxy || true)
 APISERVER=$BUILD/src/tenant-partition/ursa-tp-apiserver
 GATEWAY=$BUILD/src/gateway/ursa-gateway
+URSACTL=$BUILD/src/ursactl/ursactl
 LOAD=$BUILD/bench/ursa-load
 GWLOAD=$BUILD/bench/ursa-gwload
 GWMAP=$BUILD/bench/ursa-gwmap
@@ -54,7 +57,7 @@ GWMAP=$BUILD/bench/ursa-gwmap
 for b in "$LOAD" "$GWLOAD" "$GWMAP"; do [ -x "$b" ] || die "missing $b (cmake --build $BUILD --target $(basename "$b"))"; done
 if [ "$DO_TP" = 1 ]; then
 	[ -x "$HAPROXY" ] || die "haproxy not found (apt-get install haproxy)"
-	for b in "$APISERVER" "$GATEWAY"; do [ -x "$b" ] || die "missing $b"; done
+	for b in "$APISERVER" "$GATEWAY" "$URSACTL"; do [ -x "$b" ] || die "missing $b"; done
 fi
 
 # shellcheck source=bench/lib.sh
@@ -149,7 +152,10 @@ if [ "$DO_TP" = 1 ]; then
 
 	start_etcd "$TMP/gw-etcd" gwetcd
 	GW_ETCD_PID=$ETCD_PID
-	"$GATEWAY" register-partition --etcd-servers "$ETCD_URL" --id tp-1 --kind tp --endpoints "$TP_URL" >/dev/null
+	# The partition record the gateways follow, written by its one writer (no resource manager
+	# is registered, so no signing key is needed).
+	URSA_HOME=$TMP "$URSACTL" register --region-file "$TMP/region.json" --gateway-etcd "$ETCD_URL" --kind tp \
+		--name tp-1 --endpoints "$TP_URL" >/dev/null || die "cannot record tp-1 in the gateway's etcd"
 	GW_PORT=$("$LOAD" free-port)
 	"$GATEWAY" --listen "127.0.0.1:$GW_PORT" --etcd-servers "$ETCD_URL" \
 		--tls-cert-file "$TMP/pki/server.crt" --tls-private-key-file "$TMP/pki/server.key" \
@@ -162,14 +168,16 @@ if [ "$DO_TP" = 1 ]; then
 	wait_up "$GW_URL" ursa-gateway "$GW_PID" "$TMP/gw.log"
 
 	TARGETS="gateway direct haproxy"
-	if [ -n "${GW2_THREADS:-}" ]; then
-		# A second gateway with another worker count, measured alongside (gateway2).
+	if [ -n "${GW2_THREADS:-}" ] || [ -n "${GW2_BIN:-}" ]; then
+		# A second gateway (another binary or worker count), measured alongside (gateway2).
+		GW2_BIN=${GW2_BIN:-$GATEWAY}
+		[ -x "$GW2_BIN" ] || die "GW2_BIN $GW2_BIN is not executable"
 		GW2_PORT=$("$LOAD" free-port)
-		"$GATEWAY" --listen "127.0.0.1:$GW2_PORT" --etcd-servers "$ETCD_URL" \
+		"$GW2_BIN" --listen "127.0.0.1:$GW2_PORT" --etcd-servers "$ETCD_URL" \
 			--tls-cert-file "$TMP/pki/server.crt" --tls-private-key-file "$TMP/pki/server.key" \
 			--token-auth-file "$TMP/tokens.csv" --partition-ca-file "$CA" \
 			--partition-token-file "$TMP/admin.token" --tenant-qps 0 --log-level info \
-			--threads "$GW2_THREADS" >"$TMP/gw2.log" 2>&1 &
+			${GW2_THREADS:+--threads "$GW2_THREADS"} >"$TMP/gw2.log" 2>&1 &
 		GW2_PID=$!
 		PIDS+=("$GW2_PID")
 		GW2_URL="https://127.0.0.1:$GW2_PORT"
@@ -218,7 +226,9 @@ if [ "$DO_TP" = 1 ]; then
 
 	declare -A TARGET=([gateway]=$GW_URL [gateway2]=${GW2_URL:-} [direct]=$TP_URL [haproxy]=$HA_URL)
 	declare -A TPID=([gateway]=$GW_PID [gateway2]=${GW2_PID:-0} [direct]=$TP_PID [haproxy]=$HA_PID)
+	# CPU ticks and requests per target, and per workload-target ("get-gateway").
 	declare -A CPU_T=([gateway]=0 [gateway2]=0 [direct]=0 [haproxy]=0) NREQ=([gateway]=0 [gateway2]=0 [direct]=0 [haproxy]=0)
+	for w in get list; do for t in gateway gateway2 direct haproxy; do CPU_T[$w-$t]=0; NREQ[$w-$t]=0; done; done
 	declare -A WPATH=([get]=$GET_PATH [list]=$LIST_PATH)
 	CPU0_GW=$(cpu_ticks "$GW_PID"); CPU0_TP=$(cpu_ticks "$TP_PID"); CPU0_HA=$(cpu_ticks "$HA_PID")
 	CPU0_TE=$(cpu_ticks "$TP_ETCD_PID")
@@ -233,8 +243,9 @@ if [ "$DO_TP" = 1 ]; then
 				c0=$(cpu_ticks "${TPID[$t]}")
 				wait "$RUN_PID" || echo "# round $r $w $t: errors (see below)" >&2
 				RUN_PID=""
-				CPU_T[$t]=$(( CPU_T[$t] + $(cpu_ticks "${TPID[$t]}") - c0 ))
-				n=$(field "$TMP/r$r-$w-$t.out" ok); NREQ[$t]=$(( NREQ[$t] + ${n:-0} ))
+				dc=$(( $(cpu_ticks "${TPID[$t]}") - c0 ))
+				CPU_T[$t]=$(( CPU_T[$t] + dc )); CPU_T[$w-$t]=$(( CPU_T[$w-$t] + dc ))
+				n=$(field "$TMP/r$r-$w-$t.out" ok); NREQ[$t]=$(( NREQ[$t] + ${n:-0} )); NREQ[$w-$t]=$(( NREQ[$w-$t] + ${n:-0} ))
 				grep -v '^RESULT' "$TMP/r$r-$w-$t.out" >&2 || true
 				head -3 "$TMP/r$r-$w-$t.err" >&2 || true
 			done
@@ -295,7 +306,8 @@ if [ "$DO_MAP" = 1 ]; then
 	c0=$(cpu_ticks "$MAP_ETCD_PID")
 	t0=$(date +%s.%N)
 	if command -v etcdctl >/dev/null; then
-		ETCDCTL_API=3 etcdctl --endpoints "$ETCD_URL" get --prefix /ursa/gateway/ -w protobuf >/dev/null
+		ETCDCTL_API=3 etcdctl --endpoints "$ETCD_URL" --command-timeout=300s get --prefix /ursa/gateway/ \
+			-w protobuf >/dev/null
 	fi
 	t1=$(date +%s.%N)
 	GRPC_S=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')
@@ -315,7 +327,7 @@ Machine: $(nproc) CPUs (${MODEL:-unknown CPU}), Linux $(uname -r), etcd $("$REAL
 Everything below ran on the same $(nproc) cores at once: the load generator, etcd(s), the TP API
 server, the gateway and HAProxy. Load average before: $LOAD_BEFORE, after: $LOAD_AFTER.
 Other busy processes at the start: ${OTHERS:-none}.
-Reproduce: \`bench/run-gateway.sh $BUILD\` (CLIENTS=$CLIENTS ROUNDS=$ROUNDS DURATION=$DURATION PODS=$PODS MAP_TENANTS=$MAP_TENANTS).
+Reproduce: \`bench/run-gateway.sh $BUILD\` (CLIENTS=$CLIENTS ROUNDS=$ROUNDS DURATION=$DURATION PODS=$PODS MAP_TENANTS=$MAP_TENANTS${GW2_PID:+ GW2_BIN=$GW2_BIN${GW2_THREADS:+ GW2_THREADS=$GW2_THREADS}}).
 EOF
 if [ "$DO_TP" = 1 ]; then
 	R_GD_GET=$(ratio get gateway direct); R_GH_GET=$(ratio get gateway haproxy)
@@ -326,7 +338,7 @@ Throughput: $CLIENTS keep-alive TLS clients (bench/ursa-gwload: a thread and a l
 each, TLS sessions shared), closed loop, $ROUNDS interleaved rounds of $DURATION s per workload
 and target (1 s warm-up not counted); medians over rounds. Ratios are per round, then the median.
 GET = one pod; LIST = a namespace of $PODS small pods. The gateway checks the token and the
-tenant, looks the tenant up and forwards over a kept-alive TLS connection per worker thread;
+tenant, looks the tenant up and forwards from its request loop over kept-alive TLS connections;
 "direct" is the TP API server itself over TLS; "haproxy" is HAProxy alone (TLS front,
 re-encrypting to the TP).
 
@@ -341,9 +353,9 @@ EOF
 	cat <<EOF
 
 CPU per request (GET and LIST together) of the proxy in front of the TP, during its own rounds:
-gateway $(cpu_per_req gateway) µs${GW2_THREADS:+, gateway2 (--threads $GW2_THREADS) $(cpu_per_req gateway2) µs}, HAProxy $(cpu_per_req haproxy) µs; the TP API server itself (direct rounds)
-$(cpu_per_req direct) µs. Keep-alive: after the rounds the gateway held $GW_UP_CONNS connections to the TP
-and had opened ${GW_MADE:-?} in all (one per HTTP worker thread that forwarded).
+gateway $(cpu_per_req gateway) µs${GW2_PID:+, gateway2 ($GW2_BIN${GW2_THREADS:+ --threads $GW2_THREADS}) $(cpu_per_req gateway2) µs}, HAProxy $(cpu_per_req haproxy) µs; the TP API server itself (direct rounds)
+$(cpu_per_req direct) µs. By workload (GET / LIST): gateway $(cpu_per_req get-gateway) / $(cpu_per_req list-gateway) µs${GW2_PID:+, gateway2 $(cpu_per_req get-gateway2) / $(cpu_per_req list-gateway2) µs}, HAProxy $(cpu_per_req get-haproxy) / $(cpu_per_req list-haproxy) µs, TP $(cpu_per_req get-direct) / $(cpu_per_req list-direct) µs. Keep-alive: after the rounds the gateway held $GW_UP_CONNS connections to the TP
+and had opened ${GW_MADE:-?} in all (about one per request in flight at once).
 CPU used during all rounds: gateway $(awk -v t="$CPU_GW" 'BEGIN {printf "%.1f", t/100}') s, TP API server $(awk -v t="$CPU_TP" 'BEGIN {printf "%.1f", t/100}') s, TP etcd $(awk -v t="$CPU_TE" 'BEGIN {printf "%.1f", t/100}') s, HAProxy $(awk -v t="$CPU_HA" 'BEGIN {printf "%.1f", t/100}') s.
 EOF
 fi
@@ -357,6 +369,11 @@ if [ "$DO_TP" = 1 ]; then
 	echo "| GET: gateway >= HAProxy alone | $R_GH_GET | $(met "$R_GH_GET" 1.0 ge) |"
 	echo "| LIST: gateway >= 90 % of direct | $R_GD_LIST | $(met "$R_GD_LIST" 0.9 ge) |"
 	echo "| LIST: gateway >= HAProxy alone | $R_GH_LIST | $(met "$R_GH_LIST" 1.0 ge) |"
+	if [ -n "${GW2_PID:-}" ]; then
+		for w in get list; do
+			echo "| ${w^^}: gateway2 / direct, / HAProxy, gateway / gateway2 | $(ratio $w gateway2 direct), $(ratio $w gateway2 haproxy), $(ratio $w gateway gateway2) | |"
+		done
+	fi
 fi
 if [ "$DO_MAP" = 1 ]; then
 	echo "| load $MAP_TENANTS tenants <= 5 s | $LOAD_S s wall ($PAGES pages; CPU: the loading process $LOAD_CPU s, etcd $ETCD_CPU_S s) | $(met "$LOAD_S" 5 le) |"

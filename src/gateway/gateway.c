@@ -1,6 +1,13 @@
 /* The gateway's request path: authenticate, route (route.c), authorize, rate-limit, then
  * forward to one partition (streaming when the reply is a watch or a followed log), fan a
- * list out over several partitions and merge it, or place a new tenant. */
+ * list out over several partitions and merge it, or place a new tenant.
+ *
+ * Two paths. Every request first meets on_fast on the HTTP server's epoll thread: it is
+ * admitted there (token, route, rate limit: no blocking work), answered at once when it can
+ * be, and a plain request to one partition is forwarded through the plain-request loop
+ * (plain.c) with its reply deferred, so it never occupies a worker. Everything that blocks
+ * (streams waiting for their headers, merged lists, discovery, tenant and node placement) goes
+ * on to on_request on an HTTP worker, with the admitted call attached to the request. */
 #include <curl/curl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,6 +48,11 @@ struct call {
 	bool authed;
 	struct route rt;
 	char *assertion; /* the caller asserted to partitions (with an identity key), made once */
+	/* a plain forward in flight (plain.c) */
+	struct partition *p;     /* ref */
+	char *path;
+	struct upstream_req rq;
+	struct http_deferred *deferred;
 };
 
 static void reply_status(struct http_reply *reply, int err, const char *fmt, ...)
@@ -66,11 +78,6 @@ static bool url_safe(char c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~/:@!$&'()*+,;=", c);
 }
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 /* True if the raw (percent-encoded) key k of length n decodes to name, decoding as
  * libmicrohttpd does on the partition ("%XX" only). */
 static bool key_is(const char *k, size_t n, const char *name)
@@ -78,8 +85,8 @@ static bool key_is(const char *k, size_t n, const char *name)
 	size_t j = 0;
 	for (size_t i = 0; i < n; i++, j++) {
 		char c = k[i];
-		if (c == '%' && i + 2 < n && hexval(k[i + 1]) >= 0 && hexval(k[i + 2]) >= 0) {
-			c = (char)(hexval(k[i + 1]) * 16 + hexval(k[i + 2]));
+		if (c == '%' && i + 2 < n && hex_digit(k[i + 1]) >= 0 && hex_digit(k[i + 2]) >= 0) {
+			c = (char)(hex_digit(k[i + 1]) * 16 + hex_digit(k[i + 2]));
 			i += 2;
 		}
 		if (!name[j] || name[j] != c)
@@ -610,8 +617,10 @@ static void metrics(struct call *c)
 		 "# HELP gateway_stream_upstreams_open Transfers from partitions feeding those streams.\n"
 		 "# TYPE gateway_stream_upstreams_open gauge\ngateway_stream_upstreams_open %ld\n"
 		 "# HELP gateway_stream_descriptor_budget Descriptors streams may use (RLIMIT_NOFILE less a reserve).\n"
-		 "# TYPE gateway_stream_descriptor_budget gauge\ngateway_stream_descriptor_budget %ld\n",
-		 upstream_streams_open(), upstream_legs_open(), upstream_stream_fd_budget());
+		 "# TYPE gateway_stream_descriptor_budget gauge\ngateway_stream_descriptor_budget %ld\n"
+		 "# HELP gateway_requests_in_flight Plain requests forwarded to partitions and not answered yet.\n"
+		 "# TYPE gateway_requests_in_flight gauge\ngateway_requests_in_flight %ld\n",
+		 upstream_streams_open(), upstream_legs_open(), upstream_stream_fd_budget(), plain_in_flight());
 	http_reply_set(c->reply, 200, "text/plain; version=0.0.4", &b);
 }
 
@@ -656,50 +665,166 @@ static bool mutating(const char *m)
 	return strcmp(m, "POST") == 0 || strcmp(m, "PUT") == 0 || strcmp(m, "PATCH") == 0 || strcmp(m, "DELETE") == 0;
 }
 
-static void on_request(void *ud, struct http_request *req, struct http_reply *reply)
+static struct call *call_new(struct gateway *g, struct http_request *req, struct http_reply *reply)
 {
-	struct call c = { .g = ud, .req = req, .reply = reply };
+	struct call *c = xcalloc(1, sizeof(*c));
+	c->g = g;
+	c->req = req;
+	c->reply = reply;
+	return c;
+}
+
+/* The audit line (mutating requests) and the debug line, then frees c. The reply must be
+ * final and still valid. */
+static void call_end(struct call *c)
+{
+	const char *method = http_method(c->req), *path = http_path(c->req);
+	if (mutating(method))
+		audit_log(c->g->audit, c->authed ? c->id.user : NULL, c->authed ? c->id.tenant : NULL, method, path,
+			  http_reply_status(c->reply), mono_us() - http_started_us(c->req));
+	log_debug("request", "method=%s path=\"%s\" route=%s code=%d", method, path, route_kind_name(c->rt.kind),
+		  http_reply_status(c->reply));
+	route_release(&c->rt);
+	free(c->assertion);
+	free(c->path);
+	partition_unref(c->p);
+	if (c->authed)
+		identity_release(&c->id);
+	free(c);
+}
+
+/* Authentication, /metrics, routing, the tenant's rate limit: none of it blocks. True when the
+ * request goes on to dispatch; false when c->reply holds the answer. */
+static bool admit(struct call *c)
+{
+	struct http_request *req = c->req;
+	struct http_reply *reply = c->reply;
 	const char *method = http_method(req), *path = http_path(req);
 	if (strlen(path) > MAX_PATH) {
 		reply_status(reply, E_BAD_REQUEST, "the path is too long");
-		return;
+		return false;
 	}
-	int err = authenticate(&c);
+	int err = authenticate(c);
 	if (strcmp(path, "/metrics") == 0 && strcmp(method, "GET") == 0) {
 		if (err)
 			reply_status(reply, E_UNAUTHORIZED, "a valid bearer token is required");
 		else
-			metrics(&c);
-		c.rt.kind = RT_LOCAL;
-		goto out;
+			metrics(c);
+		c->rt.kind = RT_LOCAL;
+		return false;
 	}
-	gw_route(method, path, truthy(http_query(req, "watch")), c.authed ? &c.id : NULL, &c.rt);
-	if (c.rt.kind != RT_LOCAL && err) {
+	gw_route(method, path, truthy(http_query(req, "watch")), c->authed ? &c->id : NULL, &c->rt);
+	if (c->rt.kind != RT_LOCAL && err) {
 		reply_status(reply, E_UNAUTHORIZED, "a valid bearer token is required");
-		goto out;
+		return false;
 	}
-	if (c.rt.kind != RT_LOCAL && c.rt.kind != RT_ERROR) {
-		int wait = limiter_check(&c.g->lim, c.id.tenant, mono_us());
+	if (c->rt.kind != RT_LOCAL && c->rt.kind != RT_ERROR) {
+		int wait = limiter_check(&c->g->lim, c->id.tenant, mono_us());
 		if (wait) {
 			char s[24];
 			snprintf(s, sizeof(s), "%d", wait);
 			http_reply_header(reply, "Retry-After", s);
-			reply_status(reply, E_TOO_MANY, "tenant \"%s\" is over its request rate; retry in %d s", c.id.tenant,
+			reply_status(reply, E_TOO_MANY, "tenant \"%s\" is over its request rate; retry in %d s", c->id.tenant,
 				     wait);
-			goto out;
+			return false;
 		}
 	}
-	dispatch(&c);
+	return true;
+}
+
+/* The partition answered (loop thread): relay, then finish the client's deferred reply. */
+static void on_forwarded(void *ud, int err, struct upstream_resp *resp)
+{
+	struct call *c = ud;
+	if (err == E_UNAVAILABLE)
+		reply_status(c->reply, E_UNAVAILABLE, "partition %s is unavailable", c->p->id);
+	else if (err)
+		reply_status(c->reply, E_TIMEOUT, "partition %s did not answer in time", c->p->id);
+	else
+		relay(c->reply, resp);
+	struct http_deferred *d = c->deferred;
+	call_end(c);
+	http_deferred_finish(d);
+}
+
+/* forward() without a worker: p is taken. The call ends in on_forwarded (or here). */
+static void forward_async(struct call *c, struct partition *p)
+{
+	c->p = p;
+	if (atomic_load(&p->down)) {
+		reply_status(c->reply, E_UNAVAILABLE, "partition %s is unavailable", p->id);
+		call_end(c);
+		return;
+	}
+	c->path = upstream_path(c->req, false, NULL);
+	c->rq = base_req(c, c->path);
+	c->deferred = http_reply_defer(c->reply);
+	plain_forward(p, &c->rq, on_forwarded, c);
+}
+
+/* The partition an admitted request goes to when that needs no blocking work and the reply is
+ * not a stream (a new ref), or NULL: the request goes to a worker. Answers (and sets
+ * *ret_answered) an unknown tenant. */
+static struct partition *plain_target(struct call *c, bool *ret_answered)
+{
+	*ret_answered = false;
+	if (wants_stream(c) && strcmp(http_method(c->req), "GET") == 0)
+		return NULL;
+	if (c->rt.kind == RT_TENANT) {
+		struct partition *p = registry_tenant_partition(c->g->reg, c->rt.tenant);
+		if (!p) {
+			reply_status(c->reply, E_NOT_FOUND, "tenant \"%s\" is not known to this region", c->rt.tenant);
+			*ret_answered = true;
+		}
+		return p;
+	}
+	if (c->rt.kind == RT_NODE) {
+		/* A node not in the map yet needs a refresh from the resource managers (blocking). */
+		char *id = registry_node_rm(c->g->reg, c->rt.node);
+		struct partition *p = id ? registry_partition(c->g->reg, id) : NULL;
+		free(id);
+		return p;
+	}
+	return NULL;
+}
+
+static bool on_fast(void *ud, struct http_request *req, struct http_reply *reply)
+{
+	struct call *c = call_new(ud, req, reply);
+	if (!admit(c)) {
+		call_end(c);
+		return true;
+	}
+	if (c->rt.kind == RT_LOCAL || c->rt.kind == RT_ERROR) {
+		dispatch(c);
+		call_end(c);
+		return true;
+	}
+	bool answered;
+	struct partition *p = plain_target(c, &answered);
+	if (answered) {
+		call_end(c);
+		return true;
+	}
+	if (!p) {
+		http_request_set_data(req, c); /* admitted: the worker dispatches it */
+		return false;
+	}
+	forward_async(c, p);
+	return true;
+}
+
+static void on_request(void *ud, struct http_request *req, struct http_reply *reply)
+{
+	struct call *c = http_request_data(req);
+	if (!c) {
+		c = call_new(ud, req, reply);
+		if (!admit(c))
+			goto out;
+	}
+	dispatch(c);
 out:
-	if (mutating(method))
-		audit_log(c.g->audit, c.authed ? c.id.user : NULL, c.authed ? c.id.tenant : NULL, method, path,
-			  http_reply_status(reply), mono_us() - http_started_us(req));
-	log_debug("request", "method=%s path=\"%s\" route=%s code=%d", method, path, route_kind_name(c.rt.kind),
-		  http_reply_status(reply));
-	route_release(&c.rt);
-	free(c.assertion);
-	if (c.authed)
-		identity_release(&c.id);
+	call_end(c);
 }
 
 static char *read_token(const char *path, char **ret_err)
@@ -756,10 +881,20 @@ struct gateway *gateway_start(const struct gw_options *o, char **ret_err)
 		reconciler_stop(&g->rc);
 		goto fail;
 	}
+	/* The plain-request loop drives the HTTP server (external mode): a plain request is
+	 * read, forwarded and answered on that one thread. */
 	struct http_server_options ho = { .listen = o->listen, .tls_cert = o->tls_cert, .tls_key = o->tls_key,
-					  .threads = (unsigned)o->threads };
+					  .threads = (unsigned)o->threads, .fast = on_fast, .fast_ud = g, .external = true,
+					  .wake = plain_wake };
 	g->http = http_server_start(&ho, on_request, g, ret_err);
 	if (!g->http) {
+		streams_stop();
+		reconciler_stop(&g->rc);
+		goto fail;
+	}
+	if (plain_start(g->http) != 0) {
+		*ret_err = xstrdup("cannot start the request loop");
+		http_server_stop(g->http);
 		streams_stop();
 		reconciler_stop(&g->rc);
 		goto fail;
@@ -778,6 +913,9 @@ fail:
 
 void gateway_stop(struct gateway *g)
 {
+	/* The loop closes the listening socket and gives forwards still running 10 s; then the
+	 * server stops here (it cannot stop with a deferred reply's connection suspended). */
+	plain_stop();
 	http_server_stop(g->http);
 	streams_stop(); /* after the server: clients gone, then their partitions' transfers */
 	reconciler_stop(&g->rc);

@@ -120,7 +120,7 @@ int registry_start(struct registry *r);
  * each page bounded to a slice of keys sharing a prefix (etcd 3.4 walks a range to its end on
  * every request: see load_pass in registry.c) and continuing at the last key read; the watch
  * starts at that revision + 1. The maps are built aside and swapped in whole. */
-#define REGISTRY_PAGE 10000
+#define REGISTRY_PAGE 50000
 /* One page: etcd_range's contract (revision 0 = latest, E_GONE when compacted). */
 typedef int (*registry_range_fn)(void *ud, const char *key, const char *range_end, int64_t revision, int64_t limit,
 				 struct etcd_range_result *ret);
@@ -157,7 +157,6 @@ void tenant_rec_release(struct tenant_rec *t);
 int registry_assign(struct registry *r, const char *tenant, const char *partition, bool pending, int64_t *ret_rev);
 int registry_confirm(struct registry *r, const char *tenant, const char *partition, int64_t rev);
 int registry_unassign(struct registry *r, const char *tenant, int64_t rev);
-int registry_put_partition(struct registry *r, const char *id, const char *json);
 /* Snapshot of tenant -> record (for the reconciler). Caller frees with strmap_release(.., free_rec). */
 void registry_tenants_snapshot(struct registry *r, struct strmap *ret);
 void tenant_rec_free(void *v);
@@ -197,11 +196,63 @@ long upstream_connections_made(void);
  * answers. */
 int upstream_partition(struct partition *p, const struct upstream_req *rq, struct upstream_resp *ret);
 
-/* Internal to upstream.c and stream.c: sets up c for rq to base (URL, TLS, headers, method,
- * body). Returns the header list (free after the transfer) and the URL in *ret_url (free). */
+/* Internal to upstream.c, plain.c and stream.c: sets up c for rq to base (URL, TLS, headers, method,
+ * body). Returns the header list (free after the transfer) and the URL in *ret_url (free).
+ * upstream_setup = upstream_setup_handle (options every partition handle has, set once per
+ * handle) + upstream_setup_request (what changes per request; rq's strings must outlive the
+ * transfer: libcurl keeps pointers to the body). */
 struct curl_slist *upstream_setup(CURL *c, const char *base, const struct upstream_req *rq, char **ret_url);
+void upstream_setup_handle(CURL *c);
+struct curl_slist *upstream_setup_request(CURL *c, const char *base, const struct upstream_req *rq, char **ret_url);
+/* The request headers rq asks for (Authorization, IDENTITY_HEADER, Accept, X-Forwarded-For, an
+ * empty Expect, Content-Type for methods other than GET and HEAD), appended to b as
+ * NUL-terminated "Name: value" strings whose offsets go to offs; returns how many. Values
+ * holding CR or LF are left out. */
+#define UPSTREAM_HEADERS_MAX 6
+size_t upstream_header_lines(const struct upstream_req *rq, struct buf *b, size_t offs[UPSTREAM_HEADERS_MAX]);
+/* Sets c's method options for rq (every one of them, whatever the handle did before); for a
+ * body, libcurl keeps a pointer to rq->body until the transfer ends. */
+void upstream_setup_method(CURL *c, const struct upstream_req *rq);
+/* Response bodies beyond this are not relayed: the transfer fails (E_TIMEOUT, 504). */
+#define UPSTREAM_MAX_RESPONSE (64u << 20)
+/* CURLOPT_WRITEFUNCTION appending to the struct buf given as WRITEDATA, capped as above. */
+size_t upstream_on_body(char *data, size_t size, size_t n, void *ud);
+/* Adds the connections c's last transfer opened to upstream_connections_made. */
+void upstream_count_connections(CURL *c);
 /* E_UNAVAILABLE for failures where nothing reached the partition, E_TIMEOUT otherwise. */
 int upstream_curl_err(CURLcode rc);
+
+/* --- plain requests (plain.c): one loop thread sends every forwarded request that is not a
+ * stream with libcurl's multi socket interface over its epoll set (HTTP/1.1 over kept-alive
+ * connections in the multi's cache, TLS verified against upstream_ca_file); the client's reply
+ * is deferred (http_reply_defer) meanwhile, so no thread blocks on a partition. The process
+ * must ignore or block SIGPIPE (ursa-gateway blocks it). */
+/* Outcome of plain_forward, on the loop thread: err 0 with *resp filled (the callback may take
+ * its body and content type; the loop releases what is left), or E_UNAVAILABLE (no endpoint
+ * of the partition took the connection within a second; its circuit is now open) or E_TIMEOUT
+ * (sent, outcome unknown: rq->timeout_ms passed, the connection broke, the response was
+ * unparsable or over UPSTREAM_MAX_RESPONSE). */
+typedef void (*plain_done_fn)(void *ud, int err, struct upstream_resp *resp);
+/* Starts the loop; with srv (started with options.external), the loop drives that server too.
+ * 0 or E_INTERNAL. plain_quiesce: forwards from now on fail at once with E_UNAVAILABLE and
+ * those still running after grace_ms are ended with E_UNAVAILABLE. plain_stop: closes srv's
+ * listening socket, gives running forwards 10 s (plain_quiesce), then ends the loop; call
+ * http_server_stop(srv) after it (the deferred replies are finished by then). */
+struct http_server;
+int plain_start(struct http_server *srv);
+void plain_quiesce(long grace_ms);
+void plain_stop(void);
+/* Makes the loop run the server soon (http_server_options.wake); any thread. */
+void plain_wake(void *unused);
+/* Sends rq to partition p, trying its endpoints in turn on refused connections (the one that
+ * answers is tried first next time) and opening its circuit when none takes it, as
+ * upstream_partition does. rq and every string it points to must stay valid until done runs
+ * (a deferred request's own headers and body do). done runs exactly once, on the loop thread,
+ * or on the caller's thread before this returns when the loop is not running. p is not
+ * taken (the loop holds its own reference). */
+void plain_forward(struct partition *p, const struct upstream_req *rq, plain_done_fn done, void *ud);
+/* Transfers in the loop now (for /metrics and tests). */
+long plain_in_flight(void);
 
 struct http_reply;
 /* --- streams (stream.c): one thread runs libcurl's multi interface for every stream ---------- */

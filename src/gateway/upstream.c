@@ -1,5 +1,7 @@
-/* Forwarding to partitions with libcurl. Plain requests run on the HTTP worker that handles
- * them, on a per-thread keep-alive handle. Streams (watch, log -f) are in stream.c. */
+/* Forwarding to partitions with libcurl: the blocking form for requests that stay on an HTTP
+ * worker (fan-out, discovery, tenant creation), on a per-thread keep-alive handle, and the
+ * helpers the event-driven forms share (plain.c: single-partition requests; stream.c: watch,
+ * log -f). */
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +10,6 @@
 #include "ursa/http.h"
 #include "ursa/xalloc.h"
 
-#define MAX_RESPONSE (64u << 20)
 
 static char *ca_file;
 static _Thread_local CURL *tl_curl;
@@ -47,42 +48,41 @@ void upstream_resp_release(struct upstream_resp *r)
 	buf_release(&r->body);
 }
 
-static struct curl_slist *add_header(struct curl_slist *h, const char *name, const char *v)
+/* Appends "name: v\0" to b and its offset to offs[*n] (nothing for an empty value or one
+ * holding a line break: never a second header smuggled in). */
+static void add_line(struct buf *b, size_t *offs, size_t *n, const char *name, const char *v)
 {
 	if (!v || !*v || strchr(v, '\n') || strchr(v, '\r'))
-		return h;
-	char *line = xasprintf("%s: %s", name, v);
-	h = curl_slist_append(h, line);
-	free(line);
-	return h;
+		return;
+	offs[(*n)++] = b->len;
+	buf_adds(b, name);
+	buf_add(b, ": ", 2);
+	buf_adds(b, v);
+	buf_addch(b, '\0');
 }
 
-/* Options every handle to a partition has. */
-static void setup_handle(CURL *c)
+static bool bodyless(const char *method)
 {
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
-	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	if (ca_file)
-		curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
+	return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
 }
 
-/* What changes from one request to the next. Every method-related option is set either way,
- * so a handle reused after another method is left in no stale state. */
-static struct curl_slist *setup_request(CURL *c, const char *base, const struct upstream_req *rq, char **ret_url)
+size_t upstream_header_lines(const struct upstream_req *rq, struct buf *b, size_t offs[UPSTREAM_HEADERS_MAX])
 {
-	char *url = xasprintf("%s%s", base, rq->path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rq->timeout_ms > 0 ? rq->timeout_ms : 0L);
-	struct curl_slist *h = NULL;
-	h = add_header(h, "Authorization", rq->authorization);
-	h = add_header(h, IDENTITY_HEADER, rq->identity);
-	h = add_header(h, "Accept", rq->accept ? rq->accept : "application/json");
-	h = add_header(h, "X-Forwarded-For", rq->forwarded_for);
-	h = curl_slist_append(h, "Expect:");
-	if (strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "HEAD") == 0) {
+	size_t n = 0;
+	add_line(b, offs, &n, "Authorization", rq->authorization);
+	add_line(b, offs, &n, IDENTITY_HEADER, rq->identity);
+	add_line(b, offs, &n, "Accept", rq->accept ? rq->accept : "application/json");
+	add_line(b, offs, &n, "X-Forwarded-For", rq->forwarded_for);
+	offs[n++] = b->len;
+	buf_add(b, "Expect:", 8); /* with its NUL: no 100-continue round trip for bodies */
+	if (!bodyless(rq->method))
+		add_line(b, offs, &n, "Content-Type", rq->content_type ? rq->content_type : "application/json");
+	return n;
+}
+
+void upstream_setup_method(CURL *c, const struct upstream_req *rq)
+{
+	if (bodyless(rq->method)) {
 		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, NULL);
 		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
 		curl_easy_setopt(c, CURLOPT_NOBODY, strcmp(rq->method, "HEAD") == 0 ? 1L : 0L);
@@ -91,8 +91,42 @@ static struct curl_slist *setup_request(CURL *c, const char *base, const struct 
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->len);
 		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, rq->method);
-		h = add_header(h, "Content-Type", rq->content_type ? rq->content_type : "application/json");
 	}
+}
+
+/* Options every handle to a partition has. */
+void upstream_setup_handle(CURL *c)
+{
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* Partitions are reached directly: no proxy (libcurl would otherwise read the proxy
+	 * variables of the environment for every transfer). The path goes out as the client sent
+	 * it (no dot-segment folding). */
+	curl_easy_setopt(c, CURLOPT_PROXY, "");
+	curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+	if (ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
+}
+
+/* What changes from one request to the next. Every method-related option is set either way,
+ * so a handle reused after another method is left in no stale state. */
+struct curl_slist *upstream_setup_request(CURL *c, const char *base, const struct upstream_req *rq, char **ret_url)
+{
+	char *url = xasprintf("%s%s", base, rq->path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rq->timeout_ms > 0 ? rq->timeout_ms : 0L);
+	struct buf lines = BUF_INIT;
+	size_t offs[UPSTREAM_HEADERS_MAX];
+	size_t n = upstream_header_lines(rq, &lines, offs);
+	struct curl_slist *h = NULL;
+	for (size_t i = 0; i < n; i++)
+		h = curl_slist_append(h, lines.ptr + offs[i]);
+	buf_release(&lines);
+	upstream_setup_method(c, rq);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	*ret_url = url;
 	return h;
@@ -100,14 +134,14 @@ static struct curl_slist *setup_request(CURL *c, const char *base, const struct 
 
 struct curl_slist *upstream_setup(CURL *c, const char *base, const struct upstream_req *rq, char **ret_url)
 {
-	setup_handle(c);
-	return setup_request(c, base, rq, ret_url);
+	upstream_setup_handle(c);
+	return upstream_setup_request(c, base, rq, ret_url);
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *ud)
+size_t upstream_on_body(char *data, size_t size, size_t n, void *ud)
 {
 	struct buf *b = ud;
-	if (b->len + size * n > MAX_RESPONSE)
+	if (b->len + size * n > UPSTREAM_MAX_RESPONSE)
 		return 0;
 	buf_add(b, data, size * n);
 	return size * n;
@@ -132,8 +166,8 @@ static CURL *thread_handle(void)
 {
 	if (!tl_curl) {
 		tl_curl = curl_easy_init();
-		setup_handle(tl_curl);
-		curl_easy_setopt(tl_curl, CURLOPT_WRITEFUNCTION, on_body);
+		upstream_setup_handle(tl_curl);
+		curl_easy_setopt(tl_curl, CURLOPT_WRITEFUNCTION, upstream_on_body);
 	}
 	return tl_curl;
 }
@@ -143,17 +177,22 @@ long upstream_connections_made(void)
 	return atomic_load(&connections_made);
 }
 
+void upstream_count_connections(CURL *c)
+{
+	long made = 0;
+	if (curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &made) == CURLE_OK && made > 0)
+		atomic_fetch_add(&connections_made, made);
+}
+
 int upstream_do(const char *base, const struct upstream_req *rq, struct upstream_resp *ret)
 {
 	CURL *c = thread_handle();
 	char *url = NULL;
-	struct curl_slist *h = setup_request(c, base, rq, &url);
+	struct curl_slist *h = upstream_setup_request(c, base, rq, &url);
 	struct upstream_resp r = { 0 };
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
 	CURLcode rc = curl_easy_perform(c);
-	long made = 0;
-	if (curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &made) == CURLE_OK && made > 0)
-		atomic_fetch_add(&connections_made, made);
+	upstream_count_connections(c);
 	/* The header list and the body belong to this request: the handle must not keep them. */
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);

@@ -9,7 +9,8 @@ Streams: with a second resource manager (rm-az-2), node lists carry a composite 
 `kubectl get nodes -w` and python3-kubernetes list-then-watch see nodes of both resource managers,
 a watch resumed from an event's composite resourceVersion sees only later events, malformed ones
 get 400, a client that leaves frees its upstream transfers (gateway /metrics), and 200 concurrent
-watches through one gateway each get their event.
+watches through one gateway each get their event. A client that leaves while its plain request
+waits on a (stand-in, slow) partition costs nothing once the partition answers.
 
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_gateway.py"""
 
@@ -416,6 +417,96 @@ def test_killed_partition_fails_fast():
     assert a.get("/api/v1/tenants/tb/namespaces/default/pods").status == 503
     assert time.monotonic() - t0 < 0.5, took
     assert a.get("/api/v1/tenants/ta/namespaces/default/pods").status == 200
+
+
+class SlowPartition:
+    """A stand-in tenant partition over plain HTTP: answers /readyz, tenant creation and tenant
+    lists at once and any path ending in /slow after delay seconds (for forwards in flight)."""
+
+    def __init__(self, delay):
+        import http.server
+        tenants, outer = [], self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def reply(self, code, obj):
+                b = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(b)))
+                self.end_headers()
+                self.wfile.write(b)
+
+            def do_GET(self):
+                if self.path.endswith("/slow"):
+                    outer.started += 1
+                    time.sleep(delay)
+                if self.path.startswith("/api/v1/tenants") and "/namespaces/" not in self.path:
+                    self.reply(200, {"kind": "TenantList", "apiVersion": "v1", "metadata": {},
+                                     "items": [{"kind": "Tenant", "metadata": {"name": n}} for n in tenants]})
+                else:
+                    self.reply(200, {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": self.path}})
+
+            def do_POST(self):
+                obj = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+                tenants.append(obj["metadata"]["name"])
+                self.reply(201, obj)
+
+        self.started = 0
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.srv.shutdown()
+
+
+def etcdctl(*args):
+    rc, out, err = h.run_cmd(["etcdctl", "--endpoints", S["gw_etcd"].endpoints] + list(args), 30,
+                             env=dict(os.environ, ETCDCTL_API="3"))
+    assert rc == 0, (rc, out, err)
+
+
+def test_client_leaves_while_its_request_is_at_the_partition():
+    """A plain request waits for its partition on the gateway's request loop (no thread): a client
+    that gives up meanwhile costs nothing once the partition answers, and others are served."""
+    slow = SlowPartition(2.5)
+    a = S["admin"]
+    try:
+        etcdctl("put", "/ursa/gateway/partitions/tp-slow", json.dumps({"kind": "tp", "endpoints": [slow.url]}))
+        deadline = time.monotonic() + 15
+        code = None
+        while time.monotonic() < deadline and code != 201:
+            code = a.post("/api/v1/tenants", {"apiVersion": "v1", "kind": "Tenant", "metadata": {
+                "name": "tslow", "annotations": {"ursa.io/partition": "tp-slow"}}}).status
+            time.sleep(0.2)
+        assert code == 201, code
+        base = metric("gateway_requests_in_flight")
+        path = "/api/v1/tenants/tslow/namespaces/default/pods/"
+        conn = a.connect(timeout=0.5)
+        conn.request("GET", path + "slow", headers={"Authorization": "Bearer " + S["tp1"].admin_token})
+        try:
+            conn.getresponse()
+            raise AssertionError("the slow partition answered within 0.5 s")
+        except TimeoutError:
+            pass
+        conn.close()  # the client leaves while its request is at the partition
+        assert slow.started == 1
+        assert metric("gateway_requests_in_flight") >= base + 1
+        t0 = time.monotonic()
+        r = a.get(path + "fast")  # served meanwhile: nothing waits on the slow one
+        assert r.status == 200 and r.json["metadata"]["name"].endswith("/fast"), r
+        assert time.monotonic() - t0 < 1.5
+        wait_metric("gateway_requests_in_flight", lambda v: v <= base, 10)
+        assert a.get(path + "again").status == 200
+    finally:
+        etcdctl("del", "/ursa/gateway/partitions/tp-slow")
+        etcdctl("del", "/ursa/gateway/tenants/tslow")
+        slow.stop()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,25 +40,32 @@ struct http_reply {
 };
 
 struct http_request {
+	struct http_server *srv;
 	struct MHD_Connection *conn;
 	const char *method;
 	const char *path;
 	struct buf body;
 	bool too_large;
-	bool queued;   /* handed to a worker; the connection sleeps until the reply is ready */
-	bool answered; /* the worker filled reply */
+	bool queued;   /* handed to a worker or deferred; the connection sleeps until the reply is ready */
+	bool answered; /* the worker (or the deferred reply's owner) filled reply */
+	bool deferred; /* http_reply_defer: http_deferred_finish resumes the connection */
+	atomic_int holds; /* deferred: finish, and the worker running the handler, if any; the last resumes */
 	struct http_reply reply;
 	int64_t started_us;
 	char client[64];
 	struct http_request *next_job;
 	char *query;   /* raw query string (from the URI log callback), or NULL */
 	bool begun;    /* on_request saw the request's first call */
+	bool fast_done;/* the fast handler had its turn */
+	void *data;    /* http_request_set_data */
 };
 
 struct http_server {
 	struct MHD_Daemon *mhd;
 	http_handler handler;
 	void *ud;
+	http_fast_handler fast;
+	void *fast_ud;
 	size_t max_body;
 	/* Handlers run on workers so that the poll threads never block (handlers wait on etcd). */
 	pthread_mutex_t jobs_lock;
@@ -72,13 +80,28 @@ struct http_server {
 	struct http_stream *streams;
 	size_t nstreams;
 	atomic_bool closing;
-	atomic_int busy;  /* requests queued for or running on a worker (their connection sleeps) */
+	bool external;    /* driven by the caller's loop (http_server_run) */
+	bool quiesced;
+	MHD_socket lsock; /* the listening socket once quiesced (ours to close) */
+	void (*wake)(void *ud);
+	void *wake_ud;
+	atomic_int busy;  /* requests queued for or running on a worker, or deferred (their connection sleeps) */
 	char *cert, *key; /* kept until stop: the TLS library may refer to them */
 };
+
+/* Every resume goes through here: in external mode the driving loop must hear of it. */
+static void resume(struct http_server *srv, struct MHD_Connection *conn)
+{
+	MHD_resume_connection(conn);
+	if (srv->external && srv->wake)
+		srv->wake(srv->wake_ud);
+}
 
 const char *http_method(const struct http_request *r) { return r->method; }
 const char *http_path(const struct http_request *r) { return r->path; }
 int64_t http_started_us(const struct http_request *r) { return r->started_us; }
+void http_request_set_data(struct http_request *r, void *data) { r->data = data; }
+void *http_request_data(const struct http_request *r) { return r->data; }
 const char *http_client_addr(const struct http_request *r) { return r->client; }
 
 const char *http_query(const struct http_request *r, const char *key)
@@ -129,6 +152,45 @@ void http_reply_header(struct http_reply *rp, const char *name, const char *valu
 
 int http_reply_status(const struct http_reply *rp) { return rp->status; }
 
+static struct http_request *request_of(struct http_reply *rp)
+{
+	return (struct http_request *)((char *)rp - offsetof(struct http_request, reply));
+}
+
+/* Suspends the connection unless a worker already did (it is then still the worker's
+ * http_request; the worker leaves the resume to http_deferred_finish). */
+struct http_deferred *http_reply_defer(struct http_reply *rp)
+{
+	struct http_request *r = request_of(rp);
+	struct http_server *srv = r->srv;
+	r->deferred = true;
+	if (r->queued) {
+		atomic_store(&r->holds, 2); /* the worker returning, and the finish */
+	} else {
+		atomic_store(&r->holds, 1);
+		r->queued = true;
+		atomic_fetch_add(&srv->busy, 1);
+		MHD_suspend_connection(r->conn);
+	}
+	return (struct http_deferred *)r;
+}
+
+/* The last holder of a deferred request hands it back to its epoll thread. */
+static void deferred_release(struct http_request *r)
+{
+	if (atomic_fetch_sub(&r->holds, 1) != 1)
+		return;
+	struct http_server *srv = r->srv;
+	r->answered = true;
+	resume(srv, r->conn);
+	atomic_fetch_sub(&srv->busy, 1);
+}
+
+void http_deferred_finish(struct http_deferred *d)
+{
+	deferred_release((struct http_request *)d);
+}
+
 struct http_stream *http_reply_stream(struct http_reply *rp, int status, const char *content_type,
 				      int (*fill)(void *ud, struct buf *out, size_t max), void (*done)(void *ud),
 				      void *ud)
@@ -150,7 +212,7 @@ void http_stream_wake(struct http_stream *s)
 	s->woken = true;
 	if (s->suspended) {
 		s->suspended = false;
-		MHD_resume_connection(s->conn);
+		resume(s->srv, s->conn);
 	}
 	pthread_mutex_unlock(&s->lock);
 }
@@ -274,6 +336,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!r)
 			r = xcalloc(1, sizeof(*r));
 		r->begun = true;
+		r->srv = srv;
 		r->conn = conn;
 		r->method = method;
 		r->path = url;
@@ -292,6 +355,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (r->queued && !r->answered)
 		return MHD_YES; /* spurious call while the worker runs */
+	if (!r->queued && !r->too_large && srv->fast && !r->fast_done) {
+		r->fast_done = true;
+		r->reply.status = 500;
+		if (srv->fast(srv->fast_ud, r, &r->reply)) {
+			if (r->deferred)
+				return MHD_YES; /* r is the deferred reply's owner's until it finishes */
+			goto send;
+		}
+	}
 	if (!r->queued && !r->too_large) {
 		r->queued = true;
 		r->reply.status = 500;
@@ -315,6 +387,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			 srv->max_body);
 		http_reply_set(&r->reply, 413, "application/json", &b);
 	}
+send:;
 	enum MHD_Result ret = send_reply(srv, conn, &r->reply);
 	reply_release(&r->reply);
 	memset(&r->reply, 0, sizeof(r->reply));
@@ -339,8 +412,12 @@ static void *worker_main(void *arg)
 		r->next_job = NULL;
 		pthread_mutex_unlock(&srv->jobs_lock);
 		srv->handler(srv->ud, r, &r->reply);
+		if (r->deferred) {
+			deferred_release(r);
+			continue;
+		}
 		r->answered = true;
-		MHD_resume_connection(r->conn);
+		resume(srv, r->conn);
 		atomic_fetch_sub(&srv->busy, 1);
 	}
 }
@@ -445,8 +522,16 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 	pthread_mutex_init(&s->streams_lock, NULL);
 	s->handler = h;
 	s->ud = ud;
+	s->fast = o->fast;
+	s->fast_ud = o->fast_ud;
 	s->max_body = o->max_body ? o->max_body : 3u << 20;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	s->external = o->external;
+	s->wake = o->wake;
+	s->wake_ud = o->wake_ud;
+	s->lsock = MHD_INVALID_SOCKET;
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	if (!s->external)
+		flags |= MHD_USE_INTERNAL_POLLING_THREAD;
 	char *cert = NULL, *key = NULL;
 	if (o->tls_cert && o->tls_key) {
 		cert = read_file(o->tls_cert);
@@ -458,6 +543,11 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 		}
 		flags |= MHD_USE_TLS;
 	}
+	/* Two internal epoll threads, unless the caller's loop drives the server. */
+	struct MHD_OptionItem pool_opts[] = {
+		{ MHD_OPTION_THREAD_POOL_SIZE, 2, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
 	struct MHD_OptionItem tls_opts[] = {
 		{ MHD_OPTION_HTTPS_MEM_CERT, 0, cert },
 		{ MHD_OPTION_HTTPS_MEM_KEY, 0, key },
@@ -465,7 +555,7 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 	};
 	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
 				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-				  MHD_OPTION_THREAD_POOL_SIZE, (unsigned)2,
+				  MHD_OPTION_ARRAY, s->external ? pool_opts + 1 : pool_opts,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)60000,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(o->conn_timeout_s ? o->conn_timeout_s : 120),
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
@@ -484,6 +574,46 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 	return s;
 }
 
+int http_server_fd(struct http_server *s)
+{
+	const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	return i ? i->epoll_fd : -1;
+}
+
+void http_server_run(struct http_server *s)
+{
+	MHD_run(s->mhd);
+}
+
+long http_server_timeout_ms(struct http_server *s)
+{
+	MHD_UNSIGNED_LONG_LONG t;
+	if (MHD_get_timeout(s->mhd, &t) != MHD_YES)
+		return -1;
+	return t > 60000 ? 60000 : (long)t;
+}
+
+void http_server_quiesce(struct http_server *s)
+{
+	if (s->quiesced)
+		return;
+	s->quiesced = true;
+	s->lsock = MHD_quiesce_daemon(s->mhd);
+}
+
+/* Waits about 10 ms; in external mode the server is driven meanwhile (nobody else does). */
+static void pause_driving(struct http_server *s)
+{
+	if (!s->external) {
+		usleep(10 * 1000);
+		return;
+	}
+	for (int64_t until = mono_ms() + 10; mono_ms() < until;) {
+		MHD_run(s->mhd);
+		usleep(1000);
+	}
+}
+
 /* Ends every open stream (they finish their chunked body) and waits up to 2 s for them. */
 static void end_streams(struct http_server *s)
 {
@@ -498,7 +628,7 @@ static void end_streams(struct http_server *s)
 		pthread_mutex_unlock(&s->streams_lock);
 		if (n == 0)
 			break;
-		usleep(10 * 1000);
+		pause_driving(s);
 	}
 }
 
@@ -507,19 +637,21 @@ static void end_streams(struct http_server *s)
 static void drain_handlers(struct http_server *s)
 {
 	for (int i = 0; i < 1500 && atomic_load(&s->busy) > 0; i++)
-		usleep(10 * 1000);
+		pause_driving(s);
+	if (s->external)
+		MHD_run(s->mhd); /* the last resumed replies go out */
 }
 
 void http_server_stop(struct http_server *s)
 {
 	if (!s)
 		return;
-	MHD_socket lsock = MHD_quiesce_daemon(s->mhd); /* no new connections; the socket is ours */
+	http_server_quiesce(s); /* no new connections; the socket is ours */
 	end_streams(s);
 	drain_handlers(s);
 	MHD_stop_daemon(s->mhd);
-	if (lsock != MHD_INVALID_SOCKET)
-		close(lsock);
+	if (s->lsock != MHD_INVALID_SOCKET)
+		close(s->lsock);
 	stop_workers(s);
 	free(s->cert);
 	free(s->key);
