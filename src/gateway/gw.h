@@ -219,6 +219,9 @@ void upstream_setup_method(CURL *c, const struct upstream_req *rq);
 size_t upstream_on_body(char *data, size_t size, size_t n, void *ud);
 /* Adds the connections c's last transfer opened to upstream_connections_made. */
 void upstream_count_connections(CURL *c);
+/* Hands every finished transfer of m to done(priv, result), priv being the handle's
+ * CURLOPT_PRIVATE. For the multi loops of plain.c and stream.c. */
+void upstream_multi_finished(CURLM *m, void (*done)(void *priv, CURLcode rc));
 /* E_UNAVAILABLE for failures where nothing reached the partition, E_TIMEOUT otherwise. */
 int upstream_curl_err(CURLcode rc);
 

@@ -422,17 +422,9 @@ static void on_xfer_done(struct xfer *x, CURLcode rc)
 		job_end(j, E_TIMEOUT, NULL); /* sent, outcome unknown: slow, broken, unparsable, too large */
 }
 
-static void read_done(void)
+static void xfer_done(void *priv, CURLcode rc)
 {
-	CURLMsg *msg;
-	int left;
-	while ((msg = curl_multi_info_read(L.multi, &left))) {
-		if (msg->msg != CURLMSG_DONE)
-			continue;
-		struct xfer *x = NULL;
-		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-		on_xfer_done(x, msg->data.result);
-	}
+	on_xfer_done(priv, rc);
 }
 
 static void cancel_all(void)
@@ -520,7 +512,7 @@ static int wait_ms(int64_t now, bool quiescing, int64_t quiesce_at)
 static void run_curl(void)
 {
 	run_timer();
-	read_done();
+	upstream_multi_finished(L.multi, xfer_done);
 }
 
 static void *loop_main(void *arg)

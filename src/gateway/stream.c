@@ -462,17 +462,9 @@ static void run_commands(bool stopping)
 	}
 }
 
-static void read_done(void)
+static void leg_done(void *priv, CURLcode rc)
 {
-	CURLMsg *msg;
-	int left;
-	while ((msg = curl_multi_info_read(L.multi, &left))) {
-		if (msg->msg != CURLMSG_DONE)
-			continue;
-		struct leg *l = NULL;
-		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&l);
-		on_leg_done(l, msg->data.result);
-	}
+	on_leg_done(priv, rc);
 }
 
 /* A client's suspended connection is not polled by libmicrohttpd, so a client that leaves
@@ -529,7 +521,7 @@ static void *loop_main(void *arg)
 			L.timer_at_ms = -1;
 			curl_multi_socket_action(L.multi, CURL_SOCKET_TIMEOUT, 0, &running);
 		}
-		read_done();
+		upstream_multi_finished(L.multi, leg_done);
 	}
 	/* Stopping: end every stream's transfers; the client side ends on its own. */
 	while (L.active)

@@ -231,3 +231,15 @@ int upstream_partition(struct partition *p, const struct upstream_req *rq, struc
 	return err;
 }
 
+void upstream_multi_finished(CURLM *m, void (*done)(void *priv, CURLcode rc))
+{
+	CURLMsg *msg;
+	int left;
+	while ((msg = curl_multi_info_read(m, &left))) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		void *priv = NULL;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&priv);
+		done(priv, msg->data.result);
+	}
+}
