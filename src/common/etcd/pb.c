@@ -300,8 +300,29 @@ static void kvs_push(struct etcd_range_result *res, size_t *alloc, const struct 
 	res->kvs[res->n++] = *kv;
 }
 
-static int range_field(struct etcd_range_result *res, size_t *alloc, const struct pb_field *f)
+/* Hands every field of a message to field(ctx, f). 0, or E_INTERNAL if the message is malformed
+ * or field refused one (the caller releases what ctx gathered). */
+static int pb_each(const void *data, size_t len, int (*field)(void *ctx, const struct pb_field *f), void *ctx)
 {
+	struct pb_reader r;
+	struct pb_field f;
+	int rc;
+
+	pb_reader_init(&r, data, len);
+	while ((rc = pb_next(&r, &f)) > 0)
+		if (field(ctx, &f) < 0)
+			return E_INTERNAL;
+	return rc < 0 ? E_INTERNAL : 0;
+}
+
+struct range_ctx {
+	struct etcd_range_result res;
+	size_t alloc;
+};
+
+static int range_field(void *ctx, const struct pb_field *f)
+{
+	struct etcd_range_result *res = &((struct range_ctx *)ctx)->res;
 	struct etcd_kv kv;
 
 	switch (f->num) {
@@ -310,7 +331,7 @@ static int range_field(struct etcd_range_result *res, size_t *alloc, const struc
 	case 2:
 		if (!is(f, PB_LEN) || etcd_pb_decode_kv(f->data, f->len, &kv) < 0)
 			return E_INTERNAL;
-		kvs_push(res, alloc, &kv);
+		kvs_push(res, &((struct range_ctx *)ctx)->alloc, &kv);
 		return 0;
 	case 3:
 		if (!is(f, PB_VARINT))
@@ -329,29 +350,21 @@ static int range_field(struct etcd_range_result *res, size_t *alloc, const struc
 
 int etcd_pb_decode_range(const void *data, size_t len, struct etcd_range_result *ret)
 {
-	struct etcd_range_result res = { 0 };
-	struct pb_reader r;
-	struct pb_field f;
-	size_t alloc = 0;
-	int rc;
+	struct range_ctx c = { 0 };
 
-	pb_reader_init(&r, data, len);
-	while ((rc = pb_next(&r, &f)) > 0)
-		if (range_field(&res, &alloc, &f) < 0) {
-			rc = E_INTERNAL;
-			break;
-		}
-	if (rc < 0) {
-		etcd_range_result_release(&res);
+	if (pb_each(data, len, range_field, &c) < 0) {
+		etcd_range_result_release(&c.res);
 		memset(ret, 0, sizeof(*ret));
 		return E_INTERNAL;
 	}
-	*ret = res;
+	*ret = c.res;
 	return 0;
 }
 
-static int delete_field(struct etcd_pb_delete_result *res, const struct pb_field *f)
+static int delete_field(void *ctx, const struct pb_field *f)
 {
+	struct etcd_pb_delete_result *res = ctx;
+
 	switch (f->num) {
 	case 1:
 		return is(f, PB_LEN) ? decode_header(f->data, f->len, &res->revision) : E_INTERNAL;
@@ -380,17 +393,8 @@ static int delete_field(struct etcd_pb_delete_result *res, const struct pb_field
 int etcd_pb_decode_delete(const void *data, size_t len, struct etcd_pb_delete_result *ret)
 {
 	struct etcd_pb_delete_result res = { 0 };
-	struct pb_reader r;
-	struct pb_field f;
-	int rc;
 
-	pb_reader_init(&r, data, len);
-	while ((rc = pb_next(&r, &f)) > 0)
-		if (delete_field(&res, &f) < 0) {
-			rc = E_INTERNAL;
-			break;
-		}
-	if (rc < 0) {
+	if (pb_each(data, len, delete_field, &res) < 0) {
 		etcd_kv_release(&res.prev);
 		memset(ret, 0, sizeof(*ret));
 		return E_INTERNAL;
@@ -420,8 +424,16 @@ static int decode_op(const uint8_t *p, size_t len, struct etcd_pb_op_view *ret)
 	return rc < 0 || ret->kind == 0 ? E_INTERNAL : 0;
 }
 
-static int txn_field(struct etcd_pb_txn_result *res, size_t *alloc, const struct pb_field *f)
+struct txn_ctx {
+	struct etcd_pb_txn_result res;
+	size_t alloc;
+};
+
+static int txn_field(void *ctx, const struct pb_field *f)
 {
+	struct etcd_pb_txn_result *res = &((struct txn_ctx *)ctx)->res;
+	size_t *alloc = &((struct txn_ctx *)ctx)->alloc;
+
 	switch (f->num) {
 	case 1:
 		return is(f, PB_LEN) ? decode_header(f->data, f->len, &res->revision) : E_INTERNAL;
@@ -448,24 +460,14 @@ static int txn_field(struct etcd_pb_txn_result *res, size_t *alloc, const struct
 
 int etcd_pb_decode_txn(const void *data, size_t len, struct etcd_pb_txn_result *ret)
 {
-	struct etcd_pb_txn_result res = { 0 };
-	struct pb_reader r;
-	struct pb_field f;
-	size_t alloc = 0;
-	int rc;
+	struct txn_ctx c = { 0 };
 
-	pb_reader_init(&r, data, len);
-	while ((rc = pb_next(&r, &f)) > 0)
-		if (txn_field(&res, &alloc, &f) < 0) {
-			rc = E_INTERNAL;
-			break;
-		}
-	if (rc < 0) {
-		etcd_pb_txn_release(&res);
+	if (pb_each(data, len, txn_field, &c) < 0) {
+		etcd_pb_txn_release(&c.res);
 		memset(ret, 0, sizeof(*ret));
 		return E_INTERNAL;
 	}
-	*ret = res;
+	*ret = c.res;
 	return 0;
 }
 
