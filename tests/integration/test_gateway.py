@@ -342,8 +342,11 @@ def test_python_client_list_then_watch():
 
 def test_client_disconnect_frees_upstream():
     a = S["admin"]
-    base_s = wait_metric("gateway_streams_open", lambda v: v >= 0)
-    base_u = metric("gateway_stream_upstreams_open")
+    # The earlier tests' watches are closed; wait until the gateway has let go of them too, so
+    # that the counts below are this test's alone (a baseline taken while they were still
+    # closing hid the two new streams once).
+    base_s = wait_metric("gateway_streams_open", lambda v: v == 0, 30)
+    base_u = wait_metric("gateway_stream_upstreams_open", lambda v: v == 0, 30)
     ws = [a.watch("/api/v1/nodes?watch=true"), a.watch("/api/v1/tenants/ta/namespaces/default/pods?watch=true")]
     for w in ws:
         assert w.status == 200, w.response
