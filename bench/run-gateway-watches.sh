@@ -7,16 +7,18 @@
 #
 # usage: bench/run-gateway-watches.sh [BUILD_DIR]
 # Knobs (environment): WATCHES (10000), OBJECTS (20), INTERVAL_MS (500), BATCH (200), SETTLE (30),
-# DIRECT=1 also runs the same watches straight at the API server afterwards (the baseline).
+# DIRECT=1 also runs the same watches straight at the API server afterwards (the baseline),
+# GW_WORKERS (1) the gateway's --workers.
 #
-# Each watch costs the gateway two descriptors (client + partition) and the gateway cannot open
-# more than `ulimit -Hn` files, so with a hard limit of 20000 it holds about 9,9xx watches and
-# answers the rest 503 at once; the script prints exactly how many it held.
+# Each watch costs the gateway two descriptors (client + partition) and a process cannot open
+# more than `ulimit -Hn` files, so with a hard limit of 20000 one gateway process holds about
+# 9,9xx watches and answers the rest 503 at once; the script prints exactly how many it held.
+# With GW_WORKERS=2 the instance's two worker processes share the watches (SO_REUSEPORT).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" 2>/dev/null && pwd) || { echo "run-gateway-watches.sh: build dir not found" >&2; exit 1; }
-: "${WATCHES:=10000}" "${OBJECTS:=20}" "${INTERVAL_MS:=500}" "${BATCH:=200}" "${SETTLE:=30}"
+: "${WATCHES:=10000}" "${OBJECTS:=20}" "${INTERVAL_MS:=500}" "${BATCH:=200}" "${SETTLE:=30}" "${GW_WORKERS:=1}"
 
 ETCD_BIN=${ETCD_BIN:-$(command -v etcd || true)}
 APISERVER=$BUILD/src/tenant-partition/ursa-tp-apiserver
@@ -66,11 +68,19 @@ URSA_HOME=$TMP "$URSACTL" register --region-file "$TMP/region.json" --gateway-et
 	--name tp-1 --endpoints "http://127.0.0.1:$TP_PORT" >/dev/null
 GW_PORT=$("$LOAD" free-port)
 "$GATEWAY" --listen "127.0.0.1:$GW_PORT" --etcd-servers "$GW_ETCD" --token-auth-file "$TMP/tokens.csv" \
-	--partition-token-file "$TMP/gw.token" --tenant-qps 0 --log-level warn >"$TMP/gateway.log" 2>&1 &
+	--partition-token-file "$TMP/gw.token" --tenant-qps 0 --log-level warn --workers "$GW_WORKERS" \
+	>"$TMP/gateway.log" 2>&1 &
 GW_PID=$!
 PIDS+=("$GW_PID")
 GW=http://127.0.0.1:$GW_PORT
 wait_http "$GW" "$GW_PID" "$TMP/gateway.log" ursa-gateway
+# The processes that serve: the gateway itself, or its workers.
+GW_PIDS=(--pid "gateway=$GW_PID")
+if [ "$GW_WORKERS" -gt 1 ]; then
+	GW_PIDS=()
+	for w in $(pgrep -P "$GW_PID"); do GW_PIDS+=(--pid "gw-$w=$w"); done
+	[ "${#GW_PIDS[@]}" = $((2 * GW_WORKERS)) ] || die "expected $GW_WORKERS gateway workers"
+fi
 
 "$LOAD" request --server "$GW" --token "$TOKEN" --path /api/v1/tenants --method POST \
 	--data '{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"bench"}}' --expect 201,409 >/dev/null
@@ -82,11 +92,11 @@ for i in $(seq 50); do
 done
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg), nofile hard limit $(ulimit -Hn)"
-echo "# gateway pid $GW_PID, tp apiserver pid $TP_PID; everything on 127.0.0.1, plain HTTP"
+echo "# gateway pid $GW_PID (--workers $GW_WORKERS), tp apiserver pid $TP_PID; everything on 127.0.0.1, plain HTTP"
 rc=0
 "$WATCHERS" --server "$GW" --token "$TOKEN" --path /api/v1/tenants/bench/namespaces/default/configmaps \
 	--watches "$WATCHES" --objects "$OBJECTS" --interval-ms "$INTERVAL_MS" --batch "$BATCH" --settle "$SETTLE" \
-	--pid "gateway=$GW_PID" --pid "tp-api=$TP_PID" || rc=$?
+	"${GW_PIDS[@]}" --pid "tp-api=$TP_PID" || rc=$?
 grep -E "stream refused|warn|error" "$TMP/gateway.log" | sed 's/^ts=[^ ]* //' | sort | uniq -c | sort -rn | head -5 || true
 echo "# gateway /metrics right after the run (departed clients are noticed within 10 s):"
 curl -s -H "Authorization: Bearer $TOKEN" "$GW/metrics" | grep -v '^#' || true

@@ -43,6 +43,9 @@ struct http_server_options {
 	 * loop runs http_server_run soon: libmicrohttpd does not signal its own descriptor then. */
 	void (*wake)(void *ud);
 	void *wake_ud;
+	/* SO_REUSEPORT on the listening socket: several processes serve one address and the
+	 * kernel spreads new connections over them (the gateway's worker processes). */
+	bool reuse_port;
 };
 
 struct http_server;

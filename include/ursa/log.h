@@ -6,6 +6,8 @@
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
 void log_set_level(enum log_level lvl);
+/* By the name a --log-level flag takes: "debug", "info", "warn" or "error" (else info). */
+void log_set_level_name(const char *name);
 void log_set_component(const char *name);
 /* fmt holds extra "key=value" pairs; user-controlled strings should be quoted with %s in "..." */
 void log_msg(enum log_level lvl, const char *msg, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -885,7 +885,7 @@ struct gateway *gateway_start(const struct gw_options *o, char **ret_err)
 	 * read, forwarded and answered on that one thread. */
 	struct http_server_options ho = { .listen = o->listen, .tls_cert = o->tls_cert, .tls_key = o->tls_key,
 					  .threads = (unsigned)o->threads, .fast = on_fast, .fast_ud = g, .external = true,
-					  .wake = plain_wake };
+					  .wake = plain_wake, .reuse_port = o->workers > 1 };
 	g->http = http_server_start(&ho, on_request, g, ret_err);
 	if (!g->http) {
 		streams_stop();

@@ -345,6 +345,7 @@ struct gw_options {
 	long long audit_max_mb;
 	long long tenant_qps, tenant_burst;
 	long long threads;
+	long long workers;         /* processes serving --listen together (workers.c); 1: this one */
 	long long resync_s, pending_grace_s;
 	const char *log_level;
 };
@@ -353,5 +354,14 @@ int gw_options_parse(struct gw_options *o, int argc, char **argv);
 struct gateway;
 struct gateway *gateway_start(const struct gw_options *o, char **ret_err);
 void gateway_stop(struct gateway *g);
+
+/* --- worker processes (workers.c) --------------------------------------------------------- */
+/* One worker: starts a whole gateway, writes one byte to ready_fd once it serves, returns its
+ * exit status when told to stop. */
+typedef int gw_serve_fn(const struct gw_options *o, int ready_fd);
+/* The master of --workers N: forks N workers running serve, sends READY=1 when all of them
+ * serve, restarts one that dies, passes SIGTERM and SIGINT on, and returns the exit status.
+ * Call before any thread exists, with SIGINT, SIGTERM and SIGCHLD blocked. */
+int gw_workers_run(const struct gw_options *o, gw_serve_fn *serve);
 
 #endif

@@ -15,7 +15,7 @@ int gw_options_parse(struct gw_options *o, int argc, char **argv)
 {
 	*o = (struct gw_options){
 		.listen = "127.0.0.1:7001", .etcd_servers = "http://127.0.0.1:23991", .etcd_prefix = "/ursa/gateway",
-		.audit_max_mb = 100, .tenant_qps = 100, .tenant_burst = 200, .threads = 32, .resync_s = 10,
+		.audit_max_mb = 100, .tenant_qps = 100, .tenant_burst = 200, .threads = 32, .workers = 1, .resync_s = 10,
 		.pending_grace_s = 30, .log_level = "info",
 	};
 	const struct opt opts[] = {
@@ -37,6 +37,9 @@ int gw_options_parse(struct gw_options *o, int argc, char **argv)
 		{ "tenant-qps", OPT_INT, &o->tenant_qps, "requests per second per tenant (0: no limit)" },
 		{ "tenant-burst", OPT_INT, &o->tenant_burst, "burst per tenant" },
 		{ "threads", OPT_INT, &o->threads, "HTTP worker threads" },
+		{ "workers", OPT_INT, &o->workers,
+		  "processes serving --listen together (SO_REUSEPORT), each a whole gateway with its own map, "
+		  "loops and descriptors: one per core to use more than one core; restarted if one dies" },
 		{ "resync-seconds", OPT_INT, &o->resync_s, "how often tenants and nodes are re-read from the partitions" },
 		{ "pending-grace-seconds", OPT_INT, &o->pending_grace_s,
 		  "age after which an unfinished tenant placement is undone when its partition lacks the tenant" },
@@ -44,7 +47,8 @@ int gw_options_parse(struct gw_options *o, int argc, char **argv)
 	};
 	if (opts_parse("ursa-gateway", summary, opts, (int)ARRAY_SIZE(opts), argc, argv) != 0)
 		return -1;
-	if (o->tenant_qps < 0 || o->tenant_burst < 1 || o->threads < 1 || o->threads > 512 || o->resync_s < 1 ||
+	if (o->tenant_qps < 0 || o->tenant_burst < 1 || o->threads < 1 || o->threads > 512 || o->workers < 1 || o->workers > 64 ||
+	    o->resync_s < 1 ||
 	    o->pending_grace_s < 1 || o->audit_max_mb < 1) {
 		fprintf(stderr, "ursa-gateway: a numeric flag is out of range\n");
 		return -1;

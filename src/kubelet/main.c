@@ -126,17 +126,6 @@ static char *hostname(void)
 	return xstrdup(h);
 }
 
-static enum log_level level_of(const char *s)
-{
-	if (strcmp(s, "debug") == 0)
-		return LOG_DEBUG;
-	if (strcmp(s, "warn") == 0)
-		return LOG_WARN;
-	if (strcmp(s, "error") == 0)
-		return LOG_ERROR;
-	return LOG_INFO;
-}
-
 /* Waits until the node names are ours to use; -1 if another live kubelet holds one. */
 static int wait_unique(struct kubelet *k, sigset_t *sigs)
 {
@@ -218,7 +207,7 @@ int main(int argc, char **argv)
 	if (kl_options_parse(&k.opt, argc, argv) != 0)
 		return 2;
 	log_set_component("ursa-kubelet");
-	log_set_level(level_of(k.opt.log_level));
+	log_set_level_name(k.opt.log_level);
 	k.hollow = k.opt.hollow_nodes > 0;
 	k.hostname = hostname();
 	k.boot_unix = now_ms() / 1000;

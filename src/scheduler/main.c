@@ -11,17 +11,6 @@
 #include "ursa/log.h"
 #include "ursa/notify.h"
 
-static enum log_level level_of(const char *s)
-{
-	if (strcmp(s, "debug") == 0)
-		return LOG_DEBUG;
-	if (strcmp(s, "warn") == 0)
-		return LOG_WARN;
-	if (strcmp(s, "error") == 0)
-		return LOG_ERROR;
-	return LOG_INFO;
-}
-
 int main(int argc, char **argv)
 {
 	struct sched_options o;
@@ -29,7 +18,7 @@ int main(int argc, char **argv)
 	if (sched_options_parse(&o, argc, argv) != 0)
 		return 2;
 	log_set_component("ursa-scheduler");
-	log_set_level(level_of(o.log_level));
+	log_set_level_name(o.log_level);
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);

@@ -16,7 +16,10 @@ Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_gateway.
 
 import json
 import os
+import re
 import secrets
+import signal
+import socket
 import sys
 import threading
 import time
@@ -91,13 +94,13 @@ def test_start_region():
     token = os.path.join(d, "gw.token")
     with open(token, "w") as f:
         f.write(tp.admin_token)
-    S["gw"] = h.spawn([GW_BIN, "--listen", "127.0.0.1:%d" % S["gw_port"], "--etcd-servers", etcds["gw"].endpoints,
-                       "--tls-cert-file", tp.cert_file, "--tls-private-key-file", tp.key_file,
-                       "--token-auth-file", tp.token_file, "--token-signing-public-key", tp.signing_pub,
-                       "--partition-ca-file", tp.ca_file, "--partition-token-file", token,
-                       "--identity-key-file", S["idkey"],
-                       "--audit-log-path", os.path.join(d, "audit.log"), "--log-level", "debug"],
-                      os.path.join(d, "gw.log"))
+    S["gw_args"] = [GW_BIN, "--etcd-servers", etcds["gw"].endpoints,
+                    "--tls-cert-file", tp.cert_file, "--tls-private-key-file", tp.key_file,
+                    "--token-auth-file", tp.token_file, "--token-signing-public-key", tp.signing_pub,
+                    "--partition-ca-file", tp.ca_file, "--partition-token-file", token,
+                    "--identity-key-file", S["idkey"],
+                    "--audit-log-path", os.path.join(d, "audit.log"), "--log-level", "debug"]
+    S["gw"] = h.spawn(S["gw_args"] + ["--listen", "127.0.0.1:%d" % S["gw_port"]], os.path.join(d, "gw.log"))
     S["gw_url"] = "https://127.0.0.1:%d" % S["gw_port"]
     S["admin"] = h.Client(S["gw_url"], tp.ca_file, tp.admin_token)
     wait_ok(S["admin"], "/readyz")
@@ -385,6 +388,80 @@ def test_200_concurrent_watches():
         for w in ws:
             w.close()
     wait_metric("gateway_streams_open", lambda v: v < 5, 30)
+
+
+def children_of(pid):
+    kids = []
+    for e in os.listdir("/proc"):
+        if e.isdigit():
+            try:
+                with open("/proc/%s/stat" % e) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        kids.append(int(e))
+            except (OSError, IndexError, ValueError):
+                pass
+    return sorted(kids)
+
+
+def socket_owners(port):
+    """PIDs holding the accepted (server side) connections of 127.0.0.1:port."""
+    rc, out, err = h.run_cmd(["ss", "-tnpH", "state", "established", "( sport = :%d )" % port], 10)
+    assert rc == 0, err
+    return {int(m) for m in re.findall(r"pid=(\d+),", out)}
+
+
+def test_workers_serve_one_address_and_are_replaced():
+    """--workers 2: both workers take connections on one address; the master alone tells systemd
+    READY=1, replaces a worker that dies, and stops them all on SIGTERM."""
+    port = h.free_port()
+    notify = os.path.join(h.make_tmpdir("notify"), "notify.sock")
+    ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    ns.bind(notify)
+    ns.settimeout(60)
+    log = os.path.join(S["tp1"].dir, "gw-workers.log")
+    h._logs.append(("gateway --workers 2", log))
+    p = h.spawn(S["gw_args"] + ["--listen", "127.0.0.1:%d" % port, "--workers", "2"], log,
+                env=dict(os.environ, NOTIFY_SOCKET=notify))
+    try:
+        assert ns.recv(64) == b"READY=1"
+        workers = children_of(p.pid)
+        assert len(workers) == 2, workers
+        url = "https://127.0.0.1:%d" % port
+        c = h.Client(url, S["tp1"].ca_file, S["tp1"].admin_token)
+        assert c.get("/api/v1/tenants/ta/namespaces/default/configmaps").status == 200
+        # Connections spread over both workers (SO_REUSEPORT hashes each one).
+        conns = [socket.create_connection(("127.0.0.1", port)) for _ in range(64)]
+        deadline = time.monotonic() + 10
+        while socket_owners(port) != set(workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert socket_owners(port) == set(workers), (socket_owners(port), workers)
+        for k in conns:
+            k.close()
+        # A worker that dies is replaced; the other serves meanwhile; no second READY=1.
+        os.kill(workers[0], signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            now = children_of(p.pid)
+            if len(now) == 2 and workers[0] not in now:
+                break
+            time.sleep(0.1)
+        assert len(now) == 2 and workers[0] not in now and workers[1] in now, (workers, now)
+        for _ in range(20):
+            r = h.Client(url, S["tp1"].ca_file, S["tp1"].admin_token).get("/api/v1/tenants/ta/namespaces/default/pods")
+            assert r.status == 200, r
+        ns.settimeout(0.5)
+        try:
+            extra = ns.recv(64)
+        except socket.timeout:
+            extra = None
+        assert extra is None, extra
+        p.terminate()
+        assert p.wait(45) == 0
+        for w in now:  # the master waited for them: they are gone, not even zombies
+            assert not os.path.exists("/proc/%d" % w), "worker %d outlived its master" % w
+    finally:
+        ns.close()
+        h.kill(p)
 
 
 def test_tenant_watch_across_tps():

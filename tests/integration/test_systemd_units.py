@@ -519,7 +519,7 @@ def start_workers():
         "URSA_PARTITION_TOKEN_FILE": os.path.join(S["etc"], "region.token"),
         "URSA_AUDIT_LOG_PATH": os.path.join(state_dir(rooted("/var/log/ursa/gateway-1"), False),
                                             "audit.log"),
-        "URSA_THREADS": "4"}))
+        "URSA_THREADS": "4", "URSA_WORKERS": "2"}))
 
 
 def start_haproxy():

@@ -16,17 +16,6 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
-static void set_level(const char *level)
-{
-	static const struct {
-		const char *name;
-		enum log_level lvl;
-	} levels[] = { { "debug", LOG_DEBUG }, { "info", LOG_INFO }, { "warn", LOG_WARN }, { "error", LOG_ERROR } };
-	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
-		if (strcmp(levels[i].name, level) == 0)
-			log_set_level(levels[i].lvl);
-}
-
 /* Creates the system tenant's standard namespaces, retrying while etcd is unreachable. */
 static void ensure_system_namespaces(struct apiserver *s, const char *const *names)
 {
@@ -69,7 +58,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 	if (opts_parse(d->program, d->summary, opts, (int)(sizeof(opts) / sizeof(opts[0])), argc, argv) < 0)
 		return 2;
 	log_set_component(d->component);
-	set_level(level);
+	log_set_level_name(level);
 	signal(SIGPIPE, SIG_IGN);
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);

@@ -548,6 +548,10 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 		{ MHD_OPTION_THREAD_POOL_SIZE, 2, NULL },
 		{ MHD_OPTION_END, 0, NULL },
 	};
+	struct MHD_OptionItem reuse_opts[] = {
+		{ MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
 	struct MHD_OptionItem tls_opts[] = {
 		{ MHD_OPTION_HTTPS_MEM_CERT, 0, cert },
 		{ MHD_OPTION_HTTPS_MEM_KEY, 0, key },
@@ -562,6 +566,7 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 				  MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
 				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
 				  MHD_OPTION_ARRAY, cert ? tls_opts : tls_opts + 2,
+				  MHD_OPTION_ARRAY, o->reuse_port ? reuse_opts : reuse_opts + 1,
 				  MHD_OPTION_END);
 	s->cert = cert;
 	s->key = key;

@@ -18,7 +18,7 @@
 
 static enum log_level min_level = LOG_INFO;
 static const char *component = "ursa";
-static const char *const names[] = { "debug", "info", "warn", "error" };
+static const char *const level_names[] = { "debug", "info", "warn", "error" };
 static const char *const priorities[] = { "<7>", "<6>", "<4>", "<3>" }; /* syslog: debug, info, warning, err */
 static pthread_once_t journal_once = PTHREAD_ONCE_INIT;
 static bool to_journal;
@@ -48,6 +48,14 @@ void log_set_level(enum log_level lvl)
 	min_level = lvl;
 }
 
+void log_set_level_name(const char *name)
+{
+	min_level = LOG_INFO;
+	for (size_t i = 0; name && i < sizeof(level_names) / sizeof(level_names[0]); i++)
+		if (strcmp(level_names[i], name) == 0)
+			min_level = (enum log_level)i;
+}
+
 void log_set_component(const char *name)
 {
 	component = name;
@@ -66,7 +74,7 @@ void log_msg(enum log_level lvl, const char *msg, const char *fmt, ...)
 	struct tm tm;
 	gmtime_r(&tv.tv_sec, &tm);
 	buf_addf(&b, "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s component=%s msg=", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(tv.tv_usec / 1000), names[lvl],
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(tv.tv_usec / 1000), level_names[lvl],
 		 component);
 	buf_add_json_str(&b, msg, strlen(msg));
 	if (fmt && *fmt) {

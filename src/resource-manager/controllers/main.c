@@ -38,18 +38,6 @@ static void on_stopped(void *ud)
 	log_warn("lost leadership", "lease=%s", "kube-system/ursa-rm-controller-manager");
 }
 
-static void set_level(const char *s)
-{
-	if (strcmp(s, "debug") == 0)
-		log_set_level(LOG_DEBUG);
-	else if (strcmp(s, "warn") == 0)
-		log_set_level(LOG_WARN);
-	else if (strcmp(s, "error") == 0)
-		log_set_level(LOG_ERROR);
-	else
-		log_set_level(LOG_INFO);
-}
-
 static void sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -62,7 +50,7 @@ int main(int argc, char **argv)
 	if (rmcm_options_parse(&o, argc, argv) != 0)
 		return 2;
 	log_set_component("ursa-rm-controller-manager");
-	set_level(o.log_level);
+	log_set_level_name(o.log_level);
 	char *err = NULL;
 	struct rest_client *rm = rest_from_kubeconfig(o.kubeconfig, &err);
 	struct rest_creds *creds = rm ? rest_creds_from_kubeconfig(o.kubeconfig, &err) : NULL;

@@ -65,8 +65,7 @@ int main(int argc, char **argv)
 		       argv) < 0)
 		return 2;
 	log_set_component("tp-controller-manager");
-	log_set_level(strcmp(level, "debug") == 0 ? LOG_DEBUG : strcmp(level, "warn") == 0 ? LOG_WARN
-						 : strcmp(level, "error") == 0 ? LOG_ERROR : LOG_INFO);
+	log_set_level_name(level);
 	if (!kubeconfig) {
 		fprintf(stderr, "ursa-tp-controller-manager: --kubeconfig is required\n");
 		return 2;
