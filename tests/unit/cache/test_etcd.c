@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "../support/testnet.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,17 +24,6 @@
 #include "ursa/errors.h"
 
 #define ETCD_BIN "/usr/bin/etcd"
-
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
 
 static void sleep_ms(long ms)
 {
@@ -204,8 +194,8 @@ static void etcd_start(struct etcd_proc *e)
 {
 	e->dir = xstrdup("/tmp/ursa-cache-etcd-XXXXXX");
 	assert_non_null(mkdtemp(e->dir));
-	e->port = free_port();
-	int peer = free_port();
+	e->port = test_free_port();
+	int peer = test_free_port();
 	char *data = xasprintf("%s/data", e->dir), *log = xasprintf("%s/etcd.log", e->dir);
 	char *curl = xasprintf("http://127.0.0.1:%d", e->port), *purl = xasprintf("http://127.0.0.1:%d", peer);
 	char *cluster = xasprintf("default=%s", purl);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "../support/testnet.h"
 #include "gw.h"
 #include "ursa/errors.h"
 #include "ursa/http.h"
@@ -106,17 +107,6 @@ static void on_partition(void *ud, struct http_request *req, struct http_reply *
 	}
 }
 
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	bind(fd, (struct sockaddr *)&a, sizeof(a));
-	getsockname(fd, (struct sockaddr *)&a, &len);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
 static struct http_server *srv;
 static struct partition *good, *dead, *failover, *blackhole, *byname;
 static int bh_fd, bh_clients[8];
@@ -155,7 +145,7 @@ static int setup(void **state)
 	signal(SIGPIPE, SIG_IGN);
 	upstream_init(NULL);
 	assert_int_equal(plain_start(NULL), 0);
-	int port = free_port();
+	int port = test_free_port();
 	char *listen = xasprintf("127.0.0.1:%d", port);
 	char *err = NULL;
 	/* Idle keep-alive connections are closed after 1 s: the loop must notice or recover. */
@@ -164,7 +154,7 @@ static int setup(void **state)
 	assert_non_null(srv);
 	free(listen);
 	char *ep = xasprintf("\"http://127.0.0.1:%d\"", port);
-	char *deadep = xasprintf("\"http://127.0.0.1:%d\"", free_port());
+	char *deadep = xasprintf("\"http://127.0.0.1:%d\"", test_free_port());
 	char *both = xasprintf("%s,%s", deadep, ep);
 	blackhole = blackhole_partition();
 	char *named = xasprintf("\"http://localhost:%d\"", port);

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "../support/testnet.h"
 #include "gw.h"
 #include "ursa/errors.h"
 #include "ursa/http.h"
@@ -31,17 +32,6 @@ static void on_partition(void *ud, struct http_request *req, struct http_reply *
 	struct buf b = BUF_INIT;
 	buf_addf(&b, "partition saw %s", http_path(req));
 	http_reply_set(reply, 200, "text/plain", &b);
-}
-
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	bind(fd, (struct sockaddr *)&a, sizeof(a));
-	getsockname(fd, (struct sockaddr *)&a, &len);
-	close(fd);
-	return ntohs(a.sin_port);
 }
 
 static struct http_server *partition_srv, *front;
@@ -107,13 +97,13 @@ static int setup(void **state)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	upstream_init(NULL);
 	char *err = NULL;
-	int pport = free_port();
+	int pport = test_free_port();
 	char *listen = xasprintf("127.0.0.1:%d", pport);
 	struct http_server_options o = { .listen = listen, .threads = 4 };
 	partition_srv = http_server_start(&o, on_partition, NULL, &err);
 	assert_non_null(partition_srv);
 	free(listen);
-	front_port = free_port();
+	front_port = test_free_port();
 	listen = xasprintf("127.0.0.1:%d", front_port);
 	struct http_server_options fo = { .listen = listen, .threads = 2, .fast = on_fast, .external = true,
 					  .wake = plain_wake };
@@ -122,7 +112,7 @@ static int setup(void **state)
 	free(listen);
 	assert_int_equal(plain_start(front), 0);
 	char *ep = xasprintf("\"http://127.0.0.1:%d\"", pport);
-	char *deadep = xasprintf("\"http://127.0.0.1:%d\"", free_port());
+	char *deadep = xasprintf("\"http://127.0.0.1:%d\"", test_free_port());
 	good = make_partition("tp-good", ep);
 	dead = make_partition("tp-dead", deadep);
 	free(ep);
@@ -138,18 +128,12 @@ static int teardown(void **state)
 	return 0;
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *ud)
-{
-	buf_add(ud, data, size * n);
-	return size * n;
-}
-
 static long get(const char *path, struct buf *ret)
 {
 	CURL *c = curl_easy_init();
 	char *url = xasprintf("http://127.0.0.1:%d%s", front_port, path);
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, test_body_to_buf);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, ret);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
 	long code = 0;

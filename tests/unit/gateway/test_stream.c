@@ -17,6 +17,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "../support/testnet.h"
 #include "gw.h"
 #include "ursa/http.h"
 #include "ursa/xalloc.h"
@@ -115,17 +116,6 @@ static void on_front(void *ud, struct http_request *req, struct http_reply *repl
 	}
 }
 
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	bind(fd, (struct sockaddr *)&a, sizeof(a));
-	getsockname(fd, (struct sockaddr *)&a, &len);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
 static struct http_server *partition_srv, *front;
 static int open_fd = -1;
 static int front_port;
@@ -145,13 +135,13 @@ static int setup(void **state)
 	streams_tune(400, 200);
 	assert_int_equal(streams_start(), 0);
 	char *err = NULL;
-	int pport = free_port();
+	int pport = test_free_port();
 	char *listen = xasprintf("127.0.0.1:%d", pport);
 	struct http_server_options o = { .listen = listen, .threads = 4 };
 	partition_srv = http_server_start(&o, on_partition, NULL, &err);
 	assert_non_null(partition_srv);
 	free(listen);
-	front_port = free_port();
+	front_port = test_free_port();
 	listen = xasprintf("127.0.0.1:%d", front_port);
 	o.listen = listen;
 	front = http_server_start(&o, on_front, NULL, &err);
@@ -160,7 +150,7 @@ static int setup(void **state)
 	char *ep = xasprintf("\"http://127.0.0.1:%d\"", pport);
 	good = make_partition("rm-a", ep);
 	other = make_partition("rm-b", ep);
-	char *deadep = xasprintf("\"http://127.0.0.1:%d\"", free_port());
+	char *deadep = xasprintf("\"http://127.0.0.1:%d\"", test_free_port());
 	dead = make_partition("rm-dead", deadep);
 	char *both = xasprintf("%s,%s", deadep, ep);
 	failover = make_partition("rm-failover", both);

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "../support/testnet.h"
 #include "ursa/http.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
@@ -104,20 +105,9 @@ static void on_worker(void *ud, struct http_request *req, struct http_reply *rep
 	text(reply, 200, http_request_data(req) == &marker ? "worker with data" : "worker");
 }
 
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	bind(fd, (struct sockaddr *)&a, sizeof(a));
-	getsockname(fd, (struct sockaddr *)&a, &len);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
 static void start(void)
 {
-	port = free_port();
+	port = test_free_port();
 	char *listen = xasprintf("127.0.0.1:%d", port);
 	char *err = NULL;
 	struct http_server_options o = { .listen = listen, .threads = 2, .max_body = 1024, .fast = on_fast };
@@ -139,12 +129,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *ud)
-{
-	buf_add(ud, data, size * n);
-	return size * n;
-}
-
 static size_t on_hdr(char *data, size_t size, size_t n, void *ud)
 {
 	if (size * n >= 9 && strncasecmp(data, "X-Later: ", 9) == 0)
@@ -161,7 +145,7 @@ static long request(const char *method, const char *path, const char *data, stru
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	if (data)
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, data);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, test_body_to_buf);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, ret);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_hdr);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, ret_later);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include "../support/testnet.h"
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
@@ -36,17 +37,6 @@ static char *stub_log_path(struct runtime *rt, const char *tenant, const char *n
 }
 
 static const struct runtime_ops stub_ops = { .name = "stub", .log_path = stub_log_path };
-
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0)
-		return -1;
-	close(fd);
-	return ntohs(a.sin_port);
-}
 
 struct reply {
 	long status;
@@ -97,7 +87,7 @@ struct server {
 
 static void start(struct server *s, const char *token, const struct runtime_ops *ops, struct runtime *rt)
 {
-	s->port = free_port();
+	s->port = test_free_port();
 	assert_true(s->port > 0);
 	char *listen = xasprintf("127.0.0.1:%d", s->port);
 	char *err = NULL;
