@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "../support/testnet.h"
+#include "gwtest.h"
 #include "gw.h"
 #include "ursa/errors.h"
 #include "ursa/http.h"
@@ -111,15 +112,6 @@ static struct http_server *srv;
 static struct partition *good, *dead, *failover, *blackhole, *byname;
 static int bh_fd, bh_clients[8];
 
-static struct partition *make_partition(const char *id, const char *endpoints)
-{
-	char *js = xasprintf("{\"kind\":\"tp\",\"endpoints\":[%s]}", endpoints);
-	struct partition *p = partition_parse(id, js, strlen(js));
-	free(js);
-	assert_non_null(p);
-	return p;
-}
-
 /* An endpoint that never completes a connection: a listener with a full accept queue (never
  * accepted) drops further SYNs. */
 static struct partition *blackhole_partition(void)
@@ -135,7 +127,7 @@ static struct partition *blackhole_partition(void)
 		connect(bh_clients[i], (struct sockaddr *)&a, sizeof(a));
 	}
 	char *ep = xasprintf("\"http://127.0.0.1:%d\"", ntohs(a.sin_port));
-	struct partition *p = make_partition("tp-blackhole", ep);
+	struct partition *p = test_partition("tp", "tp-blackhole", ep);
 	free(ep);
 	return p;
 }
@@ -158,11 +150,11 @@ static int setup(void **state)
 	char *both = xasprintf("%s,%s", deadep, ep);
 	blackhole = blackhole_partition();
 	char *named = xasprintf("\"http://localhost:%d\"", port);
-	byname = make_partition("tp-byname", named);
+	byname = test_partition("tp", "tp-byname", named);
 	free(named);
-	good = make_partition("tp-good", ep);
-	dead = make_partition("tp-dead", deadep);
-	failover = make_partition("tp-failover", both);
+	good = test_partition("tp", "tp-good", ep);
+	dead = test_partition("tp", "tp-dead", deadep);
+	failover = test_partition("tp", "tp-failover", both);
 	free(ep);
 	free(deadep);
 	free(both);

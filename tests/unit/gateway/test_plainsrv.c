@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "../support/testnet.h"
+#include "gwtest.h"
 #include "gw.h"
 #include "ursa/errors.h"
 #include "ursa/http.h"
@@ -82,15 +83,6 @@ static void on_worker(void *ud, struct http_request *req, struct http_reply *rep
 	http_reply_set(reply, 200, "text/plain", &b);
 }
 
-static struct partition *make_partition(const char *id, const char *endpoints)
-{
-	char *js = xasprintf("{\"kind\":\"tp\",\"endpoints\":[%s]}", endpoints);
-	struct partition *p = partition_parse(id, js, strlen(js));
-	free(js);
-	assert_non_null(p);
-	return p;
-}
-
 static int setup(void **state)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -113,8 +105,8 @@ static int setup(void **state)
 	assert_int_equal(plain_start(front), 0);
 	char *ep = xasprintf("\"http://127.0.0.1:%d\"", pport);
 	char *deadep = xasprintf("\"http://127.0.0.1:%d\"", test_free_port());
-	good = make_partition("tp-good", ep);
-	dead = make_partition("tp-dead", deadep);
+	good = test_partition("tp", "tp-good", ep);
+	dead = test_partition("tp", "tp-dead", deadep);
 	free(ep);
 	free(deadep);
 	return 0;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "../support/testnet.h"
+#include "gwtest.h"
 #include "gw.h"
 #include "ursa/http.h"
 #include "ursa/xalloc.h"
@@ -120,15 +121,6 @@ static struct http_server *partition_srv, *front;
 static int open_fd = -1;
 static int front_port;
 
-static struct partition *make_partition(const char *id, const char *endpoints)
-{
-	char *js = xasprintf("{\"kind\":\"rm\",\"endpoints\":[%s]}", endpoints);
-	struct partition *p = partition_parse(id, js, strlen(js));
-	free(js);
-	assert_non_null(p);
-	return p;
-}
-
 static int setup(void **state)
 {
 	upstream_init(NULL);
@@ -148,12 +140,12 @@ static int setup(void **state)
 	assert_non_null(front);
 	free(listen);
 	char *ep = xasprintf("\"http://127.0.0.1:%d\"", pport);
-	good = make_partition("rm-a", ep);
-	other = make_partition("rm-b", ep);
+	good = test_partition("rm", "rm-a", ep);
+	other = test_partition("rm", "rm-b", ep);
 	char *deadep = xasprintf("\"http://127.0.0.1:%d\"", test_free_port());
-	dead = make_partition("rm-dead", deadep);
+	dead = test_partition("rm", "rm-dead", deadep);
 	char *both = xasprintf("%s,%s", deadep, ep);
-	failover = make_partition("rm-failover", both);
+	failover = test_partition("rm", "rm-failover", both);
 	free(ep);
 	free(deadep);
 	free(both);
