@@ -126,6 +126,13 @@ static bool inf_synced(void *ud)
 	return informer_synced(ud);
 }
 
+static bool inf_watching(void *ud)
+{
+	unsigned lists, watches;
+	informer_counts(ud, &lists, &watches);
+	return informer_synced(ud) && watches >= 1;
+}
+
 /* ---- server-side helpers ---- */
 
 static void cm_create(struct rest_client *c, const char *ns_path, const char *name, const char *labels)
@@ -322,11 +329,14 @@ static void test_failover_resume(void **state)
 	unsigned lists, watches;
 	NEED_ENV();
 	rec_init(&r);
-	tl_start_api_n(&g_env, 1);
+	/* The second server starts only once the informer has listed and watched from the first:
+	 * on a loaded machine a slow first connection could otherwise land it on the second
+	 * server from the start, and there would be no fail-over to observe. */
 	char *servers = xasprintf("%s,%s", g_env.api[0].url, g_env.api[1].url);
 	struct rest_client *c = rest_new(&(struct rest_config){ .servers = servers, .token = TL_TOKEN });
 	struct informer *inf = informer_start(c, CM_PATH, NULL, &rec_handlers, &r);
-	assert_true(tl_wait(inf_synced, inf, 15000));
+	assert_true(tl_wait(inf_watching, inf, 15000));
+	tl_start_api_n(&g_env, 1);
 	struct counts c0 = rec_counts(&r);
 
 	tl_stop_api(&g_env);
