@@ -103,10 +103,11 @@ void upstream_setup_handle(CURL *c)
 	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	/* Partitions are reached directly: no proxy (libcurl would otherwise read the proxy
-	 * variables of the environment for every transfer). The path goes out as the client sent
-	 * it (no dot-segment folding). */
+	/* Partitions are reached directly: no proxy, and no host is looked up in a no-proxy list
+	 * (libcurl would otherwise read the proxy variables of the environment for every
+	 * transfer). The path goes out as the client sent it (no dot-segment folding). */
 	curl_easy_setopt(c, CURLOPT_PROXY, "");
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
 	if (ca_file)
 		curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);

