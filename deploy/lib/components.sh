@@ -25,12 +25,12 @@ URSA_COMPONENTS=(
 	"rm-az-2-apiserver rm_apiserver    rm-az-2 az-2 7202 http://127.0.0.1:23892"
 	"gateway-etcd      etcd            gateway 23991 24001"
 	"region            register        http://127.0.0.1:23991"
-	"tp-1-controllers  tp_controller_manager tp-1 7101"
-	"tp-1-scheduler    scheduler       tp-1 7101"
-	"tp-2-controllers  tp_controller_manager tp-2 7102"
-	"tp-2-scheduler    scheduler       tp-2 7102"
-	"rm-az-1-controllers rm_controller_manager rm-az-1 7201"
-	"rm-az-2-controllers rm_controller_manager rm-az-2 7202"
+	"tp-1-controllers  tp_controller_manager tp-1 7101 10271"
+	"tp-1-scheduler    scheduler       tp-1 7101 10261"
+	"tp-2-controllers  tp_controller_manager tp-2 7102 10272"
+	"tp-2-scheduler    scheduler       tp-2 7102 10262"
+	"rm-az-1-controllers rm_controller_manager rm-az-1 7201 10281"
+	"rm-az-2-controllers rm_controller_manager rm-az-2 7202 10282"
 	"az-1-host-1       kubelet         az-1 7201 host-1 10251"
 	"az-1-hollow       hollow_kubelet  az-1 7201 3"
 	"az-2-host-1       kubelet         az-2 7202 host-1 10252"
@@ -250,36 +250,40 @@ component_kubeconfig() {
 	printf '%s\n' "$kc"
 }
 
-# start_tp_controller_manager NAME PARTITION PORT: the tenant partition's controllers (tenant,
-# namespace, replicaset, deployment, garbage collector), leader-elected through a Lease.
+# start_tp_controller_manager NAME PARTITION PORT HEALTH_PORT: the tenant partition's controllers
+# (tenant, namespace, replicaset, deployment, garbage collector), leader-elected through a Lease;
+# /healthz and /metrics on http://127.0.0.1:HEALTH_PORT.
 start_tp_controller_manager() {
-	local name=$1 part=$2 port=$3 kc log=$URSA_STATE/$2/controller-manager.log
+	local name=$1 part=$2 port=$3 health=$4 kc log=$URSA_STATE/$2/controller-manager.log
 	kc=$(component_kubeconfig "$part" controller-manager "$port")
 	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/tenant-partition/controllers/ursa-tp-controller-manager" \
-		--kubeconfig "$kc" --node-monitor-grace-period "${URSA_NODE_MONITOR_GRACE_SECONDS:-50}" --log-level info
-	URSA_SUMMARY+=("$name: controller manager of $part (log $log)")
+		--kubeconfig "$kc" --node-monitor-grace-period "${URSA_NODE_MONITOR_GRACE_SECONDS:-50}" \
+		--health-listen "127.0.0.1:$health" --log-level info
+	URSA_SUMMARY+=("$name: controller manager of $part, http://127.0.0.1:$health/healthz (log $log)")
 }
 
-# start_scheduler NAME PARTITION PORT: the tenant partition's scheduler (leader-elected), placing
-# its pods on the nodes of every resource manager in the partition's registry.
+# start_scheduler NAME PARTITION PORT HEALTH_PORT: the tenant partition's scheduler
+# (leader-elected), placing its pods on the nodes of every resource manager in the partition's
+# registry; /healthz and /metrics on http://127.0.0.1:HEALTH_PORT.
 start_scheduler() {
-	local name=$1 part=$2 port=$3 kc log=$URSA_STATE/$2/scheduler.log
+	local name=$1 part=$2 port=$3 health=$4 kc log=$URSA_STATE/$2/scheduler.log
 	kc=$(component_kubeconfig "$part" scheduler "$port")
 	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/scheduler/ursa-scheduler" \
-		--kubeconfig "$kc" --partition-id "$part" --log-level info
-	URSA_SUMMARY+=("$name: scheduler of $part (log $log)")
+		--kubeconfig "$kc" --partition-id "$part" --health-listen "127.0.0.1:$health" --log-level info
+	URSA_SUMMARY+=("$name: scheduler of $part, http://127.0.0.1:$health/metrics (log $log)")
 }
 
-# start_rm_controller_manager NAME PARTITION PORT: the resource manager's node lifecycle and
-# daemonset controllers. URSA_NODE_MONITOR_GRACE_SECONDS (default 50) is how long a node may go
-# without a heartbeat before it becomes Ready=Unknown and is tainted.
+# start_rm_controller_manager NAME PARTITION PORT HEALTH_PORT: the resource manager's node
+# lifecycle and daemonset controllers; /healthz and /metrics on http://127.0.0.1:HEALTH_PORT.
+# URSA_NODE_MONITOR_GRACE_SECONDS (default 50) is how long a node may go without a heartbeat
+# before it becomes Ready=Unknown and is tainted.
 start_rm_controller_manager() {
-	local name=$1 part=$2 port=$3 kc log=$URSA_STATE/$2/controller-manager.log
+	local name=$1 part=$2 port=$3 health=$4 kc log=$URSA_STATE/$2/controller-manager.log
 	kc=$(component_kubeconfig "$part" controller-manager "$port")
 	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/resource-manager/controllers/ursa-rm-controller-manager" \
 		--kubeconfig "$kc" --node-monitor-grace-period "${URSA_NODE_MONITOR_GRACE_SECONDS:-50}" \
-		--log-level info
-	URSA_SUMMARY+=("$name: controller manager of $part, node grace ${URSA_NODE_MONITOR_GRACE_SECONDS:-50} s (log $log)")
+		--health-listen "127.0.0.1:$health" --log-level info
+	URSA_SUMMARY+=("$name: controller manager of $part, node grace ${URSA_NODE_MONITOR_GRACE_SECONDS:-50} s, http://127.0.0.1:$health/healthz (log $log)")
 }
 
 # wait_nodes_ready NAME LOG RM_PORT NODE...: waits up to 30 s until the resource manager on

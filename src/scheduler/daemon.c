@@ -7,12 +7,14 @@
  * our pods do not use. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "daemon.h"
 #include "sched.h"
 #include "ursa/errors.h"
+#include "ursa/health.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
@@ -53,6 +55,7 @@ struct sched_daemon {
 	struct workqueue *q;
 	struct informer *pods, *rm_inf;
 	struct leader_elector *le;
+	struct health_server *health; /* or NULL */
 	pthread_t *workers, ticker, gc;
 	size_t nworkers;
 	pthread_mutex_t start_mu;
@@ -634,12 +637,14 @@ static void on_started(void *ud)
 {
 	struct sched_daemon *d = ud;
 	log_info("became leader", "identity=\"%s\"", d->identity);
+	health_set_leader(d->health, true);
 	start_workers(d);
 }
 
 static void on_stopped(void *ud)
 {
 	struct sched_daemon *d = ud;
+	health_set_leader(d->health, false);
 	if (!atomic_load(&d->stop)) {
 		log_error("lost leadership", "identity=\"%s\"", d->identity);
 		atomic_store(&d->lost, true);
@@ -705,6 +710,38 @@ static void log_stats(struct sched_daemon *d, const char *msg)
 		 atomic_load(&d->reserve_writes), atomic_load(&d->reserve_conflicts), atomic_load(&d->collisions),
 		 atomic_load(&d->bind_conflicts), atomic_load(&d->bind_errors), atomic_load(&d->gc_writes),
 		 wq_len(d->q), d->cache.n);
+}
+
+/* /metrics: the counters log_stats prints, for Prometheus. */
+static void metrics(void *ud, struct buf *out)
+{
+	struct sched_daemon *d = ud;
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} counters[] = {
+#define C(field, name, help) { "ursa_scheduler_" name, help, offsetof(struct sched_daemon, field) }
+		C(scheduled, "pods_scheduled_total", "Pods bound to a node."),
+		C(failed, "unschedulable_attempts_total", "Scheduling attempts that found no node."),
+		C(decisions, "decisions_total", "Placement decisions made."),
+		C(decision_us, "decision_microseconds_total", "Time spent deciding, summed."),
+		C(reserve_writes, "reservation_writes_total", "Reservation writes to resource managers."),
+		C(reserve_conflicts, "reservation_conflicts_total",
+		  "Reservation writes refused because another scheduler changed the node first."),
+		C(collisions, "collisions_total", "Decisions made again after a conflict with another scheduler."),
+		C(bind_conflicts, "bind_conflicts_total", "Bindings refused by the tenant partition with a conflict."),
+		C(bind_errors, "bind_errors_total", "Bindings that failed otherwise."),
+		C(gc_writes, "reservation_releases_total", "Writes releasing reserved room that went unused."),
+#undef C
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
+		health_counter(out, counters[i].name, counters[i].help,
+			       atomic_load((atomic_llong *)((char *)d + counters[i].off)));
+	pthread_mutex_lock(&d->mu);
+	size_t nodes = d->cache.n;
+	pthread_mutex_unlock(&d->mu);
+	health_gauge(out, "ursa_scheduler_nodes", "Nodes in view, over every resource manager.", (long long)nodes);
+	health_gauge(out, "ursa_scheduler_queue_length", "Pods waiting for a decision.", (long long)wq_len(d->q));
 }
 
 static bool active(struct sched_daemon *d)
@@ -810,8 +847,24 @@ struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **re
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
 	d->identity = o->identity ? xstrdup(o->identity) : xasprintf("%s_%ld", host, (long)getpid());
-	d->tp = rest_new_with_creds(d->creds, rest_creds_server(d->creds), "ursa-scheduler");
+	d->q = wq_new();
 	pthread_mutex_init(&d->mu, NULL);
+	if (o->health_listen && *o->health_listen) {
+		char *err = NULL;
+		d->health = health_start(o->health_listen, "ursa-scheduler", metrics, d, &err);
+		if (!d->health) {
+			*ret_err = xasprintf("--health-listen %s: %s", o->health_listen, err ? err : "cannot listen");
+			free(err);
+			wq_free(d->q);
+			pthread_mutex_destroy(&d->mu);
+			free(d->identity);
+			rest_creds_free(d->creds);
+			free(d);
+			return NULL;
+		}
+		health_set_leader(d->health, !o->leader_elect);
+	}
+	d->tp = rest_new_with_creds(d->creds, rest_creds_server(d->creds), "ursa-scheduler");
 	pthread_cond_init(&d->res_cond, NULL);
 	pthread_mutex_init(&d->start_mu, NULL);
 	sched_cache_init(&d->cache, o->partition);
@@ -820,7 +873,6 @@ struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **re
 	d->cache.max_score_nodes = o->max_nodes;
 	strmap_init(&d->unsched);
 	strmap_init(&d->rms);
-	d->q = wq_new();
 	d->rm_inf = informer_start(d->tp, RM_REGISTRY, NULL, &rm_handlers, d);
 	d->pods = informer_start(d->tp, "/api/v1/tenants/all/pods", NULL, &pod_handlers, d);
 	pthread_create(&d->ticker, NULL, ticker_main, d);
@@ -863,6 +915,7 @@ void sched_daemon_stop(struct sched_daemon *d)
 		leader_stop(d->le);
 	pthread_join(d->ticker, NULL);
 	pthread_join(d->gc, NULL);
+	health_stop(d->health); /* its scrapes read the queue and the cache */
 	informer_stop(d->pods);
 	informer_stop(d->rm_inf);
 	log_stats(d, "stopped");

@@ -8,7 +8,7 @@
 #include "ursa/client.h"
 
 struct sched_options {
-	const char *kubeconfig, *scheduler_name, *identity, *partition, *log_level;
+	const char *kubeconfig, *scheduler_name, *identity, *partition, *log_level, *health_listen;
 	bool leader_elect, scheduled_events;
 	long long workers, pct, max_nodes, lease_s, renew_s, retry_s, gc_s, stats_s, rm_down_s, chunk, idle_ms;
 };

@@ -2,6 +2,7 @@
 managers (RM, zones az-1 and az-2), each with its own etcd, and one hollow kubelet per RM.
 Test pods tolerate the hollow taint."""
 
+import http.client
 import json
 import os
 import re
@@ -359,12 +360,38 @@ def test_reserve_ahead_two_partitions():
     h.check(0 < writes < 32, "fewer reservation writes than pods: %d" % writes)
 
 
+def health_get(port, path):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        return r.status, r.read().decode()
+    finally:
+        conn.close()
+
+
+def metric(port, name):
+    """The value of the sample whose line starts with name in the scheduler's /metrics."""
+    status, text = health_get(port, "/metrics")
+    h.eq(status, 200, "GET /metrics")
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise h.HarnessError("no %s in /metrics:\n%s" % (name, text))
+
+
 def test_leader_failover():
-    standby = scheduler(S["tps"][0], "tp-1", "s1b")
+    hport = h.free_port()
+    standby = scheduler(S["tps"][0], "tp-1", "s1b", ["--health-listen", "127.0.0.1:%d" % hport])
     S["sched"].append(standby)
     time.sleep(2)
     lease = S["tp"].get(LEASE).json
     h.eq(lease["spec"]["holderIdentity"], "s1", "leader before")
+    # The standby's health endpoint: alive, and says it is not the leader.
+    h.eq(health_get(hport, "/healthz"), (200, "ok"), "standby /healthz")
+    h.eq(metric(hport, "ursa_leader"), 0, "standby's ursa_leader")
+    h.check(metric(hport, "ursa_scheduler_nodes") > 0, "the standby has the nodes in view")
+    h.eq(health_get(hport, "/nope")[0], 404, "unknown path")
     S["sched"][0].proc.send_signal(signal.SIGKILL)
     S["sched"][0].proc.wait(5)
     killed = time.monotonic()
@@ -374,6 +401,8 @@ def test_leader_failover():
     h.eq(S["tp"].get(LEASE).json["spec"]["holderIdentity"], "s1b", "new leader")
     h.check(took < 12, "takeover within seconds: %.1fs" % took)
     print("failover: pod scheduled %.1fs after the leader was killed" % took)
+    h.eq(metric(hport, "ursa_leader"), 1, "new leader's ursa_leader")
+    h.check(metric(hport, "ursa_scheduler_pods_scheduled_total") >= 1, "the new leader counts what it bound")
 
 
 def teardown():

@@ -495,11 +495,18 @@ def register():
 
 def start_workers():
     tp, rm = S["api"]["tp-1"], S["api"]["rm-az-1"]
+    S["health"] = {k: h.free_port() for k in ("tp-controller-manager", "scheduler", "rm-controller-manager")}
+
+    def health(kind):
+        return "127.0.0.1:%d" % S["health"][kind]
     start_unit("ursa-tp-controller-manager@.service", "tp-1", {
-        "URSA_KUBECONFIG": kubeconfig("tp-1-controller-manager", tp)})
-    start_unit("ursa-scheduler@.service", "tp-1", {"URSA_KUBECONFIG": kubeconfig("tp-1-scheduler", tp)})
+        "URSA_KUBECONFIG": kubeconfig("tp-1-controller-manager", tp),
+        "URSA_HEALTH_LISTEN": health("tp-controller-manager")})
+    start_unit("ursa-scheduler@.service", "tp-1", {"URSA_KUBECONFIG": kubeconfig("tp-1-scheduler", tp),
+                                                   "URSA_HEALTH_LISTEN": health("scheduler")})
     start_unit("ursa-rm-controller-manager@.service", "rm-az-1", {
-        "URSA_KUBECONFIG": kubeconfig("rm-az-1-controller-manager", rm)})
+        "URSA_KUBECONFIG": kubeconfig("rm-az-1-controller-manager", rm),
+        "URSA_HEALTH_LISTEN": health("rm-controller-manager")})
     kc = kubeconfig("kubelet-az-1", rm)
     S["kubelet_port"] = h.free_port()
     start_unit("ursa-kubelet@.service", "az-1-host-1", {
@@ -601,6 +608,15 @@ def test_region_from_units():
                           "ursa-rm-controller-manager")]
     for inst, path in leases:
         h.wait_until(lambda: lease_holder(inst, path), 30, "lease %s held on %s" % (path, inst))
+    # Each holds its lease, and its health endpoint says so.
+    for kind, unit, inst in (("tp-controller-manager", "ursa-tp-controller-manager@.service", "tp-1"),
+                             ("scheduler", "ursa-scheduler@.service", "tp-1"),
+                             ("rm-controller-manager", "ursa-rm-controller-manager@.service", "rm-az-1")):
+        p, log = S["procs"]["%s@%s" % (unit, inst)]
+        probe = h.Client("http://127.0.0.1:%d" % S["health"][kind], timeout=2)
+        wait_http(probe, "/healthz", "%s@%s" % (unit, inst), p, log)
+        h.wait_until(lambda: re.search(r"^ursa_leader\{[^}]*\} 1$", probe.get("/metrics").text, re.M), 15,
+                     "%s@%s reports ursa_leader 1" % (unit, inst))
 
     # The region's address: HAProxy -> the gateway -> tp-1, which holds tenant system's objects.
     p, log = S["procs"]["haproxy.service"]

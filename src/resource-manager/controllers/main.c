@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "rmcm.h"
+#include "ursa/health.h"
 #include "ursa/log.h"
 #include "ursa/notify.h"
 #include "ursa/timeutil.h"
@@ -60,6 +61,15 @@ int main(int argc, char **argv)
 		rest_free(rm);
 		return 1;
 	}
+	struct health_server *health = NULL;
+	if (o.health_listen && *o.health_listen &&
+	    !(health = health_start(o.health_listen, "ursa-rm-controller-manager", NULL, NULL, &err))) {
+		fprintf(stderr, "ursa-rm-controller-manager: --health-listen %s: %s\n", o.health_listen, err);
+		free(err);
+		rest_creds_free(creds);
+		rest_free(rm);
+		return 1;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
@@ -94,6 +104,7 @@ int main(int argc, char **argv)
 	int64_t last_ds = 0;
 	while (!stopping) {
 		bool leader = !le || leader_is_leader(le);
+		health_set_leader(health, leader);
 		bool synced = informer_synced(nodes) && (!leases || informer_synced(leases));
 		if (nl && synced)
 			nodelifecycle_tick(nl, leader);
@@ -106,6 +117,7 @@ int main(int argc, char **argv)
 	log_info("stopping", "identity=\"%s\"", identity);
 	if (le)
 		leader_stop(le);
+	health_stop(health);
 	dscontroller_free(dc);
 	nodelifecycle_free(nl);
 	tp_set_free(tps);

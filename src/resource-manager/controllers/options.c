@@ -52,6 +52,9 @@ int rmcm_options_parse(struct rmcm_options *o, int argc, char **argv)
 		{ "identity", OPT_STRING, &o->identity, "leader election identity (default hostname_pid)" },
 		{ "controllers", OPT_STRING, &o->controllers,
 		  "controllers to run: '*' or a comma list of nodelifecycle,daemonset ('-name' disables one)" },
+		{ "health-listen", OPT_STRING, &o->health_listen,
+		  "serve /healthz, /readyz and /metrics over plain HTTP at this address (e.g. 127.0.0.1:10257; "
+		  "default: not served)" },
 		{ "log-level", OPT_STRING, &o->log_level, "debug, info, warn or error" },
 	};
 	if (opts_parse("ursa-rm-controller-manager", summary, opts, (int)ARRAY_SIZE(opts), argc, argv) != 0)

@@ -29,6 +29,7 @@ struct rmcm_options {
 	const char *log_level;
 	/* parsed */
 	double rate, secondary, threshold;
+	const char *health_listen;    /* --health-listen, or NULL */
 };
 
 /* Fills o with defaults, then parses argv. 0, or -1 after printing the error. */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "tpc.h"
+#include "ursa/health.h"
 #include "ursa/log.h"
 #include "ursa/notify.h"
 #include "ursa/options.h"
@@ -16,6 +17,7 @@
 static volatile sig_atomic_t stopping;
 static struct tpc mgr;
 static volatile int started;
+static struct health_server *health;
 
 static void on_signal(int sig)
 {
@@ -27,6 +29,7 @@ static void on_started(void *ud)
 {
 	(void)ud;
 	log_info("became leader", "%s", "");
+	health_set_leader(health, true);
 	tpc_start(&mgr);
 	started = 1;
 }
@@ -34,6 +37,7 @@ static void on_started(void *ud)
 static void on_stopped(void *ud)
 {
 	(void)ud;
+	health_set_leader(health, false);
 	if (stopping)
 		return;
 	log_error("lost leadership; exiting", "%s", "");
@@ -42,7 +46,7 @@ static void on_stopped(void *ud)
 
 int main(int argc, char **argv)
 {
-	const char *kubeconfig = NULL, *identity = NULL, *controllers = "*", *level = "info";
+	const char *kubeconfig = NULL, *identity = NULL, *controllers = "*", *level = "info", *health_listen = NULL;
 	bool leader_elect = true;
 	long long workers = 2, grace = 50, default_tol = 300, rm_period = 2;
 	const char *evict_rate = "10";
@@ -59,6 +63,9 @@ int main(int argc, char **argv)
 		  "rmloss: how long a pod without a toleration of node.kubernetes.io/unreachable stays" },
 		{ "rm-monitor-period", OPT_INT, &rm_period, "rmloss: seconds between health checks of the resource managers" },
 		{ "rmloss-eviction-rate", OPT_STRING, &evict_rate, "rmloss: pods per second this partition evicts at most" },
+		{ "health-listen", OPT_STRING, &health_listen,
+		  "serve /healthz, /readyz and /metrics over plain HTTP at this address (e.g. 127.0.0.1:10257; "
+		  "default: not served)" },
 		{ "log-level", OPT_STRING, &level, "debug, info, warn or error" },
 	};
 	if (opts_parse("ursa-tp-controller-manager", "Controllers of a tenant partition.", opts, ARRAY_SIZE(opts), argc,
@@ -93,6 +100,16 @@ int main(int argc, char **argv)
 	mgr.grace_s = grace;
 	mgr.default_tol_s = default_tol;
 	mgr.rm_period_s = rm_period;
+	if (health_listen && *health_listen) {
+		health = health_start(health_listen, "ursa-tp-controller-manager", NULL, NULL, &err);
+		if (!health) {
+			fprintf(stderr, "ursa-tp-controller-manager: --health-listen %s: %s\n", health_listen, err);
+			free(err);
+			rest_free(mgr.rest);
+			return 1;
+		}
+		health_set_leader(health, !leader_elect);
+	}
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	signal(SIGPIPE, SIG_IGN);
@@ -114,6 +131,7 @@ int main(int argc, char **argv)
 		usleep(100 * 1000);
 	if (le)
 		leader_stop(le);
+	health_stop(health);
 	if (started)
 		tpc_stop(&mgr);
 	rest_free(mgr.rest);
