@@ -28,6 +28,8 @@ void buf_adds(struct buf *b, const char *s);
 void buf_addch(struct buf *b, char c);
 void buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vaddf(struct buf *b, const char *fmt, va_list ap);
+/* Adds s percent-encoded for a query value or path segment (all but A-Z a-z 0-9 - _ . ~). */
+void buf_add_query_escaped(struct buf *b, const char *s);
 /* Adds s as a JSON string literal with quotes and escapes. */
 void buf_add_json_str(struct buf *b, const char *s, size_t len);
 /* Takes ownership of the bytes: returns them (never NULL) and resets b. */

@@ -871,7 +871,7 @@ struct gateway *gateway_start(const struct gw_options *o, char **ret_err)
 	limiter_init(&g->lim, (double)o->tenant_qps, (double)o->tenant_burst);
 	g->audit = audit_open(o->audit_path, o->audit_max_mb << 20);
 	g->rc = (struct reconciler){ .reg = g->reg, .auth = g->own_auth, .resync_ms = o->resync_s * 1000,
-				     .pending_grace_ms = o->pending_grace_s * 1000 };
+				     .sweep_ms = o->sweep_s * 1000, .pending_grace_ms = o->pending_grace_s * 1000 };
 	if (reconciler_start(&g->rc) != 0) {
 		*ret_err = xstrdup("cannot start the reconciler");
 		goto fail;

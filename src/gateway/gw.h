@@ -159,6 +159,8 @@ int registry_confirm(struct registry *r, const char *tenant, const char *partiti
 int registry_unassign(struct registry *r, const char *tenant, int64_t rev);
 /* Snapshot of tenant -> record (for the reconciler). Caller frees with strmap_release(.., free_rec). */
 void registry_tenants_snapshot(struct registry *r, struct strmap *ret);
+/* The same for the pending records only. */
+void registry_pending_snapshot(struct registry *r, struct strmap *ret);
 void tenant_rec_free(void *v);
 /* Node -> resource manager id. */
 void registry_set_nodes(struct registry *r, const char *rm, char **nodes, size_t n);
@@ -346,7 +348,7 @@ struct gw_options {
 	long long tenant_qps, tenant_burst;
 	long long threads;
 	long long workers;         /* processes serving --listen together (workers.c); 1: this one */
-	long long resync_s, pending_grace_s;
+	long long resync_s, sweep_s, pending_grace_s;
 	const char *log_level;
 };
 int gw_options_parse(struct gw_options *o, int argc, char **argv);

@@ -16,6 +16,7 @@ int gw_options_parse(struct gw_options *o, int argc, char **argv)
 	*o = (struct gw_options){
 		.listen = "127.0.0.1:7001", .etcd_servers = "http://127.0.0.1:23991", .etcd_prefix = "/ursa/gateway",
 		.audit_max_mb = 100, .tenant_qps = 100, .tenant_burst = 200, .threads = 32, .workers = 1, .resync_s = 10,
+		.sweep_s = 300,
 		.pending_grace_s = 30, .log_level = "info",
 	};
 	const struct opt opts[] = {
@@ -40,7 +41,11 @@ int gw_options_parse(struct gw_options *o, int argc, char **argv)
 		{ "workers", OPT_INT, &o->workers,
 		  "processes serving --listen together (SO_REUSEPORT), each a whole gateway with its own map, "
 		  "loops and descriptors: one per core to use more than one core; restarted if one dies" },
-		{ "resync-seconds", OPT_INT, &o->resync_s, "how often tenants and nodes are re-read from the partitions" },
+		{ "resync-seconds", OPT_INT, &o->resync_s,
+		  "how often unfinished tenant placements are checked against their partitions" },
+		{ "sweep-seconds", OPT_INT, &o->sweep_s,
+		  "how often every tenant partition's tenants and every resource manager's nodes are read again (paged) "
+		  "to adopt tenants made on a partition directly and drop placements of deleted tenants" },
 		{ "pending-grace-seconds", OPT_INT, &o->pending_grace_s,
 		  "age after which an unfinished tenant placement is undone when its partition lacks the tenant" },
 		{ "log-level", OPT_STRING, &o->log_level, "debug, info, warn or error" },
@@ -48,7 +53,7 @@ int gw_options_parse(struct gw_options *o, int argc, char **argv)
 	if (opts_parse("ursa-gateway", summary, opts, (int)ARRAY_SIZE(opts), argc, argv) != 0)
 		return -1;
 	if (o->tenant_qps < 0 || o->tenant_burst < 1 || o->threads < 1 || o->threads > 512 || o->workers < 1 || o->workers > 64 ||
-	    o->resync_s < 1 ||
+	    o->resync_s < 1 || o->sweep_s < 1 ||
 	    o->pending_grace_s < 1 || o->audit_max_mb < 1) {
 		fprintf(stderr, "ursa-gateway: a numeric flag is out of range\n");
 		return -1;

@@ -1,10 +1,15 @@
 /* Background work of a gateway, on one thread:
  *  - health checks: GET <endpoint>/readyz of every partition each second; two failures in a
  *    row open the partition's circuit (requests for it get 503 at once), one success closes it;
- *  - every resync period: the node -> resource manager map (listing each RM's nodes), and the
- *    tenant map against the tenant partitions: tenants a TP has but the map lacks are adopted,
- *    pending assignments are confirmed when the TP has the tenant or dropped after the grace
- *    period when it does not, and ready assignments whose tenant is gone are removed.
+ *  - every resync period (--resync-seconds): the tenant placements left pending (a gateway died
+ *    between recording a placement and confirming it) are confirmed when their partition has
+ *    the tenant, or undone after the grace period when it has not. Pending records are few:
+ *    one GET each;
+ *  - every sweep period (--sweep-seconds, minutes): the node -> resource manager map (listing
+ *    each RM's nodes; a miss also lists them), and the whole tenant map against the tenant
+ *    partitions, listed in pages: tenants a TP has but the map lacks (made on the partition
+ *    directly) are adopted, and ready assignments whose tenant is gone are removed. At a
+ *    million tenants this reads every tenant of the region, so it is rare.
  * Every gateway runs this; the writes are conditional, so several gateways agree. */
 #include <stdlib.h>
 #include <string.h>
@@ -39,15 +44,23 @@ static void check_health(struct partition *p)
 		log_warn("partition down", "partition=%s", p->id);
 }
 
-/* GET path from p with the gateway's own token: parsed JSON (new ref) or NULL. */
-static json_t *list_from(struct reconciler *rc, struct partition *p, const char *path)
+/* GET path from p with the gateway's own token. Returns the status (0: no answer); *ret gets the
+ * parsed body (new ref, NULL when not JSON) when ret is given and the status is 200. */
+static int get_from(struct reconciler *rc, struct partition *p, const char *path, json_t **ret)
 {
 	struct upstream_req rq = { .method = "GET", .path = path, .authorization = rc->auth, .timeout_ms = 10000 };
 	struct upstream_resp resp = { 0 };
-	json_t *j = NULL;
-	if (upstream_partition(p, &rq, &resp) == 0 && resp.status == 200)
-		j = json_loadb(buf_cstr(&resp.body), resp.body.len, 0, NULL);
+	int status = upstream_partition(p, &rq, &resp) == 0 ? resp.status : 0;
+	if (ret)
+		*ret = status == 200 ? json_loadb(buf_cstr(&resp.body), resp.body.len, 0, NULL) : NULL;
 	upstream_resp_release(&resp);
+	return status;
+}
+
+static json_t *list_from(struct reconciler *rc, struct partition *p, const char *path)
+{
+	json_t *j = NULL;
+	get_from(rc, p, path, &j);
 	return j;
 }
 
@@ -72,48 +85,111 @@ static void sync_nodes(struct reconciler *rc, struct partition *rm)
 	json_decref(list);
 }
 
-static void sync_tenants(struct reconciler *rc, struct partition *tp, const struct strmap *recs)
+/* Adds the names of every tenant tp has to have, a page at a time. False when a page failed
+ * (have is then incomplete: nothing may be removed on its evidence). */
+#define SWEEP_PAGE 500
+static bool list_tenants(struct reconciler *rc, struct partition *tp, struct strmap *have)
 {
-	json_t *list = list_from(rc, tp, "/api/v1/tenants");
-	if (!list)
-		return;
-	struct strmap have;
-	strmap_init(&have);
-	size_t i, it;
-	json_t *t;
-	json_array_foreach(json_object_get(list, "items"), i, t) {
-		const char *name = json_path_str(t, "metadata.name");
-		if (!name)
-			continue;
-		strmap_put(&have, name, NULL);
-		struct strmap_ent *e = strmap_get(recs, name);
-		struct tenant_rec *rec = e ? e->val : NULL;
-		int64_t rev = 0;
-		if (!rec) {
-			if (registry_assign(rc->reg, name, tp->id, false, &rev) == 0)
-				log_info("tenant adopted", "tenant=\"%s\" partition=%s", name, tp->id);
-		} else if (rec->pending && strcmp(rec->partition, tp->id) == 0) {
-			if (registry_confirm(rc->reg, name, tp->id, rec->mod_rev) == 0)
-				log_info("tenant assignment confirmed", "tenant=\"%s\" partition=%s", name, tp->id);
+	char *cont = NULL;
+	bool ok = true;
+	do {
+		struct buf path = BUF_INIT;
+		buf_addf(&path, "/api/v1/tenants?limit=%d", SWEEP_PAGE);
+		if (cont) {
+			buf_adds(&path, "&continue=");
+			buf_add_query_escaped(&path, cont);
 		}
-	}
-	int64_t now = now_ms();
-	for (struct strmap_ent *e = strmap_next(recs, NULL, &it); e; e = strmap_next(recs, e, &it)) {
-		struct tenant_rec *rec = e->val;
-		if (strcmp(rec->partition, tp->id) != 0 || strmap_get(&have, e->key) ||
-		    strcmp(e->key, TENANT_SYSTEM) == 0)
-			continue;
-		if (rec->pending && now - rec->since_ms < rc->pending_grace_ms)
-			continue;
-		if (registry_unassign(rc->reg, e->key, rec->mod_rev) == 0)
-			log_info("tenant assignment removed", "tenant=\"%s\" partition=%s pending=%s", e->key, tp->id,
-				 rec->pending ? "true" : "false");
-	}
-	strmap_release(&have, NULL);
-	json_decref(list);
+		json_t *page = list_from(rc, tp, path.ptr);
+		buf_release(&path);
+		free(cont);
+		cont = NULL;
+		if (!page) {
+			ok = false;
+			break;
+		}
+		size_t i;
+		json_t *t;
+		json_array_foreach(json_object_get(page, "items"), i, t) {
+			const char *name = json_path_str(t, "metadata.name");
+			if (name)
+				strmap_put(have, name, NULL);
+		}
+		const char *next = json_path_str(page, "metadata.continue");
+		cont = next && *next ? xstrdup(next) : NULL;
+		json_decref(page);
+	} while (cont && !atomic_load(&rc->stop));
+	free(cont);
+	return ok && !atomic_load(&rc->stop);
 }
 
-static void resync(struct reconciler *rc)
+static void sweep_tenants(struct reconciler *rc, struct partition *tp)
+{
+	struct strmap have;
+	strmap_init(&have);
+	bool complete = list_tenants(rc, tp, &have);
+	size_t it;
+	for (struct strmap_ent *e = strmap_next(&have, NULL, &it); e; e = strmap_next(&have, e, &it)) {
+		struct tenant_rec rec;
+		int64_t rev = 0;
+		if (registry_tenant(rc->reg, e->key, &rec) != 0) {
+			if (registry_assign(rc->reg, e->key, tp->id, false, &rev) == 0)
+				log_info("tenant adopted", "tenant=\"%s\" partition=%s", e->key, tp->id);
+			continue;
+		}
+		if (rec.pending && strcmp(rec.partition, tp->id) == 0 &&
+		    registry_confirm(rc->reg, e->key, tp->id, rec.mod_rev) == 0)
+			log_info("tenant assignment confirmed", "tenant=\"%s\" partition=%s", e->key, tp->id);
+		tenant_rec_release(&rec);
+	}
+	if (complete) {
+		struct strmap recs;
+		registry_tenants_snapshot(rc->reg, &recs);
+		for (struct strmap_ent *e = strmap_next(&recs, NULL, &it); e; e = strmap_next(&recs, e, &it)) {
+			struct tenant_rec *rec = e->val;
+			if (rec->pending || strcmp(rec->partition, tp->id) != 0 || strmap_get(&have, e->key) ||
+			    strcmp(e->key, TENANT_SYSTEM) == 0)
+				continue; /* pending ones are check_pending's */
+			if (registry_unassign(rc->reg, e->key, rec->mod_rev) == 0)
+				log_info("tenant assignment removed", "tenant=\"%s\" partition=%s", e->key, tp->id);
+		}
+		strmap_release(&recs, tenant_rec_free);
+	}
+	strmap_release(&have, NULL);
+}
+
+static void check_pending(struct reconciler *rc)
+{
+	struct strmap recs;
+	registry_pending_snapshot(rc->reg, &recs);
+	int64_t now = now_ms();
+	size_t it;
+	for (struct strmap_ent *e = strmap_next(&recs, NULL, &it); e && !atomic_load(&rc->stop);
+	     e = strmap_next(&recs, e, &it)) {
+		struct tenant_rec *rec = e->val;
+		struct partition *tp = registry_partition(rc->reg, rec->partition);
+		if (!tp || tp->is_rm || atomic_load(&tp->down)) {
+			partition_unref(tp);
+			continue;
+		}
+		struct buf path = BUF_INIT;
+		buf_adds(&path, "/api/v1/tenants/");
+		buf_add_query_escaped(&path, e->key);
+		int status = get_from(rc, tp, path.ptr, NULL);
+		buf_release(&path);
+		if (status == 200) {
+			if (registry_confirm(rc->reg, e->key, tp->id, rec->mod_rev) == 0)
+				log_info("tenant assignment confirmed", "tenant=\"%s\" partition=%s", e->key, tp->id);
+		} else if (status == 404 && now - rec->since_ms >= rc->pending_grace_ms) {
+			if (registry_unassign(rc->reg, e->key, rec->mod_rev) == 0)
+				log_info("tenant assignment removed", "tenant=\"%s\" partition=%s pending=true", e->key,
+					 tp->id);
+		}
+		partition_unref(tp);
+	}
+	strmap_release(&recs, tenant_rec_free);
+}
+
+static void sweep(struct reconciler *rc)
 {
 	size_t n;
 	struct partition **rms = registry_partitions(rc->reg, true, &n);
@@ -121,14 +197,11 @@ static void resync(struct reconciler *rc)
 		if (!atomic_load(&rms[i]->down))
 			sync_nodes(rc, rms[i]);
 	partitions_free(rms, n);
-	struct strmap recs;
-	registry_tenants_snapshot(rc->reg, &recs);
 	struct partition **tps = registry_partitions(rc->reg, false, &n);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && !atomic_load(&rc->stop); i++)
 		if (!atomic_load(&tps[i]->down))
-			sync_tenants(rc, tps[i], &recs);
+			sweep_tenants(rc, tps[i]);
 	partitions_free(tps, n);
-	strmap_release(&recs, tenant_rec_free);
 }
 
 void reconciler_refresh_nodes(struct reconciler *rc)
@@ -144,7 +217,7 @@ void reconciler_refresh_nodes(struct reconciler *rc)
 static void *rc_main(void *arg)
 {
 	struct reconciler *rc = arg;
-	int64_t next_resync = 0;
+	int64_t next_resync = 0, next_sweep = 0;
 	while (!atomic_load(&rc->stop)) {
 		registry_resync_if_needed(rc->reg);
 		size_t n;
@@ -156,8 +229,12 @@ static void *rc_main(void *arg)
 		for (size_t i = 0; i < n; i++)
 			check_health(all[i]);
 		partitions_free(all, n);
+		if (mono_ms() >= next_sweep) {
+			sweep(rc);
+			next_sweep = mono_ms() + rc->sweep_ms;
+		}
 		if (mono_ms() >= next_resync) {
-			resync(rc);
+			check_pending(rc);
 			next_resync = mono_ms() + rc->resync_ms;
 		}
 		for (int i = 0; i < 10 && !atomic_load(&rc->stop); i++)

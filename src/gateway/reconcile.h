@@ -7,7 +7,9 @@
 struct reconciler {
 	struct registry *reg;   /* borrowed */
 	const char *auth;       /* "Bearer <gateway token>" for its own reads, borrowed; may be NULL */
-	int64_t resync_ms, pending_grace_ms;
+	int64_t resync_ms;        /* pending placements checked */
+	int64_t sweep_ms;         /* whole tenant and node maps compared with the partitions */
+	int64_t pending_grace_ms;
 	atomic_bool stop;
 	pthread_t thread;
 };

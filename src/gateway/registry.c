@@ -757,6 +757,22 @@ void registry_tenants_snapshot(struct registry *r, struct strmap *ret)
 	pthread_rwlock_unlock(&r->lock);
 }
 
+void registry_pending_snapshot(struct registry *r, struct strmap *ret)
+{
+	strmap_init(ret);
+	size_t it;
+	pthread_rwlock_rdlock(&r->lock);
+	for (struct strmap_ent *p = strmap_next(&r->t.pending, NULL, &it); p; p = strmap_next(&r->t.pending, p, &it)) {
+		struct strmap_ent *e = strmap_get(&r->t.tenants, p->key);
+		if (!e)
+			continue;
+		struct tenant_rec *t = xmalloc(sizeof(*t));
+		rec_of(r, e, t);
+		strmap_put(ret, e->key, NULL)->val = t;
+	}
+	pthread_rwlock_unlock(&r->lock);
+}
+
 /* --- writes ----------------------------------------------------------------------------------- */
 
 static char *tenant_value(const char *partition, bool pending)

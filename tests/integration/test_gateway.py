@@ -14,6 +14,7 @@ waits on a (stand-in, slow) partition costs nothing once the partition answers.
 
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_gateway.py"""
 
+import base64
 import json
 import os
 import re
@@ -137,6 +138,53 @@ def test_tenant_creation_is_placed_and_recorded():
     listed = a.get("/api/v1/tenants")
     parts = {t["metadata"]["name"]: t["metadata"]["annotations"]["ursa.io/partition"] for t in listed.json["items"]}
     assert parts.get("ta") and parts.get("tb") == "tp-2", parts
+
+
+def gw_record(name):
+    """The gateway etcd's record of tenant name (decoded), or None."""
+    e = S["gw_etcd"]
+    r = e.v3("kv/range", {"key": e._b64("/ursa/gateway/tenants/" + name)})
+    kvs = r.get("kvs") or []
+    return json.loads(base64.b64decode(kvs[0]["value"])) if kvs else None
+
+
+def test_reconciler_finishes_undoes_and_adopts():
+    """A gateway that dies between the steps of a tenant creation leaves a pending record: a
+    reconciler confirms it when the partition has the tenant and undoes it after the grace period
+    when it has not. A tenant made on a partition directly is adopted by the sweep."""
+    e = S["gw_etcd"]
+    since = int(time.time() * 1000) - 60000
+
+    def pending(name, partition):
+        value = json.dumps({"partition": partition, "state": "pending", "since": since})
+        e.v3("kv/put", {"key": e._b64("/ursa/gateway/tenants/" + name), "value": e._b64(value)})
+    tp2 = h.Client("https://127.0.0.1:%d" % S["tp2_port"], S["tp1"].ca_file, S["tp1"].admin_token)
+    pending("halfmade", "tp-1")  # died after recording the placement, before creating the tenant
+    h.expect_status(tp2.post("/api/v1/tenants", h.tenant_manifest("finished")), 201, "create on tp-2")
+    pending("finished", "tp-2")  # died after creating it, before confirming
+    h.expect_status(S["tp1"].admin().post("/api/v1/tenants", h.tenant_manifest("direct")), 201, "create on tp-1")
+    h.eq(gw_record("direct"), None, "no record for a tenant made on tp-1 directly")
+
+    # A gateway that reconciles often; the first one (default periods) follows its writes.
+    port = h.free_port()
+    log = os.path.join(S["tp1"].dir, "gw-reconcile.log")
+    h._logs.append(("gateway (reconciling)", log))
+    p = h.spawn(S["gw_args"] + ["--listen", "127.0.0.1:%d" % port, "--resync-seconds", "1",
+                                "--sweep-seconds", "2", "--pending-grace-seconds", "3"], log)
+    try:
+        h.wait_until(lambda: gw_record("halfmade") is None, 20, "the abandoned placement undone")
+        h.wait_until(lambda: (gw_record("finished") or {}).get("state") == "ready", 20,
+                     "the finished placement confirmed")
+        h.wait_until(lambda: gw_record("direct"), 20, "the tenant made on tp-1 adopted")
+        h.eq(gw_record("direct").get("partition"), "tp-1", "adopted on its partition")
+        h.eq(gw_record("direct").get("state"), "ready", "adopted as ready")
+    finally:
+        h.terminate(p)
+    a = S["admin"]
+    h.wait_until(lambda: a.get("/api/v1/tenants/direct").status == 200, 10, "direct reachable through the gateway")
+    h.wait_until(lambda: a.get("/api/v1/tenants/finished").status == 200, 10,
+                 "finished reachable through the gateway")
+    h.eq(a.get("/api/v1/tenants/halfmade").status, 404, "the undone tenant")
 
 
 def test_unknown_tenant_404():

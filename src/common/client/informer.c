@@ -60,23 +60,6 @@ static void set_rv(struct informer *inf, const char *rv)
 	inf->rv = xstrdup(rv);
 }
 
-/* Percent-encodes everything but unreserved characters. */
-static void add_escaped(struct buf *b, const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-		    ch == '_' || ch == '.' || ch == '~') {
-			buf_addch(b, (char)ch);
-		} else {
-			buf_addch(b, '%');
-			buf_addch(b, hex[ch >> 4]);
-			buf_addch(b, hex[ch & 15]);
-		}
-	}
-}
-
 /* Store updates: the store changes first, then the handler runs (outside the lock). ------------- */
 
 /* Takes obj. */
@@ -164,7 +147,7 @@ static int list_all(struct informer *inf, struct strmap *out, char **ret_rv)
 			buf_addf(&p, "&%s", inf->query);
 		if (cont) {
 			buf_adds(&p, "&continue=");
-			add_escaped(&p, cont);
+			buf_add_query_escaped(&p, cont);
 		}
 		rc = rest_do(inf->c, "GET", p.ptr, NULL, NULL, &body);
 		buf_release(&p);
@@ -305,7 +288,7 @@ static int watch_once(struct informer *inf)
 	int rc;
 
 	buf_addf(&p, "%s?watch=true&resourceVersion=", inf->path);
-	add_escaped(&p, inf->rv ? inf->rv : "");
+	buf_add_query_escaped(&p, inf->rv ? inf->rv : "");
 	buf_addf(&p, "&allowWatchBookmarks=true&timeoutSeconds=%d", INF_WATCH_TIMEOUT_S);
 	if (inf->query && *inf->query)
 		buf_addf(&p, "&%s", inf->query);

@@ -82,6 +82,20 @@ void buf_addf(struct buf *b, const char *fmt, ...)
 	va_end(ap);
 }
 
+void buf_add_query_escaped(struct buf *b, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+		    *p == '_' || *p == '.' || *p == '~') {
+			buf_addch(b, (char)*p);
+		} else {
+			char esc[3] = { '%', hex[*p >> 4], hex[*p & 15] };
+			buf_add(b, esc, 3);
+		}
+	}
+}
+
 void buf_add_json_str(struct buf *b, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";

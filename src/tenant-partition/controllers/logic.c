@@ -335,18 +335,3 @@ const json_t *tpc_controller_ref(const json_t *obj)
 			return r;
 	return NULL;
 }
-
-void tpc_query_escape(struct buf *out, const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		    strchr("-_.~", *p)) {
-			buf_addch(out, (char)*p);
-		} else {
-			buf_addch(out, '%');
-			buf_addch(out, hex[*p >> 4]);
-			buf_addch(out, hex[*p & 15]);
-		}
-	}
-}

@@ -58,7 +58,7 @@ static int load_pods(struct rs_ctx *c)
 	label_selector_format(sel, &sq);
 	tpc_path(&path, "pods", c->tenant, c->ns, NULL);
 	buf_adds(&path, "?labelSelector=");
-	tpc_query_escape(&path, buf_cstr(&sq));
+	buf_add_query_escaped(&path, buf_cstr(&sq));
 	rc = tpc_get(c->m, path.ptr, &list);
 	if (rc != 200) {
 		rc = E_UNAVAILABLE;

@@ -67,8 +67,6 @@ void tpc_rank_for_deletion(const json_t **pods, size_t n);
 long long tpc_next_batch(long long prev, long long remaining);
 /* The controller owner reference of obj (borrowed) or NULL. */
 const json_t *tpc_controller_ref(const json_t *obj);
-/* Percent-encodes s for a query value, appended to out. */
-void tpc_query_escape(struct buf *out, const char *s);
 
 /* kube.c: API helpers ---------------------------------------------------------------------- */
 struct tpc;

@@ -91,10 +91,6 @@ static void test_batches(void **state)
 	assert_int_equal(tpc_next_batch(0, 10), 1);
 	assert_int_equal(tpc_next_batch(1, 9), 2);
 	assert_int_equal(tpc_next_batch(4, 3), 3);
-	struct buf b = BUF_INIT;
-	tpc_query_escape(&b, "app=web,x in (a)");
-	assert_string_equal(b.ptr, "app%3Dweb%2Cx%20in%20%28a%29");
-	buf_release(&b);
 }
 
 int main(void)

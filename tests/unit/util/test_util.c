@@ -35,6 +35,9 @@ static void test_buf(void **state)
 	buf_reset(&b);
 	buf_add_json_str(&b, "a\"b\\c\n\x01", 7);
 	assert_string_equal(b.ptr, "\"a\\\"b\\\\c\\n\\u0001\"");
+	buf_reset(&b);
+	buf_add_query_escaped(&b, "app=web,x in (a)~_.-Z9/\xc3\xa9");
+	assert_string_equal(b.ptr, "app%3Dweb%2Cx%20in%20%28a%29~_.-Z9%2F%C3%A9");
 	size_t len;
 	char *p = buf_detach(&b, &len);
 	assert_int_equal(len, strlen(p));
