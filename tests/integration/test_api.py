@@ -11,13 +11,14 @@ import json
 import os
 import re
 import secrets
+import socket
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from ursa_harness import (ApiServer, Etcd, check, create_tenant, deployment_manifest,  # noqa: E402
                           deployments_path, eq, expect_status, make_tmpdir, names, pod_manifest,
-                          pods_path, q, run, uniq)
+                          pods_path, q, run, uniq, wait_until)
 
 S = {}
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -351,6 +352,38 @@ def test_watch_bookmarks():
     check((obj.get("metadata") or {}).get("resourceVersion"), "BOOKMARK lacks metadata.resourceVersion: %r" % obj)
     eq([e.get("type") for e in w.events if e.get("type") != "BOOKMARK"], [],
        "non-bookmark events for a selector that matches nothing")
+
+
+def open_watches():
+    r = admin().get("/metrics")
+    expect_status(r, 200, "GET /metrics")
+    m = re.search(r"^ursa_apiserver_open_watches (\d+)$", r.text, re.M)
+    check(m, "no ursa_apiserver_open_watches in /metrics")
+    return int(m.group(1))
+
+
+def test_idle_watch_gets_newlines_and_a_departed_client_is_dropped():
+    """A watch of something quiet: between events the server writes a newline every 10 s (JSON
+    clients skip whitespace), so a client that went away is noticed at that write instead of
+    holding its watcher until the watch's timeout (30 to 60 minutes)."""
+    before = open_watches()
+    c = admin()
+    conn = c.connect(20)
+    conn.request("GET", pods_path(S["t"]) + q(watch="true", labelSelector="none=" + uniq("idle")),
+                 headers=c._headers(None, None, False))
+    r = conn.getresponse()
+    eq(r.status, 200, "watch status")
+    wait_until(lambda: open_watches() == before + 1, 10, "the watch counted as open")
+    t0 = time.monotonic()
+    first = r.read(1)
+    waited = time.monotonic() - t0
+    eq(first, b"\n", "the first byte of a quiet watch")
+    check(5 < waited < 15, "newline after about 10 s of quiet, not %.1fs" % waited)
+    conn.sock.shutdown(socket.SHUT_RDWR)
+    conn.close()
+    t1 = time.monotonic()
+    wait_until(lambda: open_watches() <= before, 35, "the departed client's watch closed by the server")
+    print("idle watch: newline after %.1fs; departed client dropped after %.1fs" % (waited, time.monotonic() - t1))
 
 
 def test_table_responses():

@@ -1,10 +1,15 @@
 /* Watch streams: a watcher on the resource's watch cache feeding a suspended HTTP stream.
- * A ticker thread wakes streams whose deadline or bookmark is due and tracks etcd health. */
+ * A ticker thread wakes streams whose deadline, bookmark or idle newline is due and tracks etcd
+ * health. A stream that sent nothing for IDLE_NEWLINE_MS gets a newline between events (JSON
+ * decoders skip whitespace between values; client-go and the Python client do): a suspended
+ * connection is not read, so a client that left is noticed only when a write fails, and without
+ * this a watch of a quiet resource would hold its watcher and connection until its timeout. */
 #include "internal.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +17,7 @@
 #define WATCH_QUEUE_MAX 20000
 #define BOOKMARK_EVERY_MS 60000
 #define DEFAULT_TIMEOUT_MIN_S 1800
+#define IDLE_NEWLINE_MS 10000
 
 struct wstream {
 	struct apiserver *s;
@@ -22,6 +28,7 @@ struct wstream {
 	bool table, columns_sent, bookmarks, ended;
 	json_t *error;            /* a Status to send as an ERROR event, then end */
 	int64_t deadline_ms, next_bookmark_ms;
+	atomic_llong quiet_since_ms; /* the last write (read by the ticker) */
 	struct wstream *prev, *next;
 };
 
@@ -144,8 +151,12 @@ static int on_fill(void *ud, struct buf *out, size_t max)
 			ws->next_bookmark_ms = now + BOOKMARK_EVERY_MS;
 		}
 	}
-	if (out->len > start)
+	if (out->len == start && !ws->ended && now - atomic_load(&ws->quiet_since_ms) >= IDLE_NEWLINE_MS)
+		buf_addch(out, '\n');
+	if (out->len > start) {
+		atomic_store(&ws->quiet_since_ms, now);
 		return 1;
+	}
 	return ws->ended ? -1 : 0;
 }
 
@@ -196,6 +207,7 @@ void handle_watch(struct req *q)
 	ws->table = q->table;
 	ws->deadline_ms = mono_ms() + timeout * 1000;
 	ws->next_bookmark_ms = mono_ms() + BOOKMARK_EVERY_MS;
+	atomic_init(&ws->quiet_since_ms, mono_ms());
 	const char *name = q->path.name ? q->path.name
 					: (ws->filter.fields ? field_selector_exact(ws->filter.fields, "metadata.name") : NULL);
 	bool all = strcmp(q->tenant, TENANT_ALL) == 0 || q->res->r->scope == SCOPE_CLUSTER;
@@ -223,7 +235,8 @@ static void *ticker_main(void *arg)
 		int64_t now = mono_ms();
 		pthread_mutex_lock(&streams_lock);
 		for (struct wstream *ws = streams; ws; ws = ws->next)
-			if (now >= ws->deadline_ms || (ws->bookmarks && now >= ws->next_bookmark_ms))
+			if (now >= ws->deadline_ms || (ws->bookmarks && now >= ws->next_bookmark_ms) ||
+			    now - atomic_load(&ws->quiet_since_ms) >= IDLE_NEWLINE_MS)
 				http_stream_wake(ws->hs);
 		pthread_mutex_unlock(&streams_lock);
 		if (now >= next_health) {
