@@ -47,8 +47,9 @@ static void *finish_later(void *arg)
 	buf_addf(&b, "deferred %s %.*s", http_method(l->req), (int)len, body);
 	http_reply_header(l->reply, "X-Later", "1");
 	http_reply_set(l->reply, 202, "text/plain", &b);
-	http_deferred_finish(l->d);
+	/* counted before the reply can reach the client, which checks the count once it has it */
 	atomic_fetch_add(&finished, 1);
+	http_deferred_finish(l->d);
 	free(l);
 	return NULL;
 }
