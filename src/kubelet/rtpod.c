@@ -1,5 +1,6 @@
 /* Pod object -> runtime spec, refusing what the kubelet cannot run. */
 #include <string.h>
+#include <unistd.h>
 #include "podlogic.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
@@ -59,7 +60,66 @@ static int convert_env(const json_t *env, struct rt_container *rc, struct buf *e
 	return 0;
 }
 
-static int convert_container(const json_t *c, struct rt_container *rc, struct buf *err)
+/* An id of a securityContext, the container's over the pod's: absent (*has false), or an
+ * integer in 0..2147483647. */
+static int sc_id(const json_t *pod_sc, const json_t *c_sc, const char *field, bool *has, long long *ret)
+{
+	const json_t *v = json_object_get(c_sc, field);
+	if (!v || json_is_null(v))
+		v = json_object_get(pod_sc, field);
+	*has = false;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 2147483647)
+		return -1;
+	*has = true;
+	*ret = json_integer_value(v);
+	return 0;
+}
+
+/* runAsUser, runAsGroup and supplementalGroups; runAsNonRoot refuses a container that would
+ * run as root (with no runAsUser it would run as the kubelet, root on a real host). */
+static int convert_ids(const json_t *pod_sc, const json_t *c, struct rt_container *rc, struct buf *err)
+{
+	const json_t *c_sc = json_object_get(c, "securityContext");
+	struct rt_ids *ids = &rc->ids;
+	if (sc_id(pod_sc, c_sc, "runAsUser", &ids->has_uid, &ids->uid) ||
+	    sc_id(pod_sc, c_sc, "runAsGroup", &ids->has_gid, &ids->gid)) {
+		buf_addf(err, "container \"%s\": runAsUser and runAsGroup must be integers from 0 to 2147483647",
+			 rc->name);
+		return E_INVALID;
+	}
+	const json_t *groups = json_object_get(pod_sc, "supplementalGroups");
+	if (groups && !json_is_null(groups)) {
+		size_t i;
+		const json_t *g;
+		if (!json_is_array(groups) || json_array_size(groups) > RT_MAX_GROUPS) {
+			buf_addf(err, "supplementalGroups must list at most %d group ids", RT_MAX_GROUPS);
+			return E_INVALID;
+		}
+		json_array_foreach(groups, i, g) {
+			if (!json_is_integer(g) || json_integer_value(g) < 0 || json_integer_value(g) > 2147483647) {
+				buf_adds(err, "supplementalGroups must be integers from 0 to 2147483647");
+				return E_INVALID;
+			}
+			ids->groups[ids->ngroups++] = json_integer_value(g);
+		}
+	}
+	const json_t *nonroot = json_object_get(c_sc, "runAsNonRoot");
+	if (!nonroot || json_is_null(nonroot))
+		nonroot = json_object_get(pod_sc, "runAsNonRoot");
+	if (json_is_true(nonroot) && ids->has_uid && ids->uid == 0) {
+		buf_addf(err, "container \"%s\": runAsUser 0 breaks its runAsNonRoot policy", rc->name);
+		return E_INVALID;
+	}
+	if (json_is_true(nonroot) && !ids->has_uid && geteuid() == 0) {
+		buf_addf(err, "container \"%s\" has runAsNonRoot but would run as root: set runAsUser", rc->name);
+		return E_INVALID;
+	}
+	return 0;
+}
+
+static int convert_container(const json_t *pod_sc, const json_t *c, struct rt_container *rc, struct buf *err)
 {
 	const char *name = json_str(c, "name");
 	if (!name || !*name) {
@@ -86,6 +146,8 @@ static int convert_container(const json_t *c, struct rt_container *rc, struct bu
 	const char *wd = json_str(c, "workingDir");
 	if (wd && *wd)
 		rc->working_dir = xstrdup(wd);
+	if (convert_ids(pod_sc, c, rc, err))
+		return E_INVALID;
 	return convert_env(json_object_get(c, "env"), rc, err);
 }
 
@@ -130,7 +192,7 @@ int kl_rt_pod_from_json(const json_t *pod, struct rt_pod *ret, struct buf *err)
 	const json_t *c;
 	json_array_foreach(containers, i, c) {
 		p.ncontainers++;
-		rc = convert_container(c, &p.containers[i], err);
+		rc = convert_container(json_path(pod, "spec.securityContext"), c, &p.containers[i], err);
 		if (rc)
 			goto out;
 		for (size_t j = 0; j < i; j++)

@@ -13,6 +13,16 @@ struct rt_env {
 	char *name, *value;
 };
 
+/* Who a container runs as (its securityContext over the pod's). Unset ids leave the
+ * kubelet's: there are no images here to name a user. */
+#define RT_MAX_GROUPS 32
+struct rt_ids {
+	bool has_uid, has_gid;            /* all zero: nothing set */
+	long long uid, gid;               /* runAsUser, runAsGroup */
+	long long groups[RT_MAX_GROUPS];  /* the pod's supplementalGroups */
+	unsigned ngroups;
+};
+
 struct rt_container {
 	char *name;
 	char *image;        /* informational for "process": the command is what runs */
@@ -21,6 +31,7 @@ struct rt_container {
 	struct rt_env *env;
 	size_t nenv;
 	char *working_dir;  /* may be NULL */
+	struct rt_ids ids;
 };
 
 enum rt_restart { RT_RESTART_ALWAYS, RT_RESTART_ON_FAILURE, RT_RESTART_NEVER };

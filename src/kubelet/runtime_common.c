@@ -83,6 +83,7 @@ void rt_pod_copy(struct rt_pod *dst, const struct rt_pod *src)
 		d->command = strv_dup(s->command);
 		d->args = strv_dup(s->args);
 		d->working_dir = dup_or_null(s->working_dir);
+		d->ids = s->ids;
 		d->nenv = s->nenv;
 		d->env = xcalloc(s->nenv ? s->nenv : 1, sizeof(*d->env));
 		for (size_t e = 0; e < s->nenv; e++) {

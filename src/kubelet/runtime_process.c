@@ -308,10 +308,33 @@ static void set_current_log(const char *dir, const char *file)
 
 /* Builds the shim's argv (borrowed strings except the ones in *owned). */
 static char **shim_argv(const struct runtime *rt, const char *cdir, const char *logf, const char *prog,
-			const char *workdir, char **argv, size_t argc)
+			const struct rt_container *c, char **argv, size_t argc, struct buf *ids)
 {
-	char **v = xcalloc(argc + 12, sizeof(*v));
+	char **v = xcalloc(argc + 18, sizeof(*v));
 	size_t n = 0;
+	/* the ids' texts live in ids, NUL-separated; their offsets first, pointers once it is built */
+	size_t off[3];
+	int nid = 0;
+	const char *flag[3];
+	if (c->ids.has_uid) {
+		flag[nid] = "--uid";
+		off[nid++] = ids->len;
+		buf_addf(ids, "%lld", c->ids.uid);
+		buf_addch(ids, '\0');
+	}
+	if (c->ids.has_gid) {
+		flag[nid] = "--gid";
+		off[nid++] = ids->len;
+		buf_addf(ids, "%lld", c->ids.gid);
+		buf_addch(ids, '\0');
+	}
+	if (c->ids.ngroups) {
+		flag[nid] = "--groups";
+		off[nid++] = ids->len;
+		for (unsigned i = 0; i < c->ids.ngroups; i++)
+			buf_addf(ids, "%s%lld", i ? "," : "", c->ids.groups[i]);
+		buf_addch(ids, '\0');
+	}
 	v[n++] = rt->self_exe;
 	v[n++] = "shim";
 	v[n++] = "--state";
@@ -320,9 +343,13 @@ static char **shim_argv(const struct runtime *rt, const char *cdir, const char *
 	v[n++] = (char *)logf;
 	v[n++] = "--exec";
 	v[n++] = (char *)prog;
-	if (workdir) {
+	if (c->working_dir) {
 		v[n++] = "--workdir";
-		v[n++] = (char *)workdir;
+		v[n++] = c->working_dir;
+	}
+	for (int i = 0; i < nid; i++) {
+		v[n++] = (char *)flag[i];
+		v[n++] = ids->ptr + off[i];
 	}
 	v[n++] = "--";
 	for (size_t i = 0; i < argc; i++)
@@ -367,6 +394,7 @@ static int launch(struct runtime *rt, struct ppod *p, size_t i, char **ret_err)
 	char **argv = rt_container_argv(c, &argc);
 	char *prog = NULL, *cdir = NULL, *ldir = NULL, *lname = NULL, *lpath = NULL, *errlog = NULL;
 	char **envp = NULL, **sargv = NULL;
+	struct buf ids = BUF_INIT; /* texts of the shim's --uid, --gid, --groups */
 	int ret = -1;
 	struct stat st;
 	if (!argc) {
@@ -409,7 +437,7 @@ static int launch(struct runtime *rt, struct ppod *p, size_t i, char **ret_err)
 	pc->phase = C_CREATING;
 	save_cont(p, i);
 	envp = build_env(&p->spec, c);
-	sargv = shim_argv(rt, cdir, lpath, prog, c->working_dir, argv, argc);
+	sargv = shim_argv(rt, cdir, lpath, prog, c, argv, argc, &ids);
 	pid_t pid;
 	if ((err = spawn_shim(rt->self_exe, sargv, envp, errlog, &pid))) {
 		*ret_err = xasprintf("cannot start the shim \"%s\": %s", rt->self_exe, strerror(err));
@@ -436,6 +464,7 @@ out:
 	free(errlog);
 	free_strv(envp);
 	free(sargv);
+	buf_release(&ids);
 	return ret;
 }
 

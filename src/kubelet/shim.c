@@ -7,6 +7,7 @@
 #include "ursa/xalloc.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,11 @@
 
 struct shim_opts {
 	const char *state_dir, *log_path, *exec_path, *workdir;
+	const char *uid_s, *gid_s, *groups_s; /* --uid, --gid, --groups (comma list), or NULL */
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[RT_MAX_GROUPS];
+	size_t ngroups;
 	char **argv;
 };
 
@@ -39,6 +45,34 @@ bool shim_log_is_final(const struct stat *st)
 	return !(st->st_mode & (S_IWUSR | S_IWGRP | S_IWOTH));
 }
 
+static int parse_id(const char *s, unsigned *ret)
+{
+	long long v;
+	if (parse_int64(s, &v) < 0 || v < 0 || v > 2147483647)
+		return -1;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+static int parse_ids(struct shim_opts *o)
+{
+	if ((o->uid_s && parse_id(o->uid_s, &o->uid)) || (o->gid_s && parse_id(o->gid_s, &o->gid)))
+		return -1;
+	for (const char *p = o->groups_s; p && *p;) {
+		const char *comma = strchr(p, ',');
+		char one[16];
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		if (len == 0 || len >= sizeof(one) || o->ngroups >= RT_MAX_GROUPS)
+			return -1;
+		memcpy(one, p, len);
+		one[len] = '\0';
+		if (parse_id(one, &o->groups[o->ngroups++]))
+			return -1;
+		p = comma ? comma + 1 : p + len;
+	}
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct shim_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -50,6 +84,9 @@ static int parse_opts(int argc, char **argv, struct shim_opts *o)
 				   : !strcmp(argv[i], "--log")	 ? &o->log_path
 				   : !strcmp(argv[i], "--exec")	 ? &o->exec_path
 				   : !strcmp(argv[i], "--workdir") ? &o->workdir
+				   : !strcmp(argv[i], "--uid")	 ? &o->uid_s
+				   : !strcmp(argv[i], "--gid")	 ? &o->gid_s
+				   : !strcmp(argv[i], "--groups")	 ? &o->groups_s
 								   : NULL;
 		if (!strcmp(argv[i], "--")) {
 			i++;
@@ -64,7 +101,7 @@ static int parse_opts(int argc, char **argv, struct shim_opts *o)
 	o->argv = argv + i;
 	if (!o->exec_path)
 		o->exec_path = o->argv[0];
-	return 0;
+	return parse_ids(o);
 }
 
 static void write_log_record(struct shim *s, const char *stream, char tag, const char *text, size_t len)
@@ -165,6 +202,22 @@ static void write_exit(struct shim *s, int code, int sig, const char *reason, co
 	json_decref(j);
 }
 
+/* In the forked child: the container's groups, then its group, then its user (the working
+ * directory is entered as that user). Nothing to do when no id was given. False with *what
+ * set ('g' groups, 'u' user) on failure, errno telling why. */
+static bool switch_ids(const struct shim_opts *o, int *what)
+{
+	if (!o->uid_s && !o->gid_s && !o->groups_s)
+		return true;
+	*what = 'g';
+	if (setgroups(o->ngroups, o->groups) < 0 || (o->gid_s && setgid(o->gid) < 0))
+		return false;
+	*what = 'u';
+	if (o->uid_s && setuid(o->uid) < 0)
+		return false;
+	return true;
+}
+
 /* In the forked child: becomes the container. Reports errno through errfd if exec fails. */
 static void __attribute__((noreturn)) exec_child(struct shim *s, int outw, int errw, int errfd)
 {
@@ -180,7 +233,9 @@ static void __attribute__((noreturn)) exec_child(struct shim *s, int outw, int e
 	dup2(outw, 1);
 	dup2(errw, 2);
 	int what = 'x';
-	if (s->o.workdir && chdir(s->o.workdir) < 0)
+	if (!switch_ids(&s->o, &what))
+		; /* what says which step failed */
+	else if (s->o.workdir && chdir(s->o.workdir) < 0)
 		what = 'c';
 	else
 		execv(s->o.exec_path, s->o.argv);
@@ -223,6 +278,12 @@ static int start_child(struct shim *s, char **ret_msg)
 		if (msg[0] == 'c')
 			*ret_msg = xasprintf("chdir to working directory \"%s\" failed: %s", s->o.workdir,
 					     strerror(msg[1]));
+		else if (msg[0] == 'g')
+			*ret_msg = xasprintf("cannot set the container's groups (runAsGroup %s, supplementalGroups %s): %s",
+					     s->o.gid_s ? s->o.gid_s : "unset", s->o.groups_s ? s->o.groups_s : "none",
+					     strerror(msg[1]));
+		else if (msg[0] == 'u')
+			*ret_msg = xasprintf("cannot run as user %s (runAsUser): %s", s->o.uid_s, strerror(msg[1]));
 		else
 			*ret_msg = xasprintf("exec: \"%s\": %s", s->o.exec_path, strerror(msg[1]));
 		return -1;
@@ -288,7 +349,8 @@ int shim_main(int argc, char **argv)
 {
 	struct shim s = { .logfd = -1, .out = { "stdout", -1, BUF_INIT }, .err = { "stderr", -1, BUF_INIT } };
 	if (parse_opts(argc, argv, &s.o) < 0) {
-		fprintf(stderr, "usage: shim --state DIR --log FILE [--exec PATH] [--workdir DIR] -- ARGV...\n");
+		fprintf(stderr, "usage: shim --state DIR --log FILE [--exec PATH] [--workdir DIR] [--uid N] [--gid N] "
+				"[--groups N,N...] -- ARGV...\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);

@@ -1,4 +1,5 @@
-/* The container shim: `ursa-kubelet shim --state DIR --log FILE [--exec PATH] [--workdir DIR] -- argv...`.
+/* The container shim: `ursa-kubelet shim --state DIR --log FILE [--exec PATH] [--workdir DIR]
+ * [--uid N] [--gid N] [--groups N,...] -- argv...`.
  *
  * The process runtime starts one shim per container instance, in a session of its own, so the
  * container outlives a kubelet restart. The shim forks the container (in a new process group
@@ -12,7 +13,10 @@
  *                   be executed gives exitCode 128 and reason "StartError".
  * When the container's main process ends, the rest of its process group is killed. The
  * environment of the shim is the container's environment; PATH (program lookup) must be done
- * by the caller, which passes the resolved program in --exec (default: argv[0]). */
+ * by the caller, which passes the resolved program in --exec (default: argv[0]). With --uid,
+ * --gid or --groups the container (not the shim, which keeps writing its files) switches to
+ * those supplementary groups (none when only --uid/--gid are given), group and user before it
+ * enters its working directory and execs; failing that is a StartError saying which. */
 #ifndef URSA_KUBELET_SHIM_H
 #define URSA_KUBELET_SHIM_H
 #include <stdbool.h>

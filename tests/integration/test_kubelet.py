@@ -262,6 +262,32 @@ def test_bad_spec_fails_pod_only():
     h.eq(pod_status(tp, "acme", "web")["phase"], "Running", "other pod still Running")
 
 
+def test_security_context_ids():
+    """runAsUser/runAsGroup/supplementalGroups reach the process (the kubelet runs as root here);
+    runAsNonRoot without runAsUser fails the pod, which would run as root."""
+    tp = S["tpadmin"]
+    pod = make_pod("ids", ["sh", "-c", "echo uid=$(id -u) gid=$(id -g) groups=$(id -G); exec sleep 300"])
+    pod["spec"]["securityContext"] = {"runAsUser": 65534, "runAsGroup": 65534, "supplementalGroups": [4242]}
+    create_bound(tp, "acme", pod)
+    h.wait_until(lambda: (pod_status(tp, "acme", "ids") or {}).get("phase") == "Running", 30, "ids Running")
+    c = h.Client("http://127.0.0.1:%d" % S["kl"].port)
+    h.wait_until(lambda: b"uid=" in c.get("/containerLogs/default/ids/c?tenant=acme").body, 10, "ids logged")
+    h.check(b"uid=65534 gid=65534 groups=65534 4242" in c.get("/containerLogs/default/ids/c?tenant=acme").body,
+            "the container's ids")
+    uid = tp.get(h.pods_path("acme", name="ids")).json["metadata"]["uid"]
+    pid = container_pid(S["kl"], uid)
+    h.eq(os.stat("/proc/%d" % pid).st_uid, 65534, "owner of the container's process")
+    nonroot = make_pod("nonroot", ["sleep", "300"], restart="Never")
+    nonroot["spec"]["securityContext"] = {"runAsNonRoot": True}
+    create_bound(tp, "acme", nonroot)
+    h.wait_until(lambda: (pod_status(tp, "acme", "nonroot") or {}).get("phase") == "Failed", 20, "nonroot Failed")
+    st = pod_status(tp, "acme", "nonroot")
+    h.eq(st.get("reason"), "InvalidPodSpec", "reason")
+    h.check("runAsNonRoot" in st.get("message", ""), "message: %s" % st.get("message"))
+    for name in ("ids", "nonroot"):
+        tp.delete(h.pods_path("acme", name=name) + "?gracePeriodSeconds=0")
+
+
 def test_restart_kubelet_does_not_start_twice():
     tp = S["tpadmin"]
     uid = S["web_uid"]

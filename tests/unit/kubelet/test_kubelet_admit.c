@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <string.h>
 #include "podlogic.h"
+#include "runtime_common.h"
 #include "ursa/errors.h"
 
 static json_t *J(const char *text)
@@ -164,6 +165,48 @@ static void test_rt_pod_refusals(void **state)
 		       "\"env\":[{\"name\":\"A=B\",\"value\":\"x\"}]}]}}", "env[0]");
 	expect_refused("{\"metadata\":{\"uid\":\"u\",\"name\":\"p\"},\"spec\":{\"containers\":[{\"image\":\"x\"}]}}",
 		       "no name");
+	expect_refused("{\"metadata\":{\"uid\":\"u\",\"name\":\"p\"},\"spec\":{\"securityContext\":{\"runAsUser\":-1},"
+		       "\"containers\":[{\"name\":\"c\"}]}}", "runAsUser");
+	expect_refused("{\"metadata\":{\"uid\":\"u\",\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+		       "\"securityContext\":{\"runAsGroup\":\"10\"}}]}}", "runAsGroup");
+	expect_refused("{\"metadata\":{\"uid\":\"u\",\"name\":\"p\"},\"spec\":{\"securityContext\":{\"supplementalGroups\":"
+		       "[1,2147483648]},\"containers\":[{\"name\":\"c\"}]}}", "supplementalGroups");
+	expect_refused("{\"metadata\":{\"uid\":\"u\",\"name\":\"p\"},\"spec\":{\"securityContext\":{\"runAsNonRoot\":true},"
+		       "\"containers\":[{\"name\":\"c\",\"securityContext\":{\"runAsUser\":0}}]}}", "runAsNonRoot");
+}
+
+/* securityContext: the container's ids over the pod's, the pod's supplementalGroups; a pod
+ * without one sets nothing. */
+static void test_rt_pod_ids(void **state)
+{
+	(void)state;
+	json_t *pod = J("{\"metadata\":{\"uid\":\"u\",\"name\":\"p\"},\"spec\":{\"securityContext\":{\"runAsUser\":1000,"
+			"\"runAsGroup\":3000,\"supplementalGroups\":[4000,4001],\"runAsNonRoot\":true},\"containers\":["
+			"{\"name\":\"a\"},{\"name\":\"b\",\"securityContext\":{\"runAsUser\":2000}},{\"name\":\"c\","
+			"\"securityContext\":{\"runAsGroup\":0}}]}}");
+	struct rt_pod p;
+	struct buf err = BUF_INIT;
+	assert_int_equal(kl_rt_pod_from_json(pod, &p, &err), 0);
+	const struct rt_ids *a = &p.containers[0].ids, *b = &p.containers[1].ids, *c = &p.containers[2].ids;
+	assert_true(a->has_uid && a->uid == 1000 && a->has_gid && a->gid == 3000);
+	assert_int_equal(a->ngroups, 2);
+	assert_int_equal(a->groups[0], 4000);
+	assert_int_equal(a->groups[1], 4001);
+	assert_true(b->has_uid && b->uid == 2000 && b->gid == 3000);
+	assert_true(c->uid == 1000 && c->has_gid && c->gid == 0);
+	struct rt_pod copy;
+	rt_pod_copy(&copy, &p);
+	assert_true(copy.containers[1].ids.has_uid && copy.containers[1].ids.uid == 2000);
+	assert_int_equal(copy.containers[0].ids.ngroups, 2);
+	rt_pod_release(&copy);
+	rt_pod_release(&p);
+	json_decref(pod);
+	pod = J("{\"metadata\":{\"uid\":\"u\",\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"a\"}]}}");
+	assert_int_equal(kl_rt_pod_from_json(pod, &p, &err), 0);
+	assert_false(p.containers[0].ids.has_uid || p.containers[0].ids.has_gid || p.containers[0].ids.ngroups);
+	rt_pod_release(&p);
+	json_decref(pod);
+	buf_release(&err);
 }
 
 int main(void)
@@ -173,6 +216,7 @@ int main(void)
 		cmocka_unit_test(test_requests_init_container_max),
 		cmocka_unit_test(test_requests_bad_quantity),
 		cmocka_unit_test(test_admit_reasons),
+		cmocka_unit_test(test_rt_pod_ids),
 		cmocka_unit_test(test_grace),
 		cmocka_unit_test(test_rt_pod_conversion),
 		cmocka_unit_test(test_rt_pod_refusals),

@@ -488,6 +488,33 @@ static void test_env_workdir_and_long_lines(void **state)
 	freepod(p);
 }
 
+/* runAsUser, runAsGroup and supplementalGroups: the container (not the shim) switches to
+ * them. Only root may; for anyone else the container ends in a StartError saying why. */
+static void test_run_as_user(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const cmd[] = { "sh", "-c", "echo uid=$(id -u) gid=$(id -g) groups=$(id -G)", NULL };
+	static const char *const *const cmds[] = { cmd, NULL };
+	struct rt_pod *p = mkpod("u-ids", RT_RESTART_NEVER, cmds);
+	p->containers[0].ids = (struct rt_ids){ .has_uid = true, .uid = 65534, .has_gid = true, .gid = 65533,
+						 .groups = { 4242 }, .ngroups = 1 };
+	char *err = NULL;
+	assert_int_equal(ops->start_pod(fx->rt, p, &err), 0);
+	struct rt_container_status s;
+	if (geteuid() == 0) {
+		wait_for(fx->rt, "u-ids", 0, is_terminated, 5000, &s);
+		assert_string_equal(s.reason, "Completed");
+		char *log = read_log(fx->rt, "pod-u-ids", "main");
+		assert_non_null(strstr(log, " stdout F uid=65534 gid=65533 groups=65533 4242\n"));
+		free(log);
+	} else {
+		wait_for(fx->rt, "u-ids", 0, is_terminated, 5000, &s);
+		assert_string_equal(s.reason, "StartError");
+		assert_non_null(strstr(s.message, "cannot set the container's groups"));
+	}
+	freepod(p);
+}
+
 /* The shim on its own: a program that cannot be executed gives a StartError record. */
 static void test_shim_start_error(void **state)
 {
@@ -530,6 +557,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_bad_commands, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_grace_then_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_workdir_and_long_lines, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_run_as_user, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shim_start_error, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
