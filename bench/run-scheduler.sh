@@ -18,6 +18,7 @@
 #   TP, RM API servers and etcds for PERF_SECONDS (8) once scheduling starts, reports there),
 #   LEASE_SECONDS (40: the hollow kubelets' --lease-seconds; nodes renew every quarter of it, so
 #   5,000 nodes make 500 lease writes/s to the RMs in the background; 400 makes it 50/s).
+#   RM_LINGER (the RM API servers' --etcd-write-linger-ms; default: theirs).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD="$ROOT/build"
@@ -53,10 +54,15 @@ LEASE_SECONDS = int(os.environ.get("LEASE_SECONDS", "40"))
 TOL = [{"key": "ursa.io/hollow", "operator": "Exists", "effect": "NoSchedule"}]
 
 
+RM_LINGER = os.environ.get("RM_LINGER", "")
+
+
 class Rm(h.ApiServer):
     def args(self):
         a = super().args()
         a[0] = RM_BIN
+        if RM_LINGER:
+            a += ["--etcd-write-linger-ms", RM_LINGER]
         return a
 
 

@@ -21,6 +21,7 @@ struct apiserver_options {
 	const char *region_token_file; /* bearer token this server uses towards other partitions and kubelets */
 	const char *region_ca_file;    /* CA bundle for those connections */
 	unsigned workers;
+	long etcd_write_linger_ms;   /* etcd_options.write_linger_ms */
 	const struct api_resource *resources;
 	size_t nresources;
 	/* Called after an object was created through the API (e.g. a Tenant's namespaces). */
@@ -46,6 +47,7 @@ struct apiserver_daemon {
 	size_t nresources;
 	void (*on_created)(struct apiserver *s, const struct api_resource *r, const json_t *obj);
 	const char *const *system_namespaces; /* NULL-terminated; ensured in tenant system at start */
+	long long default_write_linger_ms;    /* --etcd-write-linger-ms unless given */
 };
 /* Parses the common flags (--help lists them), serves until SIGTERM/SIGINT. Exit code. */
 int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv);

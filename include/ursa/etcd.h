@@ -43,6 +43,7 @@ void etcd_range_result_release(struct etcd_range_result *r);
 struct etcd_options {
 	long timeout_ms;         /* per request; default 5000 */
 	long connect_timeout_ms; /* default 1000 */
+	long write_linger_ms;    /* group commit waits this long for more writes (default 0) */
 };
 
 /* Returns NULL if endpoints is empty or malformed. opts may be NULL. */

@@ -217,7 +217,7 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 	s->o = *o;
 	if (!s->o.etcd_prefix)
 		s->o.etcd_prefix = "/registry";
-	s->etcd = etcd_new(o->etcd_servers, NULL);
+	s->etcd = etcd_new(o->etcd_servers, &(struct etcd_options){ .write_linger_ms = o->etcd_write_linger_ms });
 	if (!s->etcd) {
 		*ret_err = xasprintf("invalid --etcd-servers \"%s\"", o->etcd_servers ? o->etcd_servers : "");
 		goto fail;

@@ -152,7 +152,7 @@ struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts)
 	e->grpc_headers = grpc_headers(e->timeout_ms);
 	pool_init(&e->json_pool, etcd_curl_setup);
 	pool_init(&e->grpc_pool, etcd_grpc_setup);
-	e->gc = etcd_gc_new();
+	e->gc = etcd_gc_new(opts ? opts->write_linger_ms : 0);
 	return e;
 }
 

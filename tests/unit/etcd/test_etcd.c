@@ -29,6 +29,7 @@
 #include "ursa/buf.h"
 #include "ursa/errors.h"
 #include "ursa/etcd.h"
+#include "ursa/timeutil.h"
 #include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
 
@@ -53,13 +54,6 @@ struct cluster {
 
 static struct cluster g_single;
 static struct etcd *g_e;
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sleep_ms(long ms)
 {
@@ -118,14 +112,14 @@ static void member_kill(struct member *m)
 /* Waits until every running member reports healthy (which needs a leader). */
 static void cluster_wait_healthy(struct cluster *c)
 {
-	int64_t deadline = now_ms() + 15000;
+	int64_t deadline = mono_ms() + 15000;
 	for (size_t i = 0; i < c->n; i++) {
 		struct etcd *e;
 		if (c->m[i].pid <= 0)
 			continue;
 		e = etcd_new(c->m[i].client_url, NULL);
 		while (!etcd_healthy(e)) {
-			if (now_ms() > deadline)
+			if (mono_ms() > deadline)
 				fail_msg("etcd %s not healthy; see %s", c->m[i].name, c->m[i].log);
 			sleep_ms(50);
 		}
@@ -292,9 +286,9 @@ static int64_t rec_get(struct recorder *r, enum rec_field f)
 /* Waits until field f reaches at least want; returns the value seen. */
 static int64_t rec_wait(struct recorder *r, enum rec_field f, int64_t want, long timeout_ms)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = mono_ms() + timeout_ms;
 	int64_t v;
-	while ((v = rec_get(r, f)) < want && now_ms() < deadline)
+	while ((v = rec_get(r, f)) < want && mono_ms() < deadline)
 		sleep_ms(10);
 	return v;
 }
@@ -634,9 +628,9 @@ static void test_watch_stop_is_prompt(void **state)
 	rec_init(&r);
 	w = etcd_watch_start(g_e, "/t/idle", NULL, 0, false, &rec_handlers, &r);
 	assert_int_equal(rec_wait(&r, REC_UPS, 1, 5000), 1);
-	t = now_ms();
+	t = mono_ms();
 	etcd_watch_stop(w);
-	assert_true(now_ms() - t < 300);
+	assert_true(mono_ms() - t < 300);
 	etcd_watch_stop(NULL);
 
 	/* while retrying against a member that is down */
@@ -646,9 +640,9 @@ static void test_watch_stop_is_prompt(void **state)
 	w = etcd_watch_start(dead, "/t/idle", NULL, 0, false, &rec_handlers, &r);
 	assert_int_equal(rec_wait(&r, REC_DOWNS, 1, 3000), 1);
 	sleep_ms(200);
-	t = now_ms();
+	t = mono_ms();
 	etcd_watch_stop(w);
-	assert_true(now_ms() - t < 300);
+	assert_true(mono_ms() - t < 300);
 	assert_int_equal(r.ups, 1);
 	etcd_free(dead);
 	free(eps);
@@ -743,7 +737,7 @@ static void test_large_ranges(void **state)
 		buf_addf(&key, "/t/lr/%05d", i);
 		assert_int_equal(etcd_put(g_e, key.ptr, v, 1024, 0, NULL), 0);
 	}
-	start = now_ms();
+	start = mono_ms();
 	for (int i = 0; i < 5; i++) {
 		struct etcd_range_result r;
 		assert_int_equal(etcd_range(g_e, "/t/lr/", end, 0, 0, false, &r), 0);
@@ -752,7 +746,7 @@ static void test_large_ranges(void **state)
 		assert_int_equal(r.kvs[2999].value_len, 1024);
 		etcd_range_result_release(&r);
 	}
-	assert_true(now_ms() - start < 8000);
+	assert_true(mono_ms() - start < 8000);
 	buf_release(&key);
 	free(end);
 	free(v);
@@ -923,6 +917,51 @@ static void test_group_commit(void **state)
 	assert_int_equal(etcd_create(g_e, "/gc/shared", "y", 1, 0, NULL), E_ALREADY_EXISTS);
 }
 
+/* Writes that come one at a time: with a linger they share transactions. Eight writers start
+ * 2 ms apart; each waits for its write, so without a linger most go alone. */
+#define LINGER_WRITERS 8
+static struct etcd *linger_e;
+static long linger_run;
+
+static void *linger_writer(void *arg)
+{
+	long i = (long)arg;
+	usleep((useconds_t)(i * 2000));
+	char key[48];
+	snprintf(key, sizeof(key), "/linger/%ld/%ld", linger_run, i);
+	return (void *)(intptr_t)etcd_create(linger_e, key, "v", 1, 0, NULL);
+}
+
+static unsigned long long linger_txns(long linger_ms)
+{
+	linger_e = etcd_new(g_single.endpoints, &(struct etcd_options){ .write_linger_ms = linger_ms });
+	assert_non_null(linger_e);
+	linger_run = linger_ms;
+	pthread_t t[LINGER_WRITERS];
+	int64_t t0 = mono_ms();
+	for (long i = 0; i < LINGER_WRITERS; i++)
+		pthread_create(&t[i], NULL, linger_writer, (void *)i);
+	for (int i = 0; i < LINGER_WRITERS; i++) {
+		void *ret;
+		pthread_join(t[i], &ret);
+		assert_int_equal((intptr_t)ret, 0);
+	}
+	unsigned long long txns, ops;
+	etcd_write_stats(linger_e, &txns, &ops);
+	assert_int_equal(ops, LINGER_WRITERS);
+	if (linger_ms)
+		assert_true(mono_ms() - t0 >= linger_ms); /* the first write waited */
+	etcd_free(linger_e);
+	return txns;
+}
+
+static void test_group_commit_linger(void **state)
+{
+	/* 8 writes within 14 ms, a 100 ms linger: one txn, two at most (linger_txns also checks
+	 * that the first write waited) */
+	assert_true(linger_txns(100) <= 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -941,6 +980,7 @@ int main(void)
 		cmocka_unit_test(test_large_ranges),
 		cmocka_unit_test(test_failover),
 		cmocka_unit_test(test_group_commit),
+		cmocka_unit_test(test_group_commit_linger),
 	};
 	if (access("/usr/bin/etcd", X_OK) != 0) {
 		fprintf(stderr, "/usr/bin/etcd not installed\n");
