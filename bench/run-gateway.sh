@@ -83,13 +83,13 @@ make_pki() {
 		-addext "subjectKeyIdentifier=hash" -out "$d/ca.crt" 2>/dev/null
 	cat >"$d/ext" <<-EOF
 		basicConstraints=critical,CA:FALSE
-		keyUsage=critical,digitalSignature,keyEncipherment
+		keyUsage=critical,digitalSignature
 		extendedKeyUsage=serverAuth,clientAuth
 		subjectKeyIdentifier=hash
 		authorityKeyIdentifier=keyid,issuer
 		subjectAltName=IP:127.0.0.1,DNS:localhost
 	EOF
-	openssl genrsa -out "$d/server.key" 2048 2>/dev/null
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/server.key" 2>/dev/null
 	openssl req -new -key "$d/server.key" -subj "/CN=127.0.0.1" -out "$d/server.csr" 2>/dev/null
 	openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
 		-sha256 -extfile "$d/ext" -out "$d/server.crt" 2>/dev/null

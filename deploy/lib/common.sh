@@ -97,8 +97,8 @@ ensure_ca() {
 		-out "$dir/ca.crt" 2>/dev/null
 }
 
-# ensure_server_cert CADIR OUTDIR NAME SAN: OUTDIR/NAME.crt and NAME.key signed by the CA,
-# with SAN like "IP:127.0.0.1,DNS:localhost". Created only if absent.
+# ensure_server_cert CADIR OUTDIR NAME SAN: OUTDIR/NAME.crt and NAME.key (ECDSA P-256) signed by
+# the CA, with SAN like "IP:127.0.0.1,DNS:localhost". Created only if absent.
 ensure_server_cert() {
 	local cadir=$1 dir=$2 name=$3 san=$4
 	[ -s "$dir/$name.crt" ] && [ -s "$dir/$name.key" ] && return 0
@@ -108,13 +108,15 @@ ensure_server_cert() {
 	ext=$(mktemp)
 	cat >"$ext" <<-EOF
 		basicConstraints=critical,CA:FALSE
-		keyUsage=critical,digitalSignature,keyEncipherment
+		keyUsage=critical,digitalSignature
 		extendedKeyUsage=serverAuth,clientAuth
 		subjectKeyIdentifier=hash
 		authorityKeyIdentifier=keyid,issuer
 		subjectAltName=$san
 	EOF
-	( umask 077; openssl genrsa -out "$dir/$name.key" 2048 2>/dev/null )
+	# ECDSA P-256: a server signs in every TLS handshake, and P-256 signs some 25 times faster
+	# than RSA-2048 (openssl speed); the CA may stay RSA, its signature is only verified.
+	( umask 077; openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$dir/$name.key" 2>/dev/null )
 	openssl req -new -key "$dir/$name.key" -subj "/CN=$name" -out "$dir/$name.csr" 2>/dev/null
 	openssl x509 -req -in "$dir/$name.csr" -CA "$cadir/ca.crt" -CAkey "$cadir/ca.key" \
 		-CAcreateserial -days 825 -sha256 -extfile "$ext" -out "$dir/$name.crt" 2>/dev/null

@@ -211,11 +211,12 @@ def make_ca(directory):
               "-addext", "subjectKeyIdentifier=hash", "-out", ca_crt])
     with open(ext, "w") as f:
         f.write("basicConstraints=critical,CA:FALSE\n"
-                "keyUsage=critical,digitalSignature,keyEncipherment\n"
+                "keyUsage=critical,digitalSignature\n"
                 "extendedKeyUsage=serverAuth,clientAuth\n"
                 "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid,issuer\n"
                 "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    must_run(["openssl", "genrsa", "-out", key, "2048"])
+    # ECDSA P-256, as deploy/lib/common.sh's ensure_server_cert
+    must_run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key])
     must_run(["openssl", "req", "-new", "-key", key, "-subj", "/CN=ursa-test-server", "-out", csr])
     must_run(["openssl", "x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key,
               "-CAcreateserial", "-days", "30", "-sha256", "-extfile", ext, "-out", crt])
