@@ -12,6 +12,10 @@
 
 struct health_server;
 
+/* The help text of each daemon's --health-listen flag (the example port is the caller's). */
+#define HEALTH_LISTEN_HELP(example) \
+	"serve /healthz, /readyz and /metrics over plain HTTP at this address (e.g. " example "; default: not served)"
+
 /* Appends the daemon's own metric families (Prometheus text, "# HELP"/"# TYPE" lines
  * included) to out. Runs on a server thread: read only what is safe to read from there. */
 typedef void (*health_metrics_fn)(void *ud, struct buf *out);

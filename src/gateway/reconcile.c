@@ -122,38 +122,29 @@ static bool list_tenants(struct reconciler *rc, struct partition *tp, struct str
 	return ok && !atomic_load(&rc->stop);
 }
 
+/* Pending records are left to check_pending: a sweep adopts tenants the map lacks and, when
+ * it read every page, removes ready records of tp whose tenant is gone. */
 static void sweep_tenants(struct reconciler *rc, struct partition *tp)
 {
-	struct strmap have;
+	struct strmap have, recs;
 	strmap_init(&have);
 	bool complete = list_tenants(rc, tp, &have);
+	registry_tenants_snapshot(rc->reg, &recs);
 	size_t it;
 	for (struct strmap_ent *e = strmap_next(&have, NULL, &it); e; e = strmap_next(&have, e, &it)) {
-		struct tenant_rec rec;
 		int64_t rev = 0;
-		if (registry_tenant(rc->reg, e->key, &rec) != 0) {
-			if (registry_assign(rc->reg, e->key, tp->id, false, &rev) == 0)
-				log_info("tenant adopted", "tenant=\"%s\" partition=%s", e->key, tp->id);
+		if (!strmap_get(&recs, e->key) && registry_assign(rc->reg, e->key, tp->id, false, &rev) == 0)
+			log_info("tenant adopted", "tenant=\"%s\" partition=%s", e->key, tp->id);
+	}
+	for (struct strmap_ent *e = strmap_next(&recs, NULL, &it); complete && e; e = strmap_next(&recs, e, &it)) {
+		struct tenant_rec *rec = e->val;
+		if (rec->pending || strcmp(rec->partition, tp->id) != 0 || strmap_get(&have, e->key) ||
+		    strcmp(e->key, TENANT_SYSTEM) == 0)
 			continue;
-		}
-		if (rec.pending && strcmp(rec.partition, tp->id) == 0 &&
-		    registry_confirm(rc->reg, e->key, tp->id, rec.mod_rev) == 0)
-			log_info("tenant assignment confirmed", "tenant=\"%s\" partition=%s", e->key, tp->id);
-		tenant_rec_release(&rec);
+		if (registry_unassign(rc->reg, e->key, rec->mod_rev) == 0)
+			log_info("tenant assignment removed", "tenant=\"%s\" partition=%s", e->key, tp->id);
 	}
-	if (complete) {
-		struct strmap recs;
-		registry_tenants_snapshot(rc->reg, &recs);
-		for (struct strmap_ent *e = strmap_next(&recs, NULL, &it); e; e = strmap_next(&recs, e, &it)) {
-			struct tenant_rec *rec = e->val;
-			if (rec->pending || strcmp(rec->partition, tp->id) != 0 || strmap_get(&have, e->key) ||
-			    strcmp(e->key, TENANT_SYSTEM) == 0)
-				continue; /* pending ones are check_pending's */
-			if (registry_unassign(rc->reg, e->key, rec->mod_rev) == 0)
-				log_info("tenant assignment removed", "tenant=\"%s\" partition=%s", e->key, tp->id);
-		}
-		strmap_release(&recs, tenant_rec_free);
-	}
+	strmap_release(&recs, tenant_rec_free);
 	strmap_release(&have, NULL);
 }
 

@@ -60,8 +60,13 @@ static int convert_env(const json_t *env, struct rt_container *rc, struct buf *e
 	return 0;
 }
 
-/* An id of a securityContext, the container's over the pod's: absent (*has false), or an
- * integer in 0..2147483647. */
+/* A user or group id: an integer in 0..2147483647. */
+static bool is_id(const json_t *v)
+{
+	return json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 2147483647;
+}
+
+/* An id of a securityContext, the container's over the pod's: absent (*has false) or an id. */
 static int sc_id(const json_t *pod_sc, const json_t *c_sc, const char *field, bool *has, long long *ret)
 {
 	const json_t *v = json_object_get(c_sc, field);
@@ -70,7 +75,7 @@ static int sc_id(const json_t *pod_sc, const json_t *c_sc, const char *field, bo
 	*has = false;
 	if (!v || json_is_null(v))
 		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 2147483647)
+	if (!is_id(v))
 		return -1;
 	*has = true;
 	*ret = json_integer_value(v);
@@ -98,7 +103,7 @@ static int convert_ids(const json_t *pod_sc, const json_t *c, struct rt_containe
 			return E_INVALID;
 		}
 		json_array_foreach(groups, i, g) {
-			if (!json_is_integer(g) || json_integer_value(g) < 0 || json_integer_value(g) > 2147483647) {
+			if (!is_id(g)) {
 				buf_adds(err, "supplementalGroups must be integers from 0 to 2147483647");
 				return E_INVALID;
 			}

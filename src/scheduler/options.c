@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "daemon.h"
+#include "ursa/health.h"
 #include "ursa/options.h"
 #include "ursa/xalloc.h"
 
@@ -50,8 +51,7 @@ int sched_options_parse(struct sched_options *o, int argc, char **argv)
 		{ "stats-seconds", OPT_INT, &o->stats_s, "how often to log the counters (0: never)" },
 		{ "scheduled-events", OPT_BOOL, &o->scheduled_events, "record a Scheduled event for every bound pod" },
 		{ "health-listen", OPT_STRING, &o->health_listen,
-		  "serve /healthz, /readyz and /metrics over plain HTTP at this address (e.g. 127.0.0.1:10259; "
-		  "default: not served)" },
+		  HEALTH_LISTEN_HELP("127.0.0.1:10259") },
 		{ "log-level", OPT_STRING, &o->log_level, "debug, info, warn or error" },
 	};
 	if (opts_parse("ursa-scheduler", summary, opts, (int)ARRAY_SIZE(opts), argc, argv) != 0)

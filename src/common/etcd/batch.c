@@ -11,8 +11,9 @@
  *
  * Writes that come one at a time (a resource manager's node lease renewals: hundreds a second,
  * rarely two at once) would each be a txn of their own, and etcd's cost per txn is several
- * times its cost per op. With a linger (etcd_options.write_linger_ms) the committer waits that
- * long for company before it sends: a few milliseconds more per write, a fraction of the txns. */
+ * times its cost per op. With a linger (etcd_options.write_linger_ms) a committer whose write is
+ * alone in the queue waits that long for company before it sends: a few milliseconds more per
+ * lone write, a fraction of the txns; under load batches form without it. */
 #include "etcd/etcd_internal.h"
 #include "etcd/pb.h"
 #include "ursa/errors.h"
@@ -226,8 +227,8 @@ int etcd_gc_put(struct etcd *e, const char *key, const char *value, size_t len, 
 			continue;
 		}
 		gc->committing++;
-		if (gc->linger_ms)
-			linger(gc);
+		if (gc->linger_ms && gc->head == gc->tail)
+			linger(gc); /* alone: wait for company (a queue that has it needs no wait) */
 		size_t n = take_batch(gc, batch);
 		pthread_mutex_unlock(&gc->lock);
 		commit(e, batch, n);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "rmcm.h"
+#include "ursa/health.h"
 #include "ursa/options.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -53,8 +54,7 @@ int rmcm_options_parse(struct rmcm_options *o, int argc, char **argv)
 		{ "controllers", OPT_STRING, &o->controllers,
 		  "controllers to run: '*' or a comma list of nodelifecycle,daemonset ('-name' disables one)" },
 		{ "health-listen", OPT_STRING, &o->health_listen,
-		  "serve /healthz, /readyz and /metrics over plain HTTP at this address (e.g. 127.0.0.1:10257; "
-		  "default: not served)" },
+		  HEALTH_LISTEN_HELP("127.0.0.1:10258") },
 		{ "log-level", OPT_STRING, &o->log_level, "debug, info, warn or error" },
 	};
 	if (opts_parse("ursa-rm-controller-manager", summary, opts, (int)ARRAY_SIZE(opts), argc, argv) != 0)

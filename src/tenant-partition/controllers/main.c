@@ -64,8 +64,7 @@ int main(int argc, char **argv)
 		{ "rm-monitor-period", OPT_INT, &rm_period, "rmloss: seconds between health checks of the resource managers" },
 		{ "rmloss-eviction-rate", OPT_STRING, &evict_rate, "rmloss: pods per second this partition evicts at most" },
 		{ "health-listen", OPT_STRING, &health_listen,
-		  "serve /healthz, /readyz and /metrics over plain HTTP at this address (e.g. 127.0.0.1:10257; "
-		  "default: not served)" },
+		  HEALTH_LISTEN_HELP("127.0.0.1:10257") },
 		{ "log-level", OPT_STRING, &level, "debug, info, warn or error" },
 	};
 	if (opts_parse("ursa-tp-controller-manager", "Controllers of a tenant partition.", opts, ARRAY_SIZE(opts), argc,
