@@ -14,8 +14,9 @@
 # usage: bench/run-scheduler.sh [BUILD_DIR] [--quick]
 # Knobs (environment): NODES (5000), PODS (5000), FILL_NODES (200), WORKERS (64), CHUNK (16:
 #   --reservation-chunk; 1 = one reservation write per pod, the old behaviour), LOAD_CLIENTS (16),
-#   WHICH (throughput,streaming,contention), PERF_DIR (if set: `perf record -g` of the scheduler,
-#   TP, RM API servers and etcds for PERF_SECONDS (8) once scheduling starts, reports there),
+#   WHICH (throughput,streaming,contention), PERF_DIR (if set: `perf record` of the scheduler,
+#   TP, RM API servers and etcds for PERF_SECONDS (8) once scheduling starts, reports there;
+#   PERF_CALL_GRAPH (fp) is perf's --call-graph: dwarf,16384 unwinds the libraries too),
 #   LEASE_SECONDS (40: the hollow kubelets' --lease-seconds; nodes renew every quarter of it, so
 #   5,000 nodes make 500 lease writes/s to the RMs in the background; 400 makes it 50/s).
 #   RM_LINGER (the RM API servers' --etcd-write-linger-ms; default: theirs).
@@ -36,7 +37,7 @@ if [ "$QUICK" = 1 ]; then
 fi
 export URSA_BUILD_DIR="$BUILD" NODES="${NODES:-5000}" PODS="${PODS:-5000}" FILL_NODES="${FILL_NODES:-200}" \
 	WORKERS="${WORKERS:-64}" CHUNK="${CHUNK:-16}" LOAD_CLIENTS="${LOAD_CLIENTS:-16}" PERF_DIR="${PERF_DIR:-}" \
-	PERF_SECONDS="${PERF_SECONDS:-8}"
+	PERF_SECONDS="${PERF_SECONDS:-8}" PERF_CALL_GRAPH="${PERF_CALL_GRAPH:-fp}"
 exec python3 - "$ROOT" <<'PY'
 import json, os, re, subprocess, sys, threading, time
 sys.path.insert(0, os.path.join(sys.argv[1], "tests", "lib"))
@@ -50,6 +51,7 @@ CREATE_BIN = os.path.join(B, "bench", "sched-create")
 NODES, PODS, FILL, WORKERS, CHUNK, LOAD_CLIENTS = (int(os.environ[k]) for k in (
     "NODES", "PODS", "FILL_NODES", "WORKERS", "CHUNK", "LOAD_CLIENTS"))
 PERF_DIR, PERF_SECONDS = os.environ.get("PERF_DIR"), int(os.environ.get("PERF_SECONDS", "8"))
+PERF_CALL_GRAPH = os.environ.get("PERF_CALL_GRAPH", "fp")
 LEASE_SECONDS = int(os.environ.get("LEASE_SECONDS", "40"))
 TOL = [{"key": "ursa.io/hollow", "operator": "Exists", "effect": "NoSchedule"}]
 
@@ -225,8 +227,24 @@ def perf_targets(procs):
         for r, p in ROLES:
             f.write("%d %s\n" % (p.pid, r))
     pids = ",".join(str(p.pid) for p in procs if p)
-    return subprocess.Popen(["perf", "record", "-g", "-o", os.path.join(PERF_DIR, "perf.data"), "-p", pids,
+    return subprocess.Popen(["perf", "record", "--call-graph", PERF_CALL_GRAPH, "-o", os.path.join(PERF_DIR, "perf.data"), "-p", pids,
                              "--", "sleep", str(PERF_SECONDS)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def request_counts(servers):
+    """ursa_apiserver_request_total of each server: {(server, verb, resource, code): count}."""
+    out = {}
+    for srv in servers:
+        text = srv.admin().get("/metrics").text
+        for m in re.finditer(r'^ursa_apiserver_request_total\{verb="([^"]*)",resource="([^"]*)",code="(\d+)"\} (\d+)$',
+                             text, re.M):
+            out[(srv.partition_id,) + m.groups()[:3]] = int(m.group(4))
+    return out
+
+
+def request_report(a, b, what):
+    parts = ["%s %s %s %s: %d" % (k + (b[k] - a.get(k, 0),)) for k in sorted(b) if b[k] - a.get(k, 0) > 0]
+    print("requests %s: %s" % (what, "; ".join(parts)), flush=True)
 
 
 def stats_text(s):
@@ -256,13 +274,14 @@ def throughput():
         if time.monotonic() - t_start > 120:
             raise RuntimeError("scheduler not leading")
         time.sleep(0.02)
-    start, c0 = time.monotonic(), cpu_snapshot()
+    start, c0, r0 = time.monotonic(), cpu_snapshot(), request_counts([tp] + rms)
     procs = [p] + [s.proc for s in [tp] + rms] + [m["proc"] for s in [tp] + rms for m in s.etcd.members]
     perf = perf_targets(procs)
     end = bw.wait(PODS, 600)
     el = end - start
     if not perf:
         cpu_report(c0, cpu_snapshot(), time.monotonic() - start, "while scheduling")
+        request_report(r0, request_counts([tp] + rms), "served while scheduling")
     if perf:
         perf.wait()
     time.sleep(1.5)

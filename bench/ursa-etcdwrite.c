@@ -2,17 +2,22 @@
  * ursa-etcdwrite: what the etcd client's writes and reads cost etcd.
  *
  *   ursa-etcdwrite --etcd URL --etcd-pid PID [--threads T] [--count N] [--value-size S] [--prefix P]
+ *                  [--watchers W]
  *
  * T threads (default 16) share N keys (default 20000) under P (default /bench/w/) and run three
  * phases through the client library, as the API servers do: create every key (etcd_create, group
  * committed), update every key at its revision (etcd_update, group committed), read every key
  * (etcd_get). For each phase: wall time, writes or reads per second, and the CPU that etcd
  * (utime + stime of PID from /proc) and this process spent per 1,000 operations. Values are
- * S bytes (default 1000) of JSON-like text. Ends with a line "RESULT {json}".
+ * S bytes (default 1000) of JSON-like text. With W watchers (default 0), W etcd_watch streams of
+ * this client follow the prefix, as API servers' caches do, and a write phase ends once every
+ * watcher has seen its events (at most 60 s more), so etcd's cost of sending them is counted.
+ * Ends with a line "RESULT {json}".
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +35,9 @@ static const char *const phase_name[PH_N] = { "create", "update", "get" };
 
 struct args {
 	const char *etcd, *prefix;
-	long long pid, threads, count, value_size;
+	long long pid, threads, count, value_size, watchers;
 };
+
 
 struct worker {
 	struct etcd *e;
@@ -49,6 +55,22 @@ static int64_t now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static atomic_llong watched; /* events delivered to all watchers */
+
+static void on_events(void *ud, const struct etcd_event *ev, size_t n)
+{
+	(void)ud, (void)ev;
+	atomic_fetch_add(&watched, (long long)n);
+}
+
+/* Waits until the watchers have seen want events, at most 60 s. */
+static void wait_watched(long long want)
+{
+	int64_t deadline = now_ns() + 60 * (int64_t)1000000000;
+	while (atomic_load(&watched) < want && now_ns() < deadline)
+		usleep(1000);
 }
 
 static double self_cpu_s(void)
@@ -143,6 +165,8 @@ static struct result run_phase(struct etcd *e, const struct args *a, enum phase 
 		pthread_join(w[t].tid, NULL);
 		r.failed += w[t].failed;
 	}
+	if (a->watchers && ph != PH_GET)
+		wait_watched(a->watchers * a->count * (ph == PH_CREATE ? 1 : 2));
 	r.wall_s = (double)(now_ns() - start) / 1e9;
 	r.etcd_cpu_s = proc_cpu_s(a->pid) - c0;
 	r.self_cpu_s = self_cpu_s() - s0;
@@ -153,7 +177,8 @@ static struct result run_phase(struct etcd *e, const struct args *a, enum phase 
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	*a = (struct args){ .prefix = "/bench/w/", .threads = 16, .count = 20000, .value_size = 1000, .pid = 0 };
+	*a = (struct args){ .prefix = "/bench/w/", .threads = 16, .count = 20000, .value_size = 1000, .pid = 0,
+			    .watchers = 0 };
 	for (int i = 1; i + 1 < argc; i += 2) {
 		const char *k = argv[i], *v = argv[i + 1];
 		long long n = 0;
@@ -161,7 +186,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->etcd = v;
 		else if (!strcmp(k, "--prefix"))
 			a->prefix = v;
-		else if (parse_int64(v, &n) < 0 || n <= 0)
+		else if (parse_int64(v, &n) < 0 || n < 0)
+			return -1;
+		else if (!strcmp(k, "--watchers"))
+			a->watchers = n;
+		else if (n == 0)
 			return -1;
 		else if (!strcmp(k, "--etcd-pid"))
 			a->pid = n;
@@ -174,7 +203,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 		else
 			return -1;
 	}
-	return a->etcd && a->pid > 0 && a->threads <= MAX_THREADS && (argc % 2) == 1 ? 0 : -1;
+	return a->etcd && a->pid > 0 && a->threads <= MAX_THREADS && a->watchers <= MAX_THREADS && (argc % 2) == 1
+		       ? 0
+		       : -1;
 }
 
 int main(int argc, char **argv)
@@ -187,7 +218,7 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &a) < 0) {
 		fprintf(stderr, "usage: ursa-etcdwrite --etcd URL --etcd-pid PID [--threads T] [--count N] "
-				"[--value-size S] [--prefix P]\n");
+				"[--value-size S] [--prefix P] [--watchers W]\n");
 		return 2;
 	}
 	e = etcd_new(a.etcd, NULL);
@@ -200,14 +231,28 @@ int main(int argc, char **argv)
 	for (long long i = 0; i < a.value_size; i++)
 		value[i] = "{\"abcdefghijklmnopqrstuvwxyz0123456789\":}"[i % 40];
 	value[a.value_size] = '\0';
+	struct etcd_watch *wt[MAX_THREADS];
+	static const struct etcd_watch_handlers wh = { on_events, NULL, NULL };
+	char *end = etcd_prefix_end(a.prefix);
+	int64_t rev0 = 0;
+	if (a.watchers && etcd_current_revision(e, &rev0) < 0) {
+		fprintf(stderr, "ursa-etcdwrite: etcd unavailable\n");
+		return 1;
+	}
+	for (long long i = 0; i < a.watchers; i++)
+		if (!(wt[i] = etcd_watch_start(e, a.prefix, end, rev0 + 1, false, &wh, NULL)))
+			abort();
 	for (int ph = 0; ph < PH_N; ph++) {
 		r[ph] = run_phase(e, &a, (enum phase)ph, revs, value);
-		printf("%-6s %lld ops, %lld threads: %.2f s, %.0f ops/s, etcd CPU %.1f ms per 1000 ops, "
+		printf("%-6s %lld ops, %lld threads, %lld watchers: %.2f s, %.0f ops/s, etcd CPU %.1f ms per 1000 ops, "
 		       "client CPU %.1f ms per 1000 ops, %llu txns, %lld failed\n",
-		       phase_name[ph], a.count, a.threads, r[ph].wall_s, (double)a.count / r[ph].wall_s,
+		       phase_name[ph], a.count, a.threads, a.watchers, r[ph].wall_s, (double)a.count / r[ph].wall_s,
 		       r[ph].etcd_cpu_s * 1e6 / (double)a.count, r[ph].self_cpu_s * 1e6 / (double)a.count, r[ph].txns,
 		       r[ph].failed);
 	}
+	for (long long i = 0; i < a.watchers; i++)
+		etcd_watch_stop(wt[i]);
+	free(end);
 	printf("RESULT {");
 	for (int ph = 0; ph < PH_N; ph++)
 		printf("%s\"%s\":{\"wall_s\":%.3f,\"etcd_cpu_s\":%.3f,\"client_cpu_s\":%.3f,\"txns\":%llu,\"failed\":%lld}",

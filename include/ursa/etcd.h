@@ -1,6 +1,6 @@
 /* Client for etcd v3 (3.4 and later) over libcurl: the KV calls (get, range, put, create,
- * update, delete, compact, the group commit's txns) are gRPC over HTTP/2; leases, the health
- * check and watches use etcd's JSON gateway (/v3/...). See docs/etcd-client.md.
+ * update, delete, compact, the group commit's txns) and watches are gRPC over HTTP/2; leases and
+ * the health check use etcd's JSON gateway (/v3/...). See docs/etcd-client.md.
  *
  * Thread-safe: any thread may call any function; each thread uses its own keep-alive
  * connection. endpoints is a comma-separated list of http(s)://host:port URLs of one etcd

@@ -1,6 +1,6 @@
 /* Fuzzes the etcd client's gRPC/protobuf decoders: the whole input goes through every message
  * decoder (RangeResponse, DeleteRangeResponse, TxnResponse and each of its ResponseOps,
- * KeyValue, any header), the field reader, the gRPC frame parser; each line goes through the
+ * KeyValue, any header, the watch stream's WatchResponse), the field reader, the gRPC frame parser; each line goes through the
  * grpc-status / grpc-message header parser. Results are checked for their invariants. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -65,6 +65,22 @@ static void txn(const uint8_t *p, size_t len)
 	etcd_pb_txn_release(&t);
 }
 
+static void watch(const uint8_t *p, size_t len)
+{
+	struct etcd_watch_msg m;
+
+	if (etcd_pb_decode_watch(p, len, &m) == 0) {
+		for (size_t i = 0; i < m.n_events; i++) {
+			check_kv(&m.events[i].kv);
+			if (m.events[i].prev_kv.key)
+				check_kv(&m.events[i].prev_kv);
+		}
+		etcd_watch_msg_release(&m);
+	} else if (m.events || m.n_events) {
+		abort();
+	}
+}
+
 static void fields(const uint8_t *p, size_t len)
 {
 	struct pb_reader r;
@@ -104,6 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	range(data, size);
 	delete_resp(data, size);
 	txn(data, size);
+	watch(data, size);
 	if (etcd_pb_decode_kv(data, size, &kv) == 0) {
 		check_kv(&kv);
 		etcd_kv_release(&kv);

@@ -112,17 +112,19 @@ static void handle_give(struct etcd_pool *p, CURL *c)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* te: trailers is what gRPC servers require of a client; grpc-timeout lets etcd give up on a
- * request the client stopped waiting for. */
+/* te: trailers is what gRPC servers require of a client; grpc-timeout (unary calls only, not
+ * the watch stream: timeout_ms 0) lets etcd give up on a request the client stopped waiting for. */
 static struct curl_slist *grpc_headers(long timeout_ms)
 {
 	struct curl_slist *h = curl_slist_append(NULL, "Expect:");
-	/* at most 8 digits */
-	char *t = timeout_ms <= 99999999 ? xasprintf("grpc-timeout: %ldm", timeout_ms)
-					 : xasprintf("grpc-timeout: %ldS", timeout_ms / 1000 > 99999999 ? 99999999L : timeout_ms / 1000);
 
 	h = curl_slist_append(h, "content-type: application/grpc");
 	h = curl_slist_append(h, "te: trailers");
+	if (timeout_ms == 0)
+		return h;
+	/* at most 8 digits */
+	char *t = timeout_ms <= 99999999 ? xasprintf("grpc-timeout: %ldm", timeout_ms)
+					 : xasprintf("grpc-timeout: %ldS", timeout_ms / 1000 > 99999999 ? 99999999L : timeout_ms / 1000);
 	h = curl_slist_append(h, t);
 	free(t);
 	return h;
@@ -150,6 +152,7 @@ struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts)
 	e->headers = curl_slist_append(NULL, "Expect:");
 	e->headers = curl_slist_append(e->headers, "Content-Type: application/json");
 	e->grpc_headers = grpc_headers(e->timeout_ms);
+	e->stream_headers = grpc_headers(0);
 	pool_init(&e->json_pool, etcd_curl_setup);
 	pool_init(&e->grpc_pool, etcd_grpc_setup);
 	e->gc = etcd_gc_new(opts ? opts->write_linger_ms : 0);
@@ -167,6 +170,7 @@ void etcd_free(struct etcd *e)
 	free(e->endpoints);
 	curl_slist_free_all(e->headers);
 	curl_slist_free_all(e->grpc_headers);
+	curl_slist_free_all(e->stream_headers);
 	etcd_gc_free(e->gc);
 	free(e);
 }

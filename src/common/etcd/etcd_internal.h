@@ -1,6 +1,6 @@
 /* Internals of the etcd client shared by its files and the fuzz targets. Not a public interface.
- * KV calls go over gRPC (grpc.c, messages in pb.h); leases, /health and the watch stream over
- * the JSON gateway (json.c, watch.c, codec.c). */
+ * KV calls and the watch stream go over gRPC (grpc.c, watch.c; messages in pb.h); leases and
+ * /health over the JSON gateway (json.c, codec.c). */
 #ifndef URSA_ETCD_INTERNAL_H
 #define URSA_ETCD_INTERNAL_H
 #include <curl/curl.h>
@@ -9,11 +9,12 @@
 #include <stdatomic.h>
 #include "ursa/buf.h"
 #include "ursa/etcd.h"
+#include "etcd/pb.h"
 
 #define ETCD_MAX_ENDPOINTS 32 /* grpc.c keeps a 32-bit mask of members per handle */
 #define ETCD_MAX_BODY ((size_t)256 << 20)  /* cap on one unary response body or gRPC message */
 #define ETCD_MAX_GRPC_MESSAGE ((size_t)1 << 10) /* cap on the grpc-message text kept */
-#define ETCD_MAX_LINE ((size_t)64 << 20)   /* cap on one watch stream line */
+#define ETCD_MAX_WATCH_MSG ((size_t)64 << 20) /* cap on one watch stream message */
 #define ETCD_JSON_DEPTH 16                 /* etcd responses nest at most ~6 levels */
 
 /* Idle easy handles, each keeping its own keep-alive connections (one per member). */
@@ -33,6 +34,7 @@ struct etcd {
 	long connect_timeout_ms;
 	struct curl_slist *headers;      /* JSON gateway requests; immutable after etcd_new */
 	struct curl_slist *grpc_headers; /* gRPC requests; immutable after etcd_new */
+	struct curl_slist *stream_headers; /* the gRPC watch stream (no grpc-timeout) */
 	struct etcd_pool json_pool;      /* HTTP/1.1 handles for the JSON gateway */
 	struct etcd_pool grpc_pool;      /* HTTP/2 handles for gRPC */
 	struct etcd_gc *gc; /* group commit of conditional writes (batch.c) */
@@ -103,29 +105,9 @@ int etcd_gc_put(struct etcd *e, const char *key, const char *value, size_t len, 
 void etcd_curl_setup(struct etcd *e, CURL *c);
 void etcd_grpc_setup(struct etcd *e, CURL *c);
 
-/* Appends "key":b64[,"range_end":b64] to a JSON object body. range_end NULL: the key alone;
- * "" means "\0" (the end of the keyspace). An empty key with a range end is sent as "\0",
- * the smallest key, because etcd rejects an empty range key. */
-void etcd_body_key(struct buf *b, const char *key, const char *range_end);
-
-/* Appends the standard padded base64 of data to out. */
-void etcd_b64_encode(struct buf *out, const void *data, size_t len);
-/* Decodes standard padded base64 (len bytes of in) into a new NUL-terminated heap buffer.
- * Returns 0, or E_INTERNAL for malformed input (*ret untouched then). */
-int etcd_b64_decode(const char *in, size_t len, char **ret, size_t *ret_len);
-
 /* obj[key] as int64: a decimal string or a JSON integer; absent or null gives 0 (the gateway
  * omits default values). E_INTERNAL for anything else. */
 int etcd_json_i64(const json_t *obj, const char *key, int64_t *ret);
-/* obj[key] as bool; absent gives false. */
-bool etcd_json_bool(const json_t *obj, const char *key);
-/* resp.header.revision (0 when omitted). */
-int etcd_header_rev(const json_t *resp, int64_t *ret);
-
-/* Parses a mvccpb.KeyValue object into ret (key and value always allocated, "" when omitted).
- * Returns 0 or E_INTERNAL (ret zeroed then). */
-int etcd_parse_kv(const json_t *j, struct etcd_kv *ret);
-
 /* Maps an error body to an E_* code by its gRPC code and message, never by HTTP status alone.
  * Accepts the unary shape {"error":"msg","code":N,"message":"msg"}, the stream shape
  * {"error":{"grpc_code":N,"http_code":H,"message":"msg"}} and 3.6's {"code":N,"message":"msg"}.
@@ -135,21 +117,6 @@ int etcd_parse_error(const json_t *body, long http_status);
 int etcd_grpc_error(int64_t code, const char *message);
 
 /* One line of the /v3/watch stream. */
-struct etcd_watch_msg {
-	int64_t header_rev;
-	int64_t watch_id;
-	int64_t compact_rev;
-	bool created;
-	bool canceled;
-	bool fragment;
-	struct etcd_event *events; /* owned array */
-	size_t n_events;
-};
-/* Parses one line ({"result":WatchResponse}). Returns 0 with ret filled, the mapped E_* code for an
- * {"error":...} line, or E_INTERNAL for anything malformed; ret is zeroed on error. */
-int etcd_parse_watch_line(const char *line, size_t len, struct etcd_watch_msg *ret);
-void etcd_watch_msg_release(struct etcd_watch_msg *m);
-void etcd_event_release(struct etcd_event *ev);
 
 /* Parses a complete JSON document with the depth cap; new reference or NULL. */
 json_t *etcd_json_parse(const char *data, size_t len);

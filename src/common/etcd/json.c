@@ -86,27 +86,6 @@ int etcd_call(struct etcd *e, const char *path, const struct buf *body, bool ide
 	return etcd_failover(e, &e->json_pool, attempt, &k);
 }
 
-/* ---- request bodies (base64 and digits only, so nothing needs escaping) ---- */
-
-static void add_bytes(struct buf *b, const char *name, const void *data, size_t len)
-{
-	buf_addf(b, "\"%s\":\"", name);
-	etcd_b64_encode(b, data, len);
-	buf_addch(b, '"');
-}
-
-void etcd_body_key(struct buf *b, const char *key, const char *range_end)
-{
-	if (range_end && !*key)
-		add_bytes(b, "key", "", 1);
-	else
-		add_bytes(b, "key", key, strlen(key));
-	if (range_end) {
-		buf_addch(b, ',');
-		add_bytes(b, "range_end", range_end, *range_end ? strlen(range_end) : 1);
-	}
-}
-
 /* ---- leases ---- */
 
 int etcd_lease_grant(struct etcd *e, int64_t ttl_s, int64_t *ret_id)

@@ -478,3 +478,126 @@ void etcd_pb_txn_release(struct etcd_pb_txn_result *t)
 	free(t->ops);
 	memset(t, 0, sizeof(*t));
 }
+
+/* ---- the Watch service ---- */
+
+void etcd_pb_watch_create(struct buf *b, const char *key, const char *range_end, int64_t start_rev, bool prev_kv,
+			  bool fragment)
+{
+	struct buf c = BUF_INIT;
+
+	put_range_key(&c, 1, key, range_end != NULL);
+	if (range_end)
+		pb_put_bytes(&c, 2, *range_end ? range_end : "", *range_end ? strlen(range_end) : 1);
+	pb_put_int(&c, 3, start_rev);
+	pb_put_bool(&c, 6, prev_kv);
+	pb_put_bool(&c, 8, fragment);
+	etcd_pb_put_msg(b, 1, &c);
+	buf_release(&c);
+}
+
+void etcd_event_release(struct etcd_event *ev)
+{
+	if (!ev)
+		return;
+	etcd_kv_release(&ev->kv);
+	etcd_kv_release(&ev->prev_kv);
+}
+
+void etcd_watch_msg_release(struct etcd_watch_msg *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n_events; i++)
+		etcd_event_release(&m->events[i]);
+	free(m->events);
+	memset(m, 0, sizeof(*m));
+}
+
+/* mvccpb.Event: type (PUT 0, DELETE 1), kv, prev_kv; each at most once. */
+static int event_field(void *ctx, const struct pb_field *f)
+{
+	struct etcd_event *ev = ctx;
+	struct etcd_kv *kv = f->num == 2 ? &ev->kv : &ev->prev_kv;
+
+	switch (f->num) {
+	case 1:
+		if (!is(f, PB_VARINT) || f->v > 1)
+			return E_INTERNAL;
+		ev->type = f->v ? ETCD_EV_DELETE : ETCD_EV_PUT;
+		return 0;
+	case 2:
+	case 3:
+		if (!is(f, PB_LEN) || kv->key)
+			return E_INTERNAL;
+		return etcd_pb_decode_kv(f->data, f->len, kv);
+	default:
+		return 0;
+	}
+}
+
+static int decode_event(const uint8_t *p, size_t len, struct etcd_event *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (pb_each(p, len, event_field, ret) < 0 || !ret->kv.key) {
+		etcd_event_release(ret);
+		memset(ret, 0, sizeof(*ret));
+		return E_INTERNAL;
+	}
+	return 0;
+}
+
+struct watch_ctx {
+	struct etcd_watch_msg *m;
+	size_t alloc;
+};
+
+static int watch_field(void *ctx, const struct pb_field *f)
+{
+	struct watch_ctx *w = ctx;
+	struct etcd_watch_msg *m = w->m;
+	bool *flag = f->num == 3 ? &m->created : f->num == 4 ? &m->canceled : &m->fragment;
+
+	switch (f->num) {
+	case 1:
+		return is(f, PB_LEN) ? decode_header(f->data, f->len, &m->header_rev) : E_INTERNAL;
+	case 2:
+	case 5:
+		if (!is(f, PB_VARINT))
+			return E_INTERNAL;
+		*(f->num == 2 ? &m->watch_id : &m->compact_rev) = (int64_t)f->v;
+		return 0;
+	case 3:
+	case 4:
+	case 7:
+		if (!is(f, PB_VARINT))
+			return E_INTERNAL;
+		*flag = f->v != 0;
+		return 0;
+	case 11:
+		if (!is(f, PB_LEN))
+			return E_INTERNAL;
+		if (m->n_events == w->alloc) {
+			w->alloc = w->alloc ? w->alloc * 2 : 4;
+			m->events = xrealloc(m->events, w->alloc * sizeof(*m->events));
+		}
+		if (decode_event(f->data, f->len, &m->events[m->n_events]) < 0)
+			return E_INTERNAL;
+		m->n_events++;
+		return 0;
+	default:
+		return 0; /* cancel_reason (6) and fields of later versions */
+	}
+}
+
+int etcd_pb_decode_watch(const void *data, size_t len, struct etcd_watch_msg *ret)
+{
+	struct watch_ctx w = { ret, 0 };
+
+	memset(ret, 0, sizeof(*ret));
+	if (pb_each(data, len, watch_field, &w) < 0) {
+		etcd_watch_msg_release(ret);
+		return E_INTERNAL;
+	}
+	return 0;
+}

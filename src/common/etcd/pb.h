@@ -93,4 +93,26 @@ struct etcd_pb_txn_result {
 int etcd_pb_decode_txn(const void *data, size_t len, struct etcd_pb_txn_result *ret);
 void etcd_pb_txn_release(struct etcd_pb_txn_result *t);
 
+/* ---- the Watch service ---- */
+
+/* WatchRequest{create_request: WatchCreateRequest{key, range_end, start_revision, prev_kv,
+ * fragment}}; start_rev 0 means from now. */
+void etcd_pb_watch_create(struct buf *b, const char *key, const char *range_end, int64_t start_rev, bool prev_kv,
+			  bool fragment);
+/* One WatchResponse of the stream. */
+struct etcd_watch_msg {
+	int64_t header_rev;
+	int64_t watch_id;
+	int64_t compact_rev;
+	bool created;
+	bool canceled;
+	bool fragment;
+	struct etcd_event *events; /* owned array */
+	size_t n_events;
+};
+/* WatchResponse; every event has a kv (key and value allocated). ret zeroed on error. */
+int etcd_pb_decode_watch(const void *data, size_t len, struct etcd_watch_msg *ret);
+void etcd_watch_msg_release(struct etcd_watch_msg *m);
+void etcd_event_release(struct etcd_event *ev);
+
 #endif

@@ -1,7 +1,10 @@
-/* A watch: one thread running one long POST /v3/watch at a time. The HTTP/1.1 gateway is
- * half-duplex, so the whole create_request is sent first and the NDJSON response lines are read
- * after. On any failure the thread reconnects (next member, every second) from the last revision
- * seen + 1. The transfer runs on a curl multi handle so etcd_watch_stop can wake it at once. */
+/* A watch: one thread running one gRPC stream /etcdserverpb.Watch/Watch at a time, over HTTP/2
+ * (prior knowledge for http://, ALPN for https://). The request side carries one WatchRequest
+ * (the create_request) and then stays open: etcd ends a watch stream whose client half-closes
+ * it, so the upload pauses instead of finishing. The response side is a sequence of
+ * length-prefixed WatchResponse messages. On any failure the thread reconnects (next member,
+ * every second) from the last revision seen + 1. The transfer runs on a curl multi handle so
+ * etcd_watch_stop can wake it at once. */
 #include "etcd/etcd_internal.h"
 #include "ursa/errors.h"
 #include "ursa/xalloc.h"
@@ -31,7 +34,9 @@ struct etcd_watch {
 	enum conn_state state;
 	bool compacted;
 	size_t member;
-	struct buf line;  /* bytes after the last newline seen */
+	struct buf req;   /* the framed create request of the current stream */
+	size_t req_off;   /* how much of it curl has taken */
+	struct buf in;    /* response bytes not yet making a whole message */
 	struct etcd_event *pending; /* events of a fragmented response not yet complete */
 	size_t n_pending;
 	size_t pending_alloc;
@@ -115,16 +120,15 @@ static int handle_msg(struct etcd_watch *w, struct etcd_watch_msg *m)
 	return 0;
 }
 
-static int handle_line(struct etcd_watch *w, const char *p, size_t len)
+#define GRPC_PREFIX 5
+
+/* One whole message of the stream: 0 to keep reading, -1 to end this stream. */
+static int handle_frame(struct etcd_watch *w, const uint8_t *p, size_t len)
 {
 	struct etcd_watch_msg m;
 	int rc;
 
-	while (len && (p[len - 1] == '\r' || p[len - 1] == ' '))
-		len--;
-	if (len == 0)
-		return 0;
-	if (etcd_parse_watch_line(p, len, &m) != 0)
+	if (etcd_pb_decode_watch(p, len, &m) != 0)
 		return -1;
 	rc = handle_msg(w, &m);
 	etcd_watch_msg_release(&m);
@@ -135,61 +139,99 @@ static size_t on_stream_data(char *data, size_t size, size_t nmemb, void *ud)
 {
 	struct etcd_watch *w = ud;
 	size_t n = size * nmemb;
-	size_t old = w->line.len;
 	size_t start = 0;
 
 	if (atomic_load(&w->stop))
 		return 0;
-	buf_add(&w->line, data, n);
-	/* only the new bytes can hold a newline: the rest was scanned by earlier calls */
-	for (size_t from = old;;) {
-		char *nl = memchr(w->line.ptr + from, '\n', w->line.len - from);
-		if (!nl)
+	buf_add(&w->in, data, n);
+	for (;;) {
+		const uint8_t *p = (const uint8_t *)w->in.ptr + start;
+		size_t left = w->in.len - start;
+		if (left < GRPC_PREFIX)
 			break;
-		size_t end = (size_t)(nl - w->line.ptr);
-		if (handle_line(w, w->line.ptr + start, end - start) < 0)
+		size_t len = (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | (size_t)p[4];
+		if (p[0] != 0 || len > ETCD_MAX_WATCH_MSG)
+			return 0; /* compressed (never offered) or oversized: end this stream */
+		if (left - GRPC_PREFIX < len)
+			break;
+		if (handle_frame(w, p + GRPC_PREFIX, len) < 0)
 			return 0;
-		start = from = end + 1;
+		start += GRPC_PREFIX + len;
 	}
 	if (start) {
-		memmove(w->line.ptr, w->line.ptr + start, w->line.len - start);
-		w->line.len -= start;
-		w->line.ptr[w->line.len] = '\0';
+		memmove(w->in.ptr, w->in.ptr + start, w->in.len - start);
+		w->in.len -= start;
 	}
-	return w->line.len > ETCD_MAX_LINE ? 0 : n;
+	return n;
 }
 
-static void create_body(struct etcd_watch *w, struct buf *b)
+/* The request body: the create request, then a pause that lasts as long as the stream. */
+static size_t on_send(char *dst, size_t size, size_t nmemb, void *ud)
 {
-	buf_adds(b, "{\"create_request\":{");
-	etcd_body_key(b, w->key, w->range_end);
-	if (w->next_rev > 0)
-		buf_addf(b, ",\"start_revision\":\"%" PRId64 "\"", w->next_rev);
-	if (w->prev_kv)
-		buf_adds(b, ",\"prev_kv\":true");
-	/* bounds each line by etcd's send limit; fragments are joined before delivery */
-	buf_adds(b, ",\"fragment\":true}}\n");
+	struct etcd_watch *w = ud;
+	size_t n = size * nmemb, left = w->req.len - w->req_off;
+
+	if (left == 0)
+		return CURL_READFUNC_PAUSE;
+	if (n > left)
+		n = left;
+	memcpy(dst, w->req.ptr + w->req_off, n);
+	w->req_off += n;
+	return n;
+}
+
+static void create_request(struct etcd_watch *w)
+{
+	struct buf msg = BUF_INIT;
+
+	/* fragment bounds each message by etcd's send limit; fragments are joined before delivery */
+	etcd_pb_watch_create(&msg, w->key, w->range_end, w->next_rev, w->prev_kv, true);
+	buf_reset(&w->req);
+	char prefix[GRPC_PREFIX] = { 0, (char)(msg.len >> 24), (char)(msg.len >> 16), (char)(msg.len >> 8),
+				     (char)msg.len };
+	buf_add(&w->req, prefix, GRPC_PREFIX);
+	buf_add(&w->req, msg.ptr, msg.len);
+	w->req_off = 0;
+	buf_release(&msg);
+}
+
+static void setup_stream(struct etcd_watch *w, CURL *c, const char *url)
+{
+	bool tls = strncmp(url, "https:", 6) == 0;
+
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 10L);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 5L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, w->e->connect_timeout_ms);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
+			 tls ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, w->e->stream_headers);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POST, 1L);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)-1);
+	curl_easy_setopt(c, CURLOPT_READFUNCTION, on_send);
+	curl_easy_setopt(c, CURLOPT_READDATA, w);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, w);
+	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 102400L);
 }
 
 /* Runs one stream to member w->member until it ends, fails or stop is set. */
 static void run_stream(struct etcd_watch *w)
 {
 	CURL *c = curl_easy_init();
-	struct buf body = BUF_INIT;
-	char *url = xasprintf("%s/v3/watch", w->e->endpoints[w->member]);
+	char *url = xasprintf("%s/etcdserverpb.Watch/Watch", w->e->endpoints[w->member]);
 	int running = 1;
 
 	if (!c)
 		abort();
-	buf_reset(&w->line);
+	buf_reset(&w->in);
 	drop_pending(w);
-	create_body(w, &body);
-	etcd_curl_setup(w->e, c);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body.len);
-	curl_easy_setopt(c, CURLOPT_COPYPOSTFIELDS, body.ptr);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream_data);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, w);
+	create_request(w);
+	setup_stream(w, c, url);
 	curl_multi_add_handle(w->multi, c);
 	while (running && !atomic_load(&w->stop)) {
 		curl_multi_perform(w->multi, &running);
@@ -198,7 +240,6 @@ static void run_stream(struct etcd_watch *w)
 	}
 	curl_multi_remove_handle(w->multi, c);
 	curl_easy_cleanup(c);
-	buf_release(&body);
 	free(url);
 }
 
@@ -239,7 +280,8 @@ static void watch_free(struct etcd_watch *w)
 {
 	drop_pending(w);
 	free(w->pending);
-	buf_release(&w->line);
+	buf_release(&w->req);
+	buf_release(&w->in);
 	if (w->multi)
 		curl_multi_cleanup(w->multi);
 	free(w->key);

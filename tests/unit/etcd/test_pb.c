@@ -254,6 +254,129 @@ static void test_requests(void **state)
 	buf_release(&b);
 }
 
+/* WatchRequest{create_request{key, range_end, start_revision, prev_kv, fragment}}. */
+static void test_watch_create(void **state)
+{
+	struct buf b = BUF_INIT;
+	struct pb_reader r, c;
+	struct pb_field f;
+
+	etcd_pb_watch_create(&b, "/r/pods/", "/r/pods0", 300, true, true);
+	pb_reader_init(&r, b.ptr, b.len);
+	assert_int_equal(pb_next(&r, &f), 1);
+	assert_int_equal(f.num, 1);
+	assert_int_equal(f.wire, PB_LEN);
+	pb_reader_init(&c, f.data, f.len);
+	struct pb_field rest;
+	assert_int_equal(pb_next(&r, &rest), 0);
+	static const struct {
+		uint32_t num;
+		const char *bytes;
+		uint64_t v;
+	} want[] = { { 1, "/r/pods/", 0 }, { 2, "/r/pods0", 0 }, { 3, NULL, 300 }, { 6, NULL, 1 }, { 8, NULL, 1 } };
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		assert_int_equal(pb_next(&c, &f), 1);
+		assert_int_equal(f.num, want[i].num);
+		if (want[i].bytes) {
+			assert_int_equal(f.len, strlen(want[i].bytes));
+			assert_memory_equal(f.data, want[i].bytes, f.len);
+		} else {
+			assert_int_equal(f.v, want[i].v);
+		}
+	}
+	assert_int_equal(pb_next(&c, &f), 0);
+	/* from now, without prev_kv or fragments: only the key and range end */
+	buf_reset(&b);
+	etcd_pb_watch_create(&b, "k", NULL, 0, false, false);
+	assert_int_equal(b.len, 5);
+	assert_memory_equal(b.ptr, "\x0a\x03\x0a\x01k", 5);
+	buf_release(&b);
+}
+
+static void event_msg(struct buf *b, int type, const char *key, const char *val, int64_t rev, bool prev)
+{
+	struct buf ev = BUF_INIT, kv = BUF_INIT;
+	pb_put_int(&ev, 1, type);
+	kv_msg(&kv, key, val, val ? strlen(val) : 0, 2, rev, 1, 0);
+	etcd_pb_put_msg(&ev, 2, &kv);
+	if (prev) {
+		buf_reset(&kv);
+		kv_msg(&kv, key, "old", 3, 2, rev - 1, 1, 0);
+		etcd_pb_put_msg(&ev, 3, &kv);
+	}
+	etcd_pb_put_msg(b, 11, &ev);
+	buf_release(&ev);
+	buf_release(&kv);
+}
+
+static void test_watch_response(void **state)
+{
+	struct buf b = BUF_INIT;
+	struct etcd_watch_msg m;
+
+	/* created */
+	header_msg(&b, 41);
+	pb_put_bool(&b, 3, true);
+	assert_int_equal(etcd_pb_decode_watch(b.ptr, b.len, &m), 0);
+	assert_true(m.created);
+	assert_false(m.canceled);
+	assert_int_equal(m.header_rev, 41);
+	assert_int_equal(m.n_events, 0);
+	etcd_watch_msg_release(&m);
+
+	/* events: a put with prev_kv, a delete; a fragment; an unknown field */
+	buf_reset(&b);
+	header_msg(&b, 44);
+	pb_put_int(&b, 2, 1);
+	pb_put_bool(&b, 7, true);
+	event_msg(&b, 0, "/a", "{\"x\":1}", 43, true);
+	event_msg(&b, 1, "/b", NULL, 44, false);
+	pb_put_bytes(&b, 6, "", 0); /* an empty cancel_reason */
+	pb_put_int(&b, 99, 5);
+	assert_int_equal(etcd_pb_decode_watch(b.ptr, b.len, &m), 0);
+	assert_int_equal(m.watch_id, 1);
+	assert_true(m.fragment);
+	assert_int_equal(m.n_events, 2);
+	assert_int_equal(m.events[0].type, ETCD_EV_PUT);
+	assert_string_equal(m.events[0].kv.key, "/a");
+	assert_string_equal(m.events[0].kv.value, "{\"x\":1}");
+	assert_int_equal(m.events[0].kv.mod_rev, 43);
+	assert_string_equal(m.events[0].prev_kv.value, "old");
+	assert_int_equal(m.events[1].type, ETCD_EV_DELETE);
+	assert_string_equal(m.events[1].kv.key, "/b");
+	assert_int_equal(m.events[1].kv.mod_rev, 44);
+	assert_null(m.events[1].prev_kv.key);
+	etcd_watch_msg_release(&m);
+	/* every proper prefix decodes to fewer events or fails, never a crash or a leak */
+	for (size_t n = 0; n < b.len; n++) {
+		if (etcd_pb_decode_watch(b.ptr, n, &m) == 0)
+			etcd_watch_msg_release(&m);
+		else
+			assert_null(m.events);
+	}
+
+	/* canceled by compaction */
+	buf_reset(&b);
+	pb_put_bool(&b, 4, true);
+	pb_put_int(&b, 5, 30);
+	assert_int_equal(etcd_pb_decode_watch(b.ptr, b.len, &m), 0);
+	assert_true(m.canceled);
+	assert_int_equal(m.compact_rev, 30);
+	etcd_watch_msg_release(&m);
+
+	/* malformed: an event type other than PUT or DELETE, an event without kv, a kv twice,
+	 * created with the wrong wire type */
+	const char *bad[] = { "\x5a\x02\x08\x02", "\x5a\x02\x08\x01", "\x5a\x08\x12\x02\x0a\x00\x12\x02\x0a\x00",
+			      "\x1a\x00" };
+	const size_t bad_len[] = { 4, 4, 10, 2 };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(etcd_pb_decode_watch(bad[i], bad_len[i], &m), E_INTERNAL);
+		assert_null(m.events);
+		assert_int_equal(m.n_events, 0);
+	}
+	buf_release(&b);
+}
+
 static void test_grpc_frame(void **state)
 {
 	const uint8_t *msg;
@@ -310,6 +433,8 @@ int main(void)
 		cmocka_unit_test(test_range_response),
 		cmocka_unit_test(test_txn_response),
 		cmocka_unit_test(test_requests),
+		cmocka_unit_test(test_watch_create),
+		cmocka_unit_test(test_watch_response),
 		cmocka_unit_test(test_grpc_frame),
 		cmocka_unit_test(test_grpc_status),
 	};
