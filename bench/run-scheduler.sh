@@ -239,6 +239,8 @@ def request_counts(servers):
         for m in re.finditer(r'^ursa_apiserver_request_total\{verb="([^"]*)",resource="([^"]*)",code="(\d+)"\} (\d+)$',
                              text, re.M):
             out[(srv.partition_id,) + m.groups()[:3]] = int(m.group(4))
+        for m in re.finditer(r'^ursa_apiserver_cache_(write_hints)_total\{result="(\w+)"\} (\d+)$', text, re.M):
+            out[(srv.partition_id, "cache", m.group(1), m.group(2))] = int(m.group(3))
     return out
 
 

@@ -32,6 +32,14 @@ struct cobj {
 /* Builds a cobj from an etcd value (the stored JSON) at mod_rev; NULL if it does not parse.
  * The returned reference is new (refs == 1). */
 struct cobj *cobj_new(const struct api_resource *r, const char *key, const char *value, size_t len, int64_t mod_rev);
+/* The same from a tree known to equal the parsed value (a write hint): no parse. The tree is
+ * only read (the cobj keeps a reference to its metadata.labels); a value whose text cannot take
+ * the resourceVersion splice is parsed as by cobj_new. */
+struct cobj *cobj_new_tree(const struct api_resource *r, const char *key, const char *value, size_t len,
+			   int64_t mod_rev, const json_t *tree);
+/* Appends value (compact JSON of an object as stored) with "resourceVersion":"rv" put at the end
+ * of its metadata; false (nothing appended) when the text is not of that form. */
+bool cobj_splice_rv(const char *value, size_t len, int64_t rv, struct buf *out);
 /* The offset of the '}' closing the one top-level "metadata" object of compact JSON object text
  * (no whitespace between tokens, nothing after the object), or 0 when the text is not such an
  * object (cobj_new then dumps the parsed tree instead of splicing resourceVersion in). */
@@ -84,6 +92,19 @@ int wcache_list(struct wcache *c, const struct wfilter *f, struct cobj ***ret_ob
 struct cobj *wcache_get(struct wcache *c, const char *key);
 /* Number of objects (all tenants). */
 size_t wcache_size(struct wcache *c);
+
+/* Write hints. An API server about to write key with value (the compact JSON it encoded from
+ * tree) says so first; when the watch brings back exactly those bytes, the cache builds the
+ * object from tree instead of parsing the value again. tree must not change from this call on
+ * (the cache holds a reference until the event comes). Any event for key takes the hint away,
+ * a relist drops every hint, and past WCACHE_MAX_HINTS held a write simply gets none. A writer
+ * whose write failed cancels its hint (a no-op if another write's hint replaced it). */
+#define WCACHE_MAX_HINTS 4096
+void wcache_expect(struct wcache *c, const char *key, const char *value, size_t len, json_t *tree);
+void wcache_expect_cancel(struct wcache *c, const char *key, const json_t *tree);
+/* Over all caches since start: events built from a hint, and hints an event for their key
+ * found with other bytes (or a delete). */
+void wcache_hint_stats(unsigned long long *ret_used, unsigned long long *ret_missed);
 
 /* Watchers ------------------------------------------------------------------------------------ */
 struct watcher;

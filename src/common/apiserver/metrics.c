@@ -127,7 +127,14 @@ void metrics_render(struct apiserver *s, struct buf *out)
 	for (size_t i = 0; i < s->nres; i++)
 		buf_addf(out, "ursa_apiserver_cache_objects{resource=\"%s\"} %zu\n", s->res[i].r->plural,
 			 wcache_size(s->res[i].cache));
-	unsigned long long txns, ops;
+	unsigned long long txns, ops, used, missed;
+	wcache_hint_stats(&used, &missed);
+	buf_addf(out, "# HELP ursa_apiserver_cache_write_hints_total Watch events of this server's own writes, by "
+		      "whether the cache built them from the written tree (used) or parsed them (missed).\n"
+		      "# TYPE ursa_apiserver_cache_write_hints_total counter\n"
+		      "ursa_apiserver_cache_write_hints_total{result=\"used\"} %llu\n"
+		      "ursa_apiserver_cache_write_hints_total{result=\"missed\"} %llu\n",
+		 used, missed);
 	etcd_write_stats(s->etcd, &txns, &ops);
 	buf_addf(out, "# HELP ursa_etcd_write_txns_total etcd txns carrying conditional writes.\n# TYPE ursa_etcd_write_txns_total counter\n"
 		      "ursa_etcd_write_txns_total %llu\n# HELP ursa_etcd_writes_total Conditional writes sent (group-committed).\n"

@@ -452,6 +452,26 @@ static void reply_updated(struct req *q, json_t *obj)
 	}
 }
 
+/* obj (as stored: no resourceVersion, encoded as val) at rev, leaving obj as it is: the cache
+ * may be reading it (a write hint). The reply is val with the revision spliced in, as the cache
+ * will hold it; a presenter gets a shallow copy with its own metadata. */
+static void reply_written(struct req *q, const json_t *obj, const struct buf *val, int64_t rev)
+{
+	json_t *copy = json_copy((json_t *)obj), *meta = json_copy(json_object_get(obj, "metadata"));
+	struct buf out = BUF_INIT;
+	if (!q->present && meta && cobj_splice_rv(val->ptr, val->len, rev, &out)) {
+		reply_buf(q, q->success_code ? q->success_code : 200, &out);
+	} else {
+		buf_release(&out);
+		json_object_set_new(copy, "metadata", meta ? meta : json_object());
+		meta = NULL;
+		set_resource_version(copy, rev);
+		reply_updated(q, copy);
+	}
+	json_decref(meta);
+	json_decref(copy);
+}
+
 int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn fn, void *ud, bool create_if_missing,
 	      json_t *create_obj)
 {
@@ -523,21 +543,30 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 			goto out;
 		}
 		int64_t newrev = 0, t0 = mono_us();
-		if (finalized(obj)) {
+		bool deleting = finalized(obj);
+		if (deleting) {
 			rc = etcd_delete(q->s->etcd, key, rev, &newrev, NULL);
 		} else {
+			/* from here obj is as stored and nobody changes it: the cache may build its copy
+			 * from it (wcache_expect) */
+			json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
 			buf_reset(&val);
-			store_encode(obj, &val);
+			json_dump_buf(obj, &val);
+			wcache_expect(q->res->cache, key, val.ptr, val.len, obj);
 			rc = etcd_update(q->s->etcd, key, val.ptr, val.len, rev, &newrev, NULL);
+			if (rc < 0)
+				wcache_expect_cancel(q->res->cache, key, obj);
 		}
 		metrics_etcd(q->s->metrics, "update", mono_us() - t0);
 		if (rc == E_NOT_FOUND && cached)
 			rc = E_CONFLICT; /* deleted since the cache's copy: read etcd (apply creates) */
 		if (rc == E_CONFLICT && q->rv_precondition && !cached)
 			break;
-		if (rc == 0) {
+		if (rc == 0 && deleting) {
 			set_resource_version(obj, newrev);
 			reply_updated(q, obj);
+		} else if (rc == 0) {
+			reply_written(q, obj, &val, newrev);
 		}
 		continue;
 	stale:

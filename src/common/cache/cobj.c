@@ -133,6 +133,7 @@ static bool skip_value(struct scan *c)
 		return c->i > from;
 	}
 	int depth = 0;
+	char closer = ch == '{' ? '}' : ']';
 	while (c->i < c->n) {
 		ch = c->s[c->i];
 		if (ch == '"') {
@@ -146,7 +147,7 @@ static bool skip_value(struct scan *c)
 		if (ch == '{' || ch == '[')
 			depth++;
 		else if ((ch == '}' || ch == ']') && --depth == 0)
-			return true;
+			return ch == closer; /* text that never parsed may pair them wrongly */
 	}
 	return false;
 }
@@ -155,7 +156,9 @@ size_t cobj_metadata_close(const char *s, size_t n)
 {
 	struct scan c = { s, n, 1 };
 	size_t found = 0;
-	if (n < 2 || s[0] != '{' || s[1] == '}')
+	/* jansson lets a raw NUL through between tokens; copied into the cache, it would cut the
+	 * text short for a C string reader */
+	if (n < 2 || s[0] != '{' || s[1] == '}' || memchr(s, '\0', n))
 		return 0;
 	for (;;) {
 		size_t k = c.i;
@@ -182,22 +185,44 @@ size_t cobj_metadata_close(const char *s, size_t n)
 	}
 }
 
-/* The cached text of root (parsed from value) with resourceVersion rv, into out. */
+bool cobj_splice_rv(const char *value, size_t len, int64_t rv, struct buf *out)
+{
+	size_t close = cobj_metadata_close(value, len);
+	if (!close)
+		return false;
+	buf_add(out, value, close);
+	buf_addf(out, "%s\"resourceVersion\":\"%lld\"", value[close - 1] == '{' ? "" : ",", (long long)rv);
+	buf_add(out, value + close, len - close);
+	return true;
+}
+
+/* The cached text of root (parsed from value) with resourceVersion rv, into out. root is only
+ * changed on the dump path (value not splicable, or metadata already has a resourceVersion). */
 static void cached_text(json_t *root, const char *value, size_t len, int64_t rv, struct buf *out)
 {
 	json_t *meta = json_object_get(root, "metadata");
-	size_t close = json_is_object(meta) && !json_object_get(meta, "resourceVersion") ? cobj_metadata_close(value, len)
-											: 0;
-	if (close) {
-		buf_add(out, value, close);
-		buf_addf(out, "%s\"resourceVersion\":\"%lld\"", value[close - 1] == '{' ? "" : ",", (long long)rv);
-		buf_add(out, value + close, len - close);
+	if (json_is_object(meta) && !json_object_get(meta, "resourceVersion") && cobj_splice_rv(value, len, rv, out))
 		return;
-	}
 	buf_addf(out, "%lld", (long long)rv);
 	json_object_set_new(json_obj_child(root, "metadata"), "resourceVersion", json_stringn(out->ptr, out->len));
 	buf_reset(out);
 	json_dump_buf(root, out);
+}
+
+/* The cobj with text json, given root: the parsed value, or a tree equal to it (a write hint);
+ * root has an object "metadata" and is only read. */
+static struct cobj *build(const struct api_resource *r, const char *key, int64_t mod_rev, const json_t *root,
+			  struct buf *json)
+{
+	json_t *meta = json_object_get(root, "metadata");
+	struct idparts id;
+	ids_from_key(r, key, meta, &id);
+	struct cobj *o = assemble(r, key, root, &id, json);
+	atomic_init(&o->refs, 1);
+	o->rv = mod_rev;
+	json_t *labels = json_object_get(meta, "labels");
+	o->labels = json_is_object(labels) ? json_incref(labels) : NULL;
+	return o;
 }
 
 struct cobj *cobj_new(const struct api_resource *r, const char *key, const char *value, size_t len, int64_t mod_rev)
@@ -205,19 +230,27 @@ struct cobj *cobj_new(const struct api_resource *r, const char *key, const char 
 	struct cobj *o = NULL;
 	struct buf json = BUF_INIT;
 	json_t *root = json_parse_limited(value, len, COBJ_MAX_DEPTH, NULL);
-	if (!json_is_object(root))
-		goto out;
-	cached_text(root, value, len, mod_rev, &json);
-	json_t *meta = json_obj_child(root, "metadata");
-	struct idparts id;
-	ids_from_key(r, key, meta, &id);
-	o = assemble(r, key, root, &id, &json);
-	atomic_init(&o->refs, 1);
-	o->rv = mod_rev;
-	json_t *labels = json_object_get(meta, "labels");
-	o->labels = json_is_object(labels) ? json_incref(labels) : NULL;
-out:
+	if (json_is_object(root)) {
+		cached_text(root, value, len, mod_rev, &json);
+		o = build(r, key, mod_rev, root, &json);
+	}
 	json_decref(root);
+	buf_release(&json);
+	return o;
+}
+
+struct cobj *cobj_new_tree(const struct api_resource *r, const char *key, const char *value, size_t len,
+			   int64_t mod_rev, const json_t *tree)
+{
+	const json_t *meta = json_object_get(tree, "metadata");
+	struct buf json = BUF_INIT;
+	/* the tree is shared and must stay as it is: only the splice path may use it */
+	if (!json_is_object(tree) || !json_is_object(meta) || json_object_get(meta, "resourceVersion") ||
+	    !cobj_splice_rv(value, len, mod_rev, &json)) {
+		buf_release(&json);
+		return cobj_new(r, key, value, len, mod_rev);
+	}
+	struct cobj *o = build(r, key, mod_rev, tree, &json);
 	buf_release(&json);
 	return o;
 }

@@ -282,6 +282,7 @@ struct wcache *wcache_new_detached(const struct api_resource *r, const struct wc
 	atomic_init(&c->ready, false);
 	atomic_init(&c->refs, 1);
 	c->now_ms = mono_ms;
+	hints_init(c);
 	return c;
 }
 
@@ -292,6 +293,7 @@ void wcache_unref(struct wcache *c)
 	pthread_rwlock_destroy(&c->lock);
 	pthread_mutex_destroy(&c->rev_mu);
 	pthread_cond_destroy(&c->rev_cond);
+	hints_release(c);
 	free(c->key_prefix);
 	free(c);
 }
@@ -423,6 +425,7 @@ void wcache_install(struct wcache *c, struct cobj **objs, size_t n, int64_t rev)
 		for (struct omap_node *x = omap_first(store); x; x = omap_next(x))
 			nidx_put(&c->nidx, node_of(c, x->val), x->val);
 	c->list_rev = c->hist_start = rev;
+	hints_clear(c); /* the events of the writes they were for are part of the list, or lost */
 	atomic_store(&c->ready, true);
 	publish_rev(c, rev);
 	pthread_rwlock_unlock(&c->lock);
@@ -452,7 +455,10 @@ static bool apply_one(struct wcache *c, const struct etcd_event *ev, int64_t now
 	ret->ts_ms = now;
 	if (ev->type == ETCD_EV_PUT) {
 		/* a value that does not parse is not ours to serve: the old state stays */
-		struct cobj *o = cobj_new(c->r, ev->kv.key, ev->kv.value, ev->kv.value_len, rv);
+		json_t *tree = hints_take(c, ev->kv.key, ev->kv.value, ev->kv.value_len);
+		struct cobj *o = tree ? cobj_new_tree(c->r, ev->kv.key, ev->kv.value, ev->kv.value_len, rv, tree)
+				      : cobj_new(c->r, ev->kv.key, ev->kv.value, ev->kv.value_len, rv);
+		json_decref(tree);
 		if (!o)
 			return false;
 		ret->prev = store_put(c, o);
@@ -460,6 +466,7 @@ static bool apply_one(struct wcache *c, const struct etcd_event *ev, int64_t now
 		ret->type = ret->prev ? WEV_MODIFIED : WEV_ADDED;
 		return true;
 	}
+	json_decref(hints_take(c, ev->kv.key, NULL, 0));
 	struct cobj *old = store_del(c, ev->kv.key);
 	if (!old)
 		return false;

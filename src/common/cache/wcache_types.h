@@ -5,12 +5,14 @@
  * each watcher's filter and `pending`/`ended` flags (`ended` is also written under w->mu).
  * Readers (list/get) take it shared; event application, watch registration and watcher_close
  * take it exclusive. w->mu guards a watcher's queue, taken after c->lock, never before.
- * c->rev is published (atomically) only after the events up to it were queued to watchers. */
+ * c->rev is published (atomically) only after the events up to it were queued to watchers.
+ * c->hint_mu guards the write hints (hint.c); taken alone or after c->lock, never before. */
 #ifndef URSA_CACHE_WCACHE_TYPES_H
 #define URSA_CACHE_WCACHE_TYPES_H
 #include <pthread.h>
 #include "cache/omap.h"
 #include "cache/wcache_internal.h"
+#include "ursa/strmap.h"
 
 /* One applied change, as kept in the ring. */
 struct ev_rec {
@@ -75,7 +77,19 @@ struct wcache {
 	int64_t (*now_ms)(void);
 	void *driver;
 	void (*driver_stop)(void *driver);
+
+	pthread_mutex_t hint_mu;
+	struct strmap hints;   /* key -> struct hint * */
+	atomic_size_t nhints;  /* hints.n, readable without the mutex */
 };
+
+/* hint.c: write hints (wcache_expect). */
+void hints_init(struct wcache *c);
+void hints_release(struct wcache *c);
+/* Takes the hint for key away; returns its tree (new reference) if it was made for exactly
+ * value, else NULL. */
+json_t *hints_take(struct wcache *c, const char *key, const char *value, size_t len);
+void hints_clear(struct wcache *c);
 
 struct watcher {
 	struct wcache *c;

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <jansson.h>
 #include "cache_testlib.h"
+#include "cache/wcache_types.h"
 #include "ursa/errors.h"
 #include "ursa/selector.h"
 
@@ -140,6 +141,84 @@ static void test_cobj_new(void **state)
 	assert_null(o->fields);
 	assert_string_equal(o->json, "{\"metadata\":{\"name\":\"n1\",\"resourceVersion\":\"9\"}}");
 	cobj_unref(o);
+}
+
+/* Write hints: an event carrying exactly the hinted bytes is built from the hinted tree; other
+ * bytes, a delete or a relist drop the hint; a writer cancels only its own; at most
+ * WCACHE_MAX_HINTS are held. */
+static void test_write_hints(void **state)
+{
+	struct wcache *c = seeded(NULL, 100);
+	char *key = pod_key("t1", "a", "p1");
+	char *val = pod_json("t1", "a", "p1", "y", "n7", "Running", 10);
+	/* equal to val but for a label, so that the test can tell which one built the object */
+	json_t *tree = json_loads(val, 0, NULL);
+	json_object_set_new(json_object_get(json_object_get(tree, "metadata"), "labels"), "app", json_string("tree"));
+
+	unsigned long long used0, missed0, used, missed;
+	wcache_hint_stats(&used0, &missed0);
+	wcache_expect(c, key, val, strlen(val), tree);
+	assert_int_equal(atomic_load(&c->nhints), 1);
+	apply1(c, xstrdup(key), xstrdup(val), 101);
+	assert_int_equal(atomic_load(&c->nhints), 0);
+	wcache_hint_stats(&used, &missed);
+	assert_int_equal(used, used0 + 1);
+	assert_int_equal(missed, missed0);
+	struct cobj *o = wcache_get(c, key);
+	assert_string_equal(json_string_value(json_object_get(o->labels, "app")), "tree");
+	assert_string_equal(o->fields[0], "n7");
+	assert_string_equal(o->fields[1], "Running");
+	json_t *got = json_loadb(o->json, o->json_len, 0, NULL), *want = json_loads(val, 0, NULL);
+	json_object_set_new(json_object_get(want, "metadata"), "resourceVersion", json_string("101"));
+	assert_true(json_equal(got, want)); /* the text is the event's, with the revision */
+	json_decref(got);
+	json_decref(want);
+	cobj_unref(o);
+
+	/* other bytes for the key: parsed as usual, the hint dropped */
+	wcache_expect(c, key, val, strlen(val), tree);
+	apply1(c, xstrdup(key), pod_json("t1", "a", "p1", "z", "n7", "Running", 10), 102);
+	assert_int_equal(atomic_load(&c->nhints), 0);
+	wcache_hint_stats(&used, &missed);
+	assert_int_equal(missed, missed0 + 1);
+	o = wcache_get(c, key);
+	assert_string_equal(json_string_value(json_object_get(o->labels, "app")), "z");
+	cobj_unref(o);
+
+	/* cancel removes the writer's own hint, not a later one */
+	json_t *other = json_deep_copy(tree);
+	wcache_expect(c, key, val, strlen(val), tree);
+	wcache_expect_cancel(c, key, other);
+	assert_int_equal(atomic_load(&c->nhints), 1);
+	wcache_expect_cancel(c, key, tree);
+	assert_int_equal(atomic_load(&c->nhints), 0);
+
+	/* a delete takes it away; so does a relist, for every key */
+	wcache_expect(c, key, val, strlen(val), tree);
+	struct etcd_event del = { .type = ETCD_EV_DELETE, .kv = { .key = key, .mod_rev = 103 } };
+	wcache_apply_events(c, &del, 1);
+	assert_int_equal(atomic_load(&c->nhints), 0);
+	wcache_expect(c, key, val, strlen(val), tree);
+	wcache_expect(c, "/registry/pods/t1/a/other", val, strlen(val), other);
+	assert_int_equal(atomic_load(&c->nhints), 2);
+	wcache_apply_list(c, NULL, 0, 200);
+	assert_int_equal(atomic_load(&c->nhints), 0);
+
+	/* the cap: new keys get no hint, a held key's hint is still replaced */
+	for (int i = 0; i < WCACHE_MAX_HINTS + 10; i++) {
+		char *k = xasprintf("/registry/pods/t1/a/k%d", i);
+		wcache_expect(c, k, val, strlen(val), tree);
+		free(k);
+	}
+	assert_int_equal(atomic_load(&c->nhints), WCACHE_MAX_HINTS);
+	wcache_expect(c, "/registry/pods/t1/a/k0", val, strlen(val), other);
+	wcache_expect_cancel(c, "/registry/pods/t1/a/k0", other);
+	assert_int_equal(atomic_load(&c->nhints), WCACHE_MAX_HINTS - 1);
+	wcache_free(c); /* frees the hints still held (ASan would see a leak) */
+	json_decref(tree);
+	json_decref(other);
+	free(key);
+	free(val);
 }
 
 static void test_not_ready(void **state)
@@ -618,6 +697,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_metadata_close), cmocka_unit_test(test_cobj_new),
 		cmocka_unit_test(test_not_ready),
+		cmocka_unit_test(test_write_hints),
 		cmocka_unit_test(test_list_filters),
 		cmocka_unit_test(test_node_index),
 		cmocka_unit_test(test_watch_initial_and_live),
