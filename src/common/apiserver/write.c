@@ -313,6 +313,8 @@ static bool dry_run(struct req *q)
 	return d && *d;
 }
 
+static void reply_written(struct req *q, int code, const json_t *obj, const struct buf *val, int64_t rev);
+
 void do_create(struct req *q, json_t *obj)
 {
 	struct buf av = BUF_INIT, val = BUF_INIT;
@@ -333,16 +335,19 @@ void do_create(struct req *q, json_t *obj)
 		goto out;
 	}
 	key = store_key(q->res, q->tenant, q->ns, name);
-	store_encode(obj, &val);
+	/* from here obj is as stored and nobody changes it (see do_update) */
+	json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
+	json_dump_buf(obj, &val);
+	wcache_expect(q->res->cache, key, val.ptr, val.len, obj);
 	int64_t rev = 0, t0 = mono_us();
 	int rc = etcd_create(q->s->etcd, key, val.ptr, val.len, 0, &rev);
 	metrics_etcd(q->s->metrics, "create", mono_us() - t0);
 	if (rc < 0) {
+		wcache_expect_cancel(q->res->cache, key, obj);
 		reply_storage_error(q, rc, name);
 		goto out;
 	}
-	set_resource_version(obj, rev);
-	reply_json(q, 201, obj);
+	reply_written(q, 201, obj, &val, rev);
 	if (q->s->o.on_created)
 		q->s->o.on_created(q->s, q->res->r, obj);
 out:
@@ -452,23 +457,23 @@ static void reply_updated(struct req *q, json_t *obj)
 	}
 }
 
-/* obj (as stored: no resourceVersion, encoded as val) at rev, leaving obj as it is: the cache
- * may be reading it (a write hint). The reply is val with the revision spliced in, as the cache
- * will hold it; a presenter gets a shallow copy with its own metadata. */
-static void reply_written(struct req *q, const json_t *obj, const struct buf *val, int64_t rev)
+/* Replies code with obj (as stored: no resourceVersion, encoded as val) at rev, leaving obj as
+ * it is: the cache may be reading it (a write hint). The reply is val with the revision spliced
+ * in, as the cache will hold it; a presenter (or text that cannot take the splice) gets a
+ * shallow copy with metadata of its own. */
+static void reply_written(struct req *q, int code, const json_t *obj, const struct buf *val, int64_t rev)
 {
-	json_t *copy = json_copy((json_t *)obj), *meta = json_copy(json_object_get(obj, "metadata"));
 	struct buf out = BUF_INIT;
-	if (!q->present && meta && cobj_splice_rv(val->ptr, val->len, rev, &out)) {
-		reply_buf(q, q->success_code ? q->success_code : 200, &out);
-	} else {
-		buf_release(&out);
-		json_object_set_new(copy, "metadata", meta ? meta : json_object());
-		meta = NULL;
-		set_resource_version(copy, rev);
-		reply_updated(q, copy);
+	if (!q->present && cobj_splice_rv(val->ptr, val->len, rev, &out)) {
+		reply_buf(q, code, &out);
+		return;
 	}
-	json_decref(meta);
+	json_t *copy = json_copy((json_t *)obj), *meta = json_copy(json_object_get(obj, "metadata"));
+	json_object_set_new(copy, "metadata", meta ? meta : json_object());
+	set_resource_version(copy, rev);
+	json_t *p = q->present ? q->present(q, copy) : json_incref(copy);
+	reply_json(q, code, p);
+	json_decref(p);
 	json_decref(copy);
 }
 
@@ -566,7 +571,7 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 			set_resource_version(obj, newrev);
 			reply_updated(q, obj);
 		} else if (rc == 0) {
-			reply_written(q, obj, &val, newrev);
+			reply_written(q, q->success_code ? q->success_code : 200, obj, &val, newrev);
 		}
 		continue;
 	stale:
