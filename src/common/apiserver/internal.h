@@ -83,6 +83,10 @@ char *store_collection_prefix(const struct served *sv, const char *tenant, const
 int store_get(struct apiserver *s, const char *key, json_t **ret, int64_t *ret_rev);
 /* Serializes obj (without resourceVersion) for etcd. */
 void store_encode(json_t *obj, struct buf *out);
+/* The same for a write about to be sent: drops obj's resourceVersion for good and leaves the
+ * watch cache a write hint (wcache_expect), so obj must not change afterwards; a failed write
+ * cancels it (wcache_expect_cancel). */
+void store_encode_expect(struct served *sv, const char *key, json_t *obj, struct buf *out);
 void set_resource_version(json_t *obj, int64_t rev);
 
 /* write.c: the shared update loop. mutate gets the current object (read-only: it must not

@@ -69,3 +69,10 @@ void store_encode(json_t *obj, struct buf *out)
 	if (rv)
 		json_object_set_new(meta, "resourceVersion", rv);
 }
+
+void store_encode_expect(struct served *sv, const char *key, json_t *obj, struct buf *out)
+{
+	json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
+	json_dump_buf(obj, out);
+	wcache_expect(sv->cache, key, out->ptr, out->len, obj);
+}

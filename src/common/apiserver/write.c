@@ -335,10 +335,7 @@ void do_create(struct req *q, json_t *obj)
 		goto out;
 	}
 	key = store_key(q->res, q->tenant, q->ns, name);
-	/* from here obj is as stored and nobody changes it (see do_update) */
-	json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
-	json_dump_buf(obj, &val);
-	wcache_expect(q->res->cache, key, val.ptr, val.len, obj);
+	store_encode_expect(q->res, key, obj, &val);
 	int64_t rev = 0, t0 = mono_us();
 	int rc = etcd_create(q->s->etcd, key, val.ptr, val.len, 0, &rev);
 	metrics_etcd(q->s->metrics, "create", mono_us() - t0);
@@ -552,12 +549,8 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 		if (deleting) {
 			rc = etcd_delete(q->s->etcd, key, rev, &newrev, NULL);
 		} else {
-			/* from here obj is as stored and nobody changes it: the cache may build its copy
-			 * from it (wcache_expect) */
-			json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
 			buf_reset(&val);
-			json_dump_buf(obj, &val);
-			wcache_expect(q->res->cache, key, val.ptr, val.len, obj);
+			store_encode_expect(q->res, key, obj, &val);
 			rc = etcd_update(q->s->etcd, key, val.ptr, val.len, rev, &newrev, NULL);
 			if (rc < 0)
 				wcache_expect_cancel(q->res->cache, key, obj);
