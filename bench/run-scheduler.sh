@@ -19,7 +19,7 @@
 #   PERF_CALL_GRAPH (fp) is perf's --call-graph: dwarf,16384 unwinds the libraries too),
 #   LEASE_SECONDS (40: the hollow kubelets' --lease-seconds; nodes renew every quarter of it, so
 #   5,000 nodes make 500 lease writes/s to the RMs in the background; 400 makes it 50/s).
-#   RM_LINGER (the RM API servers' --etcd-write-linger-ms; default: theirs).
+#   RM_LINGER, TP_LINGER (the RM and TP API servers' --etcd-write-linger-ms; default: theirs).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD="$ROOT/build"
@@ -57,6 +57,7 @@ TOL = [{"key": "ursa.io/hollow", "operator": "Exists", "effect": "NoSchedule"}]
 
 
 RM_LINGER = os.environ.get("RM_LINGER", "")
+TP_LINGER = os.environ.get("TP_LINGER", "")
 
 
 class Rm(h.ApiServer):
@@ -65,6 +66,14 @@ class Rm(h.ApiServer):
         a[0] = RM_BIN
         if RM_LINGER:
             a += ["--etcd-write-linger-ms", RM_LINGER]
+        return a
+
+
+class Tp(h.ApiServer):
+    def args(self):
+        a = super().args()
+        if TP_LINGER:
+            a += ["--etcd-write-linger-ms", TP_LINGER]
         return a
 
 
@@ -120,7 +129,7 @@ def region(ntp, per_rm, cpu, pods_per_node):
         ROLES.extend([("etcd-rm%d" % i, e.members[0]["proc"]), ("rm-%d" % i, rm.proc)])
     for i in range(1, ntp + 1):
         e = h.Etcd(name="etcd-tp%d" % i); e.start()
-        tp = h.ApiServer(e, partition_id="tp-%d" % i); share(tp, first); tp.start(); tps.append(tp)
+        tp = Tp(e, partition_id="tp-%d" % i); share(tp, first); tp.start(); tps.append(tp)
         ROLES.extend([("etcd-tp%d" % i, e.members[0]["proc"]), ("tp-%d" % i, tp.proc)])
     for tp in tps:
         for rm in rms:
@@ -241,6 +250,8 @@ def request_counts(servers):
             out[(srv.partition_id,) + m.groups()[:3]] = int(m.group(4))
         for m in re.finditer(r'^ursa_apiserver_cache_(write_hints)_total\{result="(\w+)"\} (\d+)$', text, re.M):
             out[(srv.partition_id, "cache", m.group(1), m.group(2))] = int(m.group(3))
+        for m in re.finditer(r'^ursa_etcd_(write_txns|writes)_total (\d+)$', text, re.M):
+            out[(srv.partition_id, "etcd", m.group(1), "")] = int(m.group(2))
     return out
 
 

@@ -31,6 +31,8 @@ struct rest_client {
 	pthread_mutex_t lock;
 	CURL **idle;
 	size_t nidle;
+	/* Header lists every request without a body, or with a JSON body, sends: built once. */
+	struct curl_slist *hdr_plain, *hdr_json;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -57,6 +59,21 @@ static void split_servers(struct rest_client *c, const char *list)
 		if (*p == ',')
 			p++;
 	}
+}
+
+static struct curl_slist *make_headers(struct rest_client *c, const char *content_type, bool has_body)
+{
+	struct curl_slist *l = NULL;
+	l = curl_slist_append(l, "Accept: application/json");
+	l = curl_slist_append(l, "Expect:");
+	if (c->auth_header)
+		l = curl_slist_append(l, c->auth_header);
+	if (has_body) {
+		char *ct = xasprintf("Content-Type: %s", content_type ? content_type : "application/json");
+		l = curl_slist_append(l, ct);
+		free(ct);
+	}
+	return l;
 }
 
 struct rest_client *rest_new_ext(const struct rest_config *cfg, const struct rest_extra *extra)
@@ -87,6 +104,8 @@ struct rest_client *rest_new_ext(const struct rest_config *cfg, const struct res
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	c->idle = xcalloc(REST_MAX_IDLE, sizeof(*c->idle));
+	c->hdr_plain = make_headers(c, NULL, false);
+	c->hdr_json = make_headers(c, NULL, true);
 	return c;
 }
 
@@ -105,6 +124,8 @@ void rest_free(struct rest_client *c)
 	for (size_t i = 0; i < c->nservers; i++)
 		free(c->servers[i]);
 	free(c->servers);
+	curl_slist_free_all(c->hdr_plain);
+	curl_slist_free_all(c->hdr_json);
 	free(c->auth_header);
 	free(c->ca_file);
 	free(c->user_agent);
@@ -115,6 +136,8 @@ void rest_free(struct rest_client *c)
 	free(c);
 }
 
+static void setup_handle(struct rest_client *c, CURL *h);
+
 static CURL *pool_get(struct rest_client *c)
 {
 	CURL *h = NULL;
@@ -122,7 +145,9 @@ static CURL *pool_get(struct rest_client *c)
 	if (c->nidle)
 		h = c->idle[--c->nidle];
 	pthread_mutex_unlock(&c->lock);
-	return h ? h : curl_easy_init();
+	if (!h && (h = curl_easy_init()))
+		setup_handle(c, h);
+	return h;
 }
 
 static void pool_put(struct rest_client *c, CURL *h)
@@ -137,20 +162,6 @@ static void pool_put(struct rest_client *c, CURL *h)
 		curl_easy_cleanup(h);
 }
 
-static struct curl_slist *make_headers(struct rest_client *c, const char *content_type, bool has_body)
-{
-	struct curl_slist *l = NULL;
-	l = curl_slist_append(l, "Accept: application/json");
-	l = curl_slist_append(l, "Expect:");
-	if (c->auth_header)
-		l = curl_slist_append(l, c->auth_header);
-	if (has_body) {
-		char *ct = xasprintf("Content-Type: %s", content_type ? content_type : "application/json");
-		l = curl_slist_append(l, ct);
-		free(ct);
-	}
-	return l;
-}
 
 static void set_blob(CURL *h, CURLoption opt, struct buf *b)
 {
@@ -158,15 +169,14 @@ static void set_blob(CURL *h, CURLoption opt, struct buf *b)
 	curl_easy_setopt(h, opt, &blob);
 }
 
-/* Resets h and sets what every request shares. */
-static void setup_common(struct rest_client *c, CURL *h, const char *url, struct curl_slist *headers)
+/* What every request of c shares, set once when a handle joins c's pool: a handle's options
+ * persist between transfers, and setting them anew (blobs copied, strings duplicated) cost
+ * about as much as the rest of a small request's client work. */
+static void setup_handle(struct rest_client *c, CURL *h)
 {
-	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
@@ -185,18 +195,31 @@ static void setup_common(struct rest_client *c, CURL *h, const char *url, struct
 	}
 }
 
+/* What differs between requests; every option a request may set is set here, so nothing of
+ * the handle's previous request carries over. */
+static void setup_request(CURL *h, const char *url, struct curl_slist *headers, long timeout_ms,
+			  curl_write_callback on_data, void *ud)
+{
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, ud);
+}
+
 static void set_method(CURL *h, const char *method, const char *body, size_t len)
 {
-	if (!method || !strcmp(method, "GET")) {
-		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-	} else if (!strcmp(method, "HEAD")) {
-		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-	} else {
-		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-		if (!strcmp(method, "POST") || body) {
-			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
-			curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
-		}
+	bool get = !method || !strcmp(method, "GET"), head = method && !strcmp(method, "HEAD");
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL);
+	curl_easy_setopt(h, CURLOPT_HTTPGET, 1L); /* back to a GET: no upload, no body */
+	curl_easy_setopt(h, CURLOPT_NOBODY, head ? 1L : 0L);
+	if (get || head)
+		return;
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	if (!strcmp(method, "POST") || body) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
 	}
 }
 
@@ -252,7 +275,9 @@ int rest_do_raw(struct rest_client *c, const char *method, const char *path, con
 		const char *content_type, struct buf *ret_raw)
 {
 	CURL *h = pool_get(c);
-	struct curl_slist *headers = make_headers(c, content_type, body != NULL);
+	bool own_headers = body && content_type && strcmp(content_type, "application/json");
+	struct curl_slist *headers = own_headers ? make_headers(c, content_type, true)
+						 : body ? c->hdr_json : c->hdr_plain;
 	bool idempotent = !method || !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	size_t start = atomic_load(&c->preferred) % c->nservers, out_len0 = ret_raw ? ret_raw->len : 0;
 	int result = E_UNAVAILABLE;
@@ -266,11 +291,8 @@ int rest_do_raw(struct rest_client *c, const char *method, const char *path, con
 
 		if (ret_raw)
 			ret_raw->len = out_len0;
-		setup_common(c, h, url, headers);
+		setup_request(h, url, headers, c->timeout_ms, on_body, &s);
 		set_method(h, method, body, len);
-		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
 		rc = curl_easy_perform(h);
 		free(url);
 		if (rc == CURLE_OK) {
@@ -290,7 +312,8 @@ int rest_do_raw(struct rest_client *c, const char *method, const char *path, con
 	}
 	if (ret_raw && ret_raw->ptr)
 		ret_raw->ptr[ret_raw->len] = '\0';
-	curl_slist_free_all(headers);
+	if (own_headers)
+		curl_slist_free_all(headers);
 	pool_put(c, h);
 	return result;
 }
@@ -377,7 +400,6 @@ int rest_stream(struct rest_client *c, const char *path, int (*on_data)(void *ud
 {
 	CURL *h = pool_get(c);
 	CURLM *m = curl_multi_init();
-	struct curl_slist *headers = make_headers(c, NULL, false);
 	size_t start = atomic_load(&c->preferred) % c->nservers;
 	int result = E_UNAVAILABLE;
 
@@ -387,10 +409,8 @@ int rest_stream(struct rest_client *c, const char *path, int (*on_data)(void *ud
 		char *url = make_url(c, idx, path);
 		CURLcode rc;
 
-		setup_common(c, h, url, headers);
-		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_stream);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+		setup_request(h, url, c->hdr_plain, 0, on_stream, &s);
+		set_method(h, "GET", NULL, 0);
 		rc = run_multi(m, h, stop);
 		free(url);
 		if (!s.status)
@@ -407,7 +427,6 @@ int rest_stream(struct rest_client *c, const char *path, int (*on_data)(void *ud
 		result = rc == CURLE_OPERATION_TIMEDOUT ? E_TIMEOUT : E_UNAVAILABLE;
 		break;
 	}
-	curl_slist_free_all(headers);
 	curl_multi_cleanup(m);
 	pool_put(c, h);
 	return result;

@@ -84,6 +84,50 @@ static void test_statuses(void **state)
 	assert_null(rest_new(&(struct rest_config){ .servers = " , " }));
 }
 
+/* A pooled handle keeps its options between requests: each request must still be sent with its
+ * own method, body and content type, whatever the handle sent before. Sequential calls reuse one
+ * handle. */
+static void test_handle_reuse(void **state)
+{
+	json_t *body = NULL, *obj;
+	struct buf raw = BUF_INIT;
+	NEED_ENV();
+	obj = json_pack("{s:s,s:s,s:{s:s},s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata", "name", "r2",
+			"data", "k", "v");
+	assert_int_equal(rest_do(g_c, "POST", CM_PATH, obj, NULL, NULL), 201);
+	/* a GET after a POST is a GET: the object, not a second create's 409 */
+	assert_int_equal(rest_do(g_c, "GET", CM_PATH "/r2", NULL, NULL, &body), 200);
+	assert_string_equal(json_path_str(body, "data.k"), "v");
+	json_decref(body);
+	/* HEAD has no body; the GET after it has one again */
+	assert_int_equal(rest_do_raw(g_c, "HEAD", "/healthz", NULL, 0, NULL, &raw), 200);
+	assert_int_equal(raw.len, 0);
+	assert_int_equal(rest_do_raw(g_c, "GET", "/healthz", NULL, 0, NULL, &raw), 200);
+	assert_string_equal(buf_cstr(&raw), "ok");
+	buf_reset(&raw);
+	/* a merge patch, then a JSON-body PUT: each with its content type */
+	const char *patch = "{\"data\":{\"k\":\"m\"}}";
+	assert_int_equal(rest_do_raw(g_c, "PATCH", CM_PATH "/r2", patch, strlen(patch),
+				     "application/merge-patch+json", &raw),
+			 200);
+	buf_reset(&raw);
+	assert_int_equal(rest_do(g_c, "GET", CM_PATH "/r2", NULL, NULL, &body), 200);
+	assert_string_equal(json_path_str(body, "data.k"), "m");
+	json_object_set_new(json_object_get(body, "data"), "k", json_string("put"));
+	json_t *put = NULL;
+	assert_int_equal(rest_do(g_c, "PUT", CM_PATH "/r2", body, NULL, &put), 200);
+	assert_string_equal(json_path_str(put, "data.k"), "put");
+	json_decref(put);
+	json_decref(body);
+	/* a DELETE without a body, then the GET after it finds nothing */
+	assert_int_equal(rest_do(g_c, "DELETE", CM_PATH "/r2", NULL, NULL, NULL), 200);
+	assert_int_equal(rest_do(g_c, "GET", CM_PATH "/r2", NULL, NULL, NULL), 404);
+	/* a POST without a body is still a POST (an empty one, no content type: 415), not a GET */
+	assert_int_equal(rest_do_raw(g_c, "POST", CM_PATH, NULL, 0, NULL, &raw), 415);
+	buf_release(&raw);
+	json_decref(obj);
+}
+
 static void test_failover(void **state)
 {
 	NEED_ENV();
@@ -319,7 +363,8 @@ static void test_kubeconfig(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_statuses),    cmocka_unit_test(test_failover),
+		cmocka_unit_test(test_statuses),
+		cmocka_unit_test(test_handle_reuse),    cmocka_unit_test(test_failover),
 		cmocka_unit_test(test_timeout),     cmocka_unit_test(test_stream_stop),
 		cmocka_unit_test(test_kubeconfig),
 	};
