@@ -65,6 +65,11 @@ struct informer_handlers {
 	void (*on_update)(void *ud, const json_t *old_obj, const json_t *new_obj);
 	void (*on_delete)(void *ud, const json_t *obj);
 	void (*on_synced)(void *ud);       /* after the first complete list (may be NULL) */
+	/* Optional: true for a watch event (its raw line) about nothing this consumer keeps; the
+	 * informer drops it unparsed. A dropped event changes neither the store nor the
+	 * resourceVersion a watch resumes from (bookmarks move that on), and an object a list put
+	 * in the store stays there until the next relist. */
+	bool (*skip_event)(void *ud, const char *line, size_t len);
 };
 struct informer;
 /* path: the collection ("/api/v1/tenants/all/pods"); query: extra parameters without '?'

@@ -98,6 +98,8 @@ void kl_nodes_init(struct kubelet *k);
 void kl_nodes_release(struct kubelet *k);
 /* Index of the node called name, or -1 if it is not one of this process's nodes. */
 long kl_node_find(const struct kubelet *k, const char *name);
+/* True when a raw watch event line of pods names only nodes held elsewhere (see hollow.c). */
+bool kl_event_foreign(const struct kubelet *k, const char *line, size_t len);
 
 /* Node objects (node.c). Both return new references, built on demand. */
 json_t *kl_node_object(const struct kubelet *k, size_t i);

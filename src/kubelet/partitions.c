@@ -1,7 +1,8 @@
 /* The pod sources: the RM's own (system) pods, and one client plus one pod informer per tenant
  * partition of the RM's registry (/apis/ursa.io/v1/tenantpartitions), started and stopped as
  * registry objects come and go. A real node watches pods with spec.nodeName=<node>; a hollow
- * process watches every bound pod once per partition and dispatches by spec.nodeName.
+ * process watches every bound pod once per partition, drops the events about other processes'
+ * nodes unparsed and dispatches the rest by spec.nodeName.
  * Informer handlers only enqueue "tenant/ns/name|partition" keys for the pod worker, which
  * looks the pod up in the partition's store. */
 #include <string.h>
@@ -60,8 +61,20 @@ static void on_pod_synced(void *ud)
 	log_info("partition pods synced", "partition=\"%s\" servers=\"%s\"", p->name, p->servers);
 }
 
+static bool skip_foreign(void *ud, const char *line, size_t len)
+{
+	struct kl_partition *p = ud;
+	return kl_event_foreign(p->k, line, len);
+}
+
 static const struct informer_handlers pod_handlers = {
 	.on_add = on_pod_add, .on_update = on_pod_update, .on_delete = on_pod_delete, .on_synced = on_pod_synced,
+};
+/* A hollow process's watch has every bound pod; events about other processes' nodes are
+ * dropped unparsed. */
+static const struct informer_handlers hollow_pod_handlers = {
+	.on_add = on_pod_add, .on_update = on_pod_update, .on_delete = on_pod_delete, .on_synced = on_pod_synced,
+	.skip_event = skip_foreign,
 };
 
 static char *pod_query(const struct kubelet *k)
@@ -89,7 +102,7 @@ static struct kl_partition *partition_new(struct kubelet *k, const char *name, c
 static void partition_start(struct kl_partition *p)
 {
 	char *q = pod_query(p->k);
-	p->inf = informer_start(p->rc, p->pods_path, q, &pod_handlers, p);
+	p->inf = informer_start(p->rc, p->pods_path, q, p->k->hollow ? &hollow_pod_handlers : &pod_handlers, p);
 	free(q);
 }
 

@@ -245,6 +245,10 @@ static int on_watch_line(void *ud, const char *line, size_t len)
 	struct watch_event ev;
 	int rc = 0;
 
+	if (inf->h.skip_event && inf->h.skip_event(inf->ud, line, len)) {
+		inf->watch_events = true;
+		return 0;
+	}
 	if (watch_event_parse(line, len, &ev))
 		return LINE_BAD;
 	switch (ev.type) {

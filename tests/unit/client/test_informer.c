@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
 #include "client/client_internal.h"
 #include "client_testlib.h"
 
@@ -384,6 +386,42 @@ static void test_selector_query(void **state)
 	rec_release(&r);
 }
 
+/* A skip_event hook drops watch events unparsed: no handler runs for them and the store does not
+ * change, while the events around them arrive as usual. */
+static atomic_int g_skipped;
+
+static bool skip_marked(void *ud, const char *line, size_t len)
+{
+	(void)ud;
+	bool skip = memmem(line, len, "\"skip-", 6) != NULL;
+	if (skip)
+		atomic_fetch_add(&g_skipped, 1);
+	return skip;
+}
+
+static const struct informer_handlers skip_handlers = { on_add, on_update, on_delete, on_synced, skip_marked };
+
+static void test_skip_event(void **state)
+{
+	struct rec r;
+	NEED_ENV();
+	rec_init(&r);
+	struct informer *inf = informer_start(g_c, CM_PATH, "labelSelector=suite%3Dskip", &skip_handlers, &r);
+	assert_non_null(inf);
+	assert_true(tl_wait(inf_synced, inf, 15000));
+	cm_create(g_c, CM_PATH, "skip-1", "{\"suite\":\"skip\"}");
+	cm_create(g_c, CM_PATH, "keep-1", "{\"suite\":\"skip\"}");
+	wait_key(&r, "t1/default/keep-1", true, NULL); /* after skip-1's event */
+	assert_int_equal(atomic_load(&g_skipped), 1);
+	assert_null(informer_get(inf, "t1/default/skip-1"));
+	assert_int_equal(informer_size(inf), 1);
+	assert_int_equal(r.adds, 1);
+	informer_stop(inf);
+	cm_delete(g_c, CM_PATH, "skip-1");
+	cm_delete(g_c, CM_PATH, "keep-1");
+	rec_release(&r);
+}
+
 /* The API server goes away; changes are made through a second API server; the first comes
  * back. The informer sees every change exactly once. */
 static void test_resume_after_restart(void **state)
@@ -483,6 +521,7 @@ int main(void)
 		cmocka_unit_test(test_list_and_events),
 		cmocka_unit_test(test_paged_list),
 		cmocka_unit_test(test_selector_query),
+		cmocka_unit_test(test_skip_event),
 		cmocka_unit_test(test_failover_resume),
 		cmocka_unit_test(test_resume_after_restart),
 		cmocka_unit_test(test_relist_after_compaction),
