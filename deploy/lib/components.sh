@@ -183,15 +183,16 @@ start_register() {
 	URSA_SUMMARY+=("$1: partitions registered in $URSA_STATE/region.json and the gateways' etcd $gw")
 }
 
-# kubelet_kubeconfig ZONE RM_PORT: .ursa/ZONE/kubelet.kubeconfig, for the kubelets of ZONE (user
-# kubelet-ZONE of tenant system, group system:masters, against the zone's resource manager).
+# kubelet_kubeconfig ZONE RM_PORT: .ursa/ZONE/node.kubeconfig, for the kubelets of ZONE (user
+# kubelet-ZONE of tenant system, group system:nodes — a node's role: it reads, and writes only
+# nodes, node leases, pod status and a pod's final delete — against the zone's resource manager).
 # The kubelets use its token and CA for every tenant partition too. Made once.
 kubelet_kubeconfig() {
-	local zone=$1 port=$2 kc=$URSA_STATE/$1/kubelet.kubeconfig
+	local zone=$1 port=$2 kc=$URSA_STATE/$1/node.kubeconfig
 	if [ ! -s "$kc" ]; then
 		mkdir -p "$URSA_STATE/$zone"
 		( umask 077; URSA_HOME=$URSA_STATE "$URSACTL" kubeconfig --tenant system \
-			--user "kubelet-$zone" --groups system:masters --ttl 0 \
+			--user "kubelet-$zone" --groups system:nodes --ttl 0 \
 			--server "https://127.0.0.1:$port" >"$kc.tmp" )
 		mv "$kc.tmp" "$kc"
 	fi

@@ -11,6 +11,8 @@
 #define GROUP_MASTERS "system:masters"
 /* Site reliability engineers: read-only access to every tenant and the cluster scope. */
 #define GROUP_SRE "ursa:sre"
+/* Kubelets: the group of the credentials a node holds. */
+#define GROUP_NODES "system:nodes"
 
 struct identity {
 	char *user;
@@ -30,6 +32,10 @@ bool identity_may_access_tenant(const struct identity *id, const char *tenant);
  * every tenant's objects and the cluster scope (secrets excepted, as Kubernetes' "view" role),
  * and may write nothing. */
 bool identity_is_sre(const struct identity *id);
+/* A system:nodes member of tenant system who is not a system admin: reads what an SRE reads, and
+ * writes only what a kubelet writes (nodes, node leases, pod status, the final delete of a pod;
+ * the API server's node rule, apiserver/server.c). */
+bool identity_is_node(const struct identity *id);
 /* True if id may read inside tenant: identity_may_access_tenant, or an SRE ("all" included). */
 bool identity_may_read_tenant(const struct identity *id, const char *tenant);
 

@@ -150,11 +150,11 @@ class Kubelet:
         self.log = os.path.join(region.dir, rm.zone, name + ".log")
         os.makedirs(self.root)
         h._logs.append(("kubelet " + name, self.log))
-        kc = os.path.join(region.dir, rm.zone, "kubelet.kubeconfig")
-        if not os.path.exists(kc):
+        kc = os.path.join(region.dir, rm.zone, "node.kubeconfig")
+        if not os.path.exists(kc):  # a node's credential (group system:nodes), as local-up makes it
             with open(kc, "w") as f:
                 f.write(region.ursactl(["kubeconfig", "--tenant", "system", "--user", "kubelet-" + rm.zone,
-                                        "--groups", "system:masters", "--ttl", "0", "--server", rm.url]))
+                                        "--groups", "system:nodes", "--ttl", "0", "--server", rm.url]))
         a = [KUBELET_BIN, "--kubeconfig", kc, "--zone", rm.zone, "--region", "local",
              "--root-dir", self.root, "--address", "127.0.0.1"]
         if hollow:

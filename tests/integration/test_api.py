@@ -498,6 +498,45 @@ def test_sre_role_reads_everything_and_writes_nothing():
     expect_status(other.get("/api/v1/tenants/all/pods"), 403, "ursa:sre of another tenant, all", "Forbidden")
 
 
+def test_node_role_writes_only_what_a_kubelet_writes():
+    """Group system:nodes of tenant system (a kubelet's credential), in a tenant partition: reads
+    like an SRE; writes a pod's status and its final delete, nothing else. (Nodes and leases, on a
+    resource manager: tests/integration/test_kubelet.py.)"""
+    node = S["api"].user_client("system", "kubelet-z", ("system:nodes",))
+    name = create_pod(uniq("nd"))["metadata"]["name"]
+    pod = pods_path(S["t"], name=name)
+    r = node.get("/api/v1/tenants/all/pods")
+    expect_status(r, 200, "node lists pods of all tenants")
+    check(name in names(r.json), "pod %s missing from the node's all-tenants list" % name)
+    expect_status(node.get(pod), 200, "node gets a tenant's pod")
+    r = node.patch(pod + "/status", {"status": {"phase": "Running"}})
+    expect_status(r, 200, "node patches a pod's status")
+    eq(r.json["status"]["phase"], "Running", "pod status as the node set it")
+    denied = [
+        ("POST", pods_path(S["t"]), pod_manifest(uniq("nope"))),
+        ("PATCH", pod, {"metadata": {"labels": {"x": "y"}}}),
+        ("POST", pod + "/binding", {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                                    "target": {"kind": "Node", "name": "n1"}}),
+        ("GET", "/api/v1/tenants/%s/namespaces/default/secrets" % S["t"], None),
+        ("POST", "/api/v1/tenants/%s/namespaces/default/configmaps" % S["t"],
+         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n"}}),
+        ("DELETE", "/api/v1/tenants/%s" % S["t"], None),
+        ("POST", "/api/v1/tenants", {"apiVersion": "v1", "kind": "Tenant", "metadata": {"name": uniq("tn")}}),
+    ]
+    for method, path, body in denied:
+        r = node.patch(path, body) if method == "PATCH" else node.request(method, path, body)
+        expect_status(r, 403, "node %s %s" % (method, path), "Forbidden")
+    expect_status(node.request("DELETE", "/api/v1/tenants/all/namespaces/default/pods/%s" % name, None), 400,
+                  "node deletes through tenant all", "BadRequest")
+    r = admin().get(pod)
+    check(not r.json.get("metadata", {}).get("labels", {}).get("x"), "the node's label patch was refused")
+    eq(r.json["spec"].get("nodeName"), None, "the node's binding was refused")
+    expect_status(node.request("DELETE", pod, None), 200, "node deletes a pod (a kubelet's final delete)")
+    # The group means nothing outside tenant system.
+    other = S["api"].user_client(uniq("x"), "mallory", ("system:nodes",))
+    expect_status(other.get("/api/v1/tenants/all/pods"), 403, "system:nodes of another tenant, all", "Forbidden")
+
+
 def assertion(claims, key=None):
     """An identity assertion as a gateway makes it (auth.h): v1.<b64url claims>.<b64url HMAC>."""
     def b64(b):

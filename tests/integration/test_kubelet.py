@@ -114,7 +114,9 @@ def setup():
                               "metadata": {"name": "tp-1"}, "spec": {"endpoints": [tp.url]}})
     h.expect_status(r, 201, "register tp-1")
     h.create_tenant(tp.admin(), "acme")
-    kl = Kubelet(rm.admin_kubeconfig(), ["--node-name", NODE, "--cpu", "2", "--memory", "4Gi",
+    # the kubelets hold a node's credential (group system:nodes), as in a region
+    S["node_kc"] = rm.kubeconfig("system", "kubelet-it", ("system:nodes",))
+    kl = Kubelet(S["node_kc"], ["--node-name", NODE, "--cpu", "2", "--memory", "4Gi",
                                          "--max-pods", "10"])
     kl.start()
     S.update(etcd_tp=etcd_tp, etcd_rm=etcd_rm, rm=rm, tp=tp, kl=kl, admin=admin, tpadmin=tp.admin())
@@ -367,16 +369,44 @@ def test_orphan_stopped_after_restart():
 def test_duplicate_node_name_refused():
     h.wait_until(lambda: ready(get_node()), 20, "node %s Ready" % NODE)
     h.wait_until(lambda: S["admin"].get(LEASES + "/" + NODE).status == 200, 20, "lease exists")
-    other = Kubelet(S["rm"].admin_kubeconfig(), ["--node-name", NODE, "--port", "0"], name="kubelet-dup")
+    other = Kubelet(S["node_kc"], ["--node-name", NODE, "--port", "0"], name="kubelet-dup")
     other.start()
     rc = other.proc.wait(20)
     h.check(rc != 0, "second kubelet with the same node name exits non-zero (rc %s)" % rc)
     h.check("already registered" in other.log_text(), "clear error: %s" % other.log_text()[-500:])
 
 
+def test_node_credential_on_the_resource_manager():
+    """A node's credential (group system:nodes) on its resource manager: registers nodes, their
+    status and leases in kube-node-lease; may not delete nodes, create pods or daemonsets, or
+    write leases elsewhere. (The other tests of this file run their kubelets with it.)"""
+    node = S["rm"].client(h.kubeconfig_token(S["node_kc"]))
+    name = "kl-role-%d" % os.getpid()
+    h.expect_status(node.post("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}),
+                    201, "node registers a node")
+    h.expect_status(node.patch("/api/v1/nodes/%s/status" % name, {"status": {"capacity": {"pods": "10"}}}), 200,
+                    "node patches a node's status")
+    h.expect_status(node.post(LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                       "metadata": {"name": name},
+                                       "spec": {"holderIdentity": name, "leaseDurationSeconds": 40}}),
+                    201, "node creates a lease in kube-node-lease")
+    for method, path, body in [
+        ("DELETE", "/api/v1/nodes/%s" % name, None),
+        ("POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+         {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name}}),
+        ("POST", "/api/v1/namespaces/default/pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                                                     "spec": {"containers": [{"name": "c", "image": "x"}]}}),
+        ("POST", "/apis/apps/v1/namespaces/default/daemonsets", {"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                                                 "metadata": {"name": name}}),
+    ]:
+        h.expect_status(node.request(method, path, body), 403, "node %s %s" % (method, path), "Forbidden")
+    h.expect_status(S["admin"].request("DELETE", "/api/v1/nodes/%s" % name, None), 200, "admin deletes the node")
+    h.expect_status(S["admin"].request("DELETE", "%s/%s" % (LEASES, name), None), 200, "admin deletes the lease")
+
+
 def test_hollow_nodes_register_and_renew():
-    hk = Kubelet(S["rm"].admin_kubeconfig(), ["--hollow-nodes", "100", "--hollow-prefix", "hollow-t",
-                                              "--port", "0"], name="kubelet-hollow")
+    hk = Kubelet(S["node_kc"], ["--hollow-nodes", "100", "--hollow-prefix", "hollow-t", "--port", "0"],
+                 name="kubelet-hollow")
     hk.start()
 
     def count(prefix_path, key):

@@ -72,6 +72,36 @@ static const char *verb_of(struct req *q)
 	return NULL;
 }
 
+static bool verb_in(const char *verb, const char *const *verbs)
+{
+	for (; *verbs; verbs++)
+		if (strcmp(verb, *verbs) == 0)
+			return true;
+	return false;
+}
+
+/* What a node's kubelet may do (a node credential, group system:nodes): read everything but
+ * secrets, in every tenant ("all" included) and the cluster scope; write only its own kind of
+ * objects — nodes and their status, leases in kube-node-lease, a pod's status, and the final
+ * delete of a pod it stopped. It cannot create pods, bind them or touch any tenant's other
+ * objects. (Which node a kubelet may write is not checked: one hollow process holds thousands.) */
+static bool node_may(const struct req *q, const struct api_resource *r, bool write)
+{
+	static const char *const upsert[] = { "create", "update", "patch", NULL };
+	static const char *const change[] = { "update", "patch", NULL };
+	const char *sub = q->path.subresource;
+
+	if (!write)
+		return strcmp(r->plural, "secrets") != 0;
+	if (strcmp(r->plural, "nodes") == 0)
+		return (!sub && verb_in(q->verb, upsert)) || (sub && !strcmp(sub, "status") && verb_in(q->verb, change));
+	if (strcmp(r->plural, "leases") == 0)
+		return !sub && q->ns && !strcmp(q->ns, "kube-node-lease") && verb_in(q->verb, upsert);
+	if (strcmp(r->plural, "pods") == 0)
+		return sub ? !strcmp(sub, "status") && verb_in(q->verb, change) : !strcmp(q->verb, "delete");
+	return false;
+}
+
 /* Works out the effective tenant and namespace, and whether the caller may touch them. */
 static int scope_request(struct req *q)
 {
@@ -92,8 +122,16 @@ static int scope_request(struct req *q)
 		}
 	}
 	bool admin = identity_is_system_admin(&q->id);
-	bool sre = identity_is_sre(&q->id);
 	bool write = strcmp(q->verb, "get") != 0 && strcmp(q->verb, "list") != 0 && strcmp(q->verb, "watch") != 0;
+	bool node = identity_is_node(&q->id);
+	if (node && !node_may(q, r, write)) {
+		reply_status(q, E_FORBIDDEN, "%s is forbidden: User \"%s\" is a node (group %s): cannot %s resource \"%s\"%s%s",
+			     r->plural, q->id.user, GROUP_NODES, q->verb, r->plural,
+			     q->path.subresource ? " subresource " : "", q->path.subresource ? q->path.subresource : "");
+		return -1;
+	}
+	bool sre = identity_is_sre(&q->id);
+	bool reader = sre || node; /* reads every tenant and the cluster scope */
 	if (sre && (write || strcmp(r->plural, "secrets") == 0)) {
 		reply_status(q, E_FORBIDDEN, "%s is forbidden: User \"%s\" is a read-only SRE (group %s): cannot %s resource \"%s\"",
 			     r->plural, q->id.user, GROUP_SRE, q->verb, r->plural);
@@ -101,9 +139,9 @@ static int scope_request(struct req *q)
 	}
 	if (strcmp(q->tenant, TENANT_ALL) == 0) {
 		bool collection = strcmp(q->verb, "list") == 0 || strcmp(q->verb, "watch") == 0;
-		if (!(admin || sre) || !collection) {
-			reply_status(q, admin || sre ? E_BAD_REQUEST : E_FORBIDDEN,
-				     admin || sre ? "tenant \"all\" can only be listed or watched"
+		if (!(admin || reader) || !collection) {
+			reply_status(q, admin || reader ? E_BAD_REQUEST : E_FORBIDDEN,
+				     admin || reader ? "tenant \"all\" can only be listed or watched"
 						  : "user \"%s\" cannot access all tenants",
 				     q->id.user);
 			return -1;
@@ -115,19 +153,19 @@ static int scope_request(struct req *q)
 		 * (SREs read it all). */
 		bool own_tenant = strcmp(r->plural, "tenants") == 0 && q->path.name &&
 				  strcmp(q->path.name, q->id.tenant) == 0 && !write;
-		if (!admin && !sre && !own_tenant) {
+		if (!admin && !reader && !own_tenant) { /* a node's writes passed node_may */
 			reply_status(q, E_FORBIDDEN, "%s is forbidden: User \"%s\" of tenant \"%s\" cannot %s resource \"%s\" at the cluster scope",
 				     r->plural, q->id.user, q->id.tenant, q->verb, r->plural);
 			return -1;
 		}
 		return 0;
 	}
-	if (!identity_may_read_tenant(&q->id, q->tenant)) { /* SREs got here only to read */
+	if (!node && !identity_may_read_tenant(&q->id, q->tenant)) { /* SREs got here only to read */
 		reply_status(q, E_FORBIDDEN, "%s is forbidden: User \"%s\" of tenant \"%s\" cannot %s resource \"%s\" in tenant \"%s\"",
 			     r->plural, q->id.user, q->id.tenant, q->verb, r->plural, q->tenant);
 		return -1;
 	}
-	if (write && r->system_only && !admin) {
+	if (write && r->system_only && !admin && !node) {
 		reply_status(q, E_FORBIDDEN, "%s is forbidden: only system administrators may %s it", r->plural, q->verb);
 		return -1;
 	}

@@ -76,6 +76,12 @@ bool identity_is_sre(const struct identity *id)
 	       !identity_in_group(id, GROUP_MASTERS);
 }
 
+bool identity_is_node(const struct identity *id)
+{
+	return id && id->tenant && strcmp(id->tenant, TENANT_SYSTEM) == 0 && identity_in_group(id, GROUP_NODES) &&
+	       !identity_in_group(id, GROUP_MASTERS);
+}
+
 bool identity_may_read_tenant(const struct identity *id, const char *tenant)
 {
 	if (!tenant || !*tenant)
