@@ -43,6 +43,7 @@ URSA_COMPONENTS=(
 URSA_CA=$URSA_STATE/ca.crt
 URSA_PKI=$URSA_STATE/pki
 URSA_REGION_TOKEN=$URSA_STATE/region.token
+URSA_KUBELET_TOKEN=$URSA_STATE/kubelet-client.token
 URSACTL=$URSA_BUILD_DIR/src/ursactl/ursactl
 URSA_SUMMARY=()    # lines printed by local-up.sh at the end
 URSA_PARTITIONS=() # "kind name url [zone]" of every partition started, for `register`
@@ -140,6 +141,7 @@ start_apiserver() {
 		--token-signing-public-key "$URSA_STATE/signing-key.pub" \
 		--identity-key-file "$URSA_STATE/identity.key" \
 		--region-token-file "$URSA_REGION_TOKEN" --region-ca-file "$URSA_CA" \
+		--kubelet-token-file "$URSA_KUBELET_TOKEN" \
 		--partition-id "$dir" --log-level info
 	wait_http "$url/readyz" 60 "$name" "$log" --cacert "$URSA_CA" \
 		-H "Authorization: Bearer $(admin_static_token)"
@@ -212,7 +214,7 @@ start_kubelet() {
 		--runtime process --root-dir "$root" \
 		--address 127.0.0.1 --port "$port" \
 		--tls-cert-file "$URSA_PKI/kubelet.crt" --tls-private-key-file "$URSA_PKI/kubelet.key" \
-		--client-token-file "$URSA_REGION_TOKEN" \
+		--client-token-file "$URSA_KUBELET_TOKEN" \
 		--log-level info
 	wait_http "https://127.0.0.1:$port/healthz" 30 "$name" "$log" --cacert "$URSA_CA"
 	wait_nodes_ready "$name" "$log" "$rm" "$zone-$host"
@@ -380,8 +382,13 @@ ensure_identity() {
 		( umask 077; printf '%s,admin,admin,"system:masters",system\n' \
 			"$(openssl rand -hex 24)" >"$URSA_STATE/tokens.csv" )
 	fi
+	if [ ! -s "$URSA_KUBELET_TOKEN" ]; then
+		# What partitions present to kubelets for pod logs. Every node holds it, so it is a random
+		# secret no API server accepts, not the region token.
+		( umask 077; openssl rand -hex 32 >"$URSA_KUBELET_TOKEN" )
+	fi
 	if [ ! -s "$URSA_REGION_TOKEN" ]; then
-		# What a partition presents to the other partitions and to kubelets.
+		# What a partition presents to the other partitions.
 		( umask 077; URSA_HOME=$URSA_STATE "$URSACTL" token --tenant system --user region \
 			--groups system:masters --ttl 0 >"$URSA_REGION_TOKEN.tmp" )
 		mv "$URSA_REGION_TOKEN.tmp" "$URSA_REGION_TOKEN"

@@ -18,8 +18,11 @@ struct apiserver_options {
 	const char *token_public_key;/* verifies signed tokens */
 	const char *identity_key;    /* gateways' identity-assertion key (auth.h); NULL: not accepted */
 	const char *partition_id;
-	const char *region_token_file; /* bearer token this server uses towards other partitions and kubelets */
-	const char *region_ca_file;    /* CA bundle for those connections */
+	const char *region_token_file; /* bearer token this server uses towards other partitions */
+	const char *region_ca_file;    /* CA bundle for those connections and kubelets' */
+	/* Bearer token sent to kubelets (/containerLogs): one the API servers do not accept, since
+	 * every node holds it. NULL: the region token. */
+	const char *kubelet_token_file;
 	unsigned workers;
 	long etcd_write_linger_ms;   /* etcd_options.write_linger_ms */
 	const struct api_resource *resources;

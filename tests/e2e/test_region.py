@@ -62,6 +62,10 @@ class Region:
         with open(self.region_token, "w") as f:
             f.write(self.ursactl(["token", "--tenant", "system", "--user", "region",
                                   "--groups", "system:masters", "--ttl", "0"]))
+        # what the API servers send to kubelets for pod logs: a secret no API server accepts
+        self.kubelet_token = os.path.join(self.dir, "kubelet-client.token")
+        with open(self.kubelet_token, "w") as f:
+            f.write(os.urandom(32).hex() + "\n")
 
     def env(self):
         e = dict(os.environ, URSA_HOME=self.dir)
@@ -108,6 +112,7 @@ class Partition:
                              "--token-auth-file", r.tokens,
                              "--token-signing-public-key", os.path.join(r.dir, "signing-key.pub"),
                              "--region-token-file", r.region_token, "--region-ca-file", r.ca,
+                             "--kubelet-token-file", r.kubelet_token,
                              "--partition-id", self.name, "--log-level", "info"], self.log)
         c = self.admin(timeout=3)
         deadline = time.monotonic() + 60
@@ -165,7 +170,8 @@ class Kubelet:
             self.nodes = [name]
             self.port = h.free_port()
             a += ["--node-name", name, "--runtime", "process", "--port", str(self.port),
-                  "--tls-cert-file", region.cert, "--tls-private-key-file", region.key]
+                  "--tls-cert-file", region.cert, "--tls-private-key-file", region.key,
+                  "--client-token-file", region.kubelet_token]
         self.args = a
         self.proc = None
 
@@ -387,6 +393,22 @@ def test_pod_on_real_node_runs_and_logs():
         h.check(b"tick-" in f.read(), "the container runs the pod's command")
     S["clock_pid"] = pid
     check_logs(S["alice"], "clock", "tick")
+    # The kubelet serves logs to the holder of the kubelet token only: the partitions' region
+    # token (an administrator's) and no token are refused, and the kubelet token itself opens no
+    # API server.
+    node = [kl for kl in S["kubelets"] if not kl.hollow][0]
+    logs = "/containerLogs/default/clock/main?tenant=acme&tailLines=1"
+    with open(S["region"].kubelet_token) as f:
+        kubelet_token = f.read().strip()
+    with open(S["region"].region_token) as f:
+        region_token = f.read().strip()
+    kc = h.Client("https://127.0.0.1:%d" % node.port, S["region"].ca, kubelet_token)
+    h.expect_status(kc.get(logs), 200, "kubelet logs with the kubelet token")
+    for tok, what in ((region_token, "the region token"), (None, "no token")):
+        r = h.Client("https://127.0.0.1:%d" % node.port, S["region"].ca, tok).get(logs)
+        h.check(r.status in (401, 403), "kubelet logs with %s: %r" % (what, r))
+    r = h.Client(tp1.url, S["region"].ca, kubelet_token).get("/api/v1/namespaces")
+    h.check(r.status == 401, "the kubelet token opens no API server: %r" % r)
 
 
 def test_delete_stops_process():

@@ -391,6 +391,8 @@ def make_identity():
                         "--signing-key", os.path.join(etc, "signing-key.pem")]).strip()
     with open(os.path.join(etc, "region.token"), "w") as f:
         f.write(token + "\n")
+    with open(os.path.join(etc, "kubelet-client.token"), "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
     with open(os.path.join(etc, "haproxy", "haproxy.pem"), "w") as f:
         f.write(open(crt).read() + open(key).read())
     S.update(ca=ca, crt=crt, key=key, etc=etc)
@@ -405,10 +407,10 @@ def make_identity():
         os.chmod(d, 0o755)
 
 
-def kubeconfig(user, server):
+def kubeconfig(user, server, group="system:masters"):
     path = rooted("/etc/ursa/kubeconfig/%s.kubeconfig" % user)
     out = h.must_run([h.URSACTL_BIN, "kubeconfig", "--tenant", "system", "--user", user,
-                      "--groups", "system:masters", "--ttl", "0", "--server", server,
+                      "--groups", group, "--ttl", "0", "--server", server,
                       "--signing-key", os.path.join(S["etc"], "signing-key.pem"),
                       "--certificate-authority", S["ca"]])
     with open(path, "w") as f:
@@ -473,6 +475,7 @@ def start_apiservers():
         start_unit(name, inst, dict(common_tls(), **{
             "URSA_LISTEN": "127.0.0.1:%d" % port, "URSA_ETCD_SERVERS": S["etcd"][inst],
             "URSA_REGION_TOKEN_FILE": os.path.join(S["etc"], "region.token"),
+            "URSA_KUBELET_TOKEN_FILE": os.path.join(S["etc"], "kubelet-client.token"),
             "URSA_REGION_CA_FILE": S["ca"], "URSA_WORKERS": "4"}))
         S["api"][inst] = "https://127.0.0.1:%d" % port
         p, log = S["procs"]["%s@%s" % (name, inst)]
@@ -507,14 +510,14 @@ def start_workers():
     start_unit("ursa-rm-controller-manager@.service", "rm-az-1", {
         "URSA_KUBECONFIG": kubeconfig("rm-az-1-controller-manager", rm),
         "URSA_HEALTH_LISTEN": health("rm-controller-manager")})
-    kc = kubeconfig("kubelet-az-1", rm)
+    kc = kubeconfig("kubelet-az-1", rm, "system:nodes")
     S["kubelet_port"] = h.free_port()
     start_unit("ursa-kubelet@.service", "az-1-host-1", {
         "URSA_KUBECONFIG": kc, "URSA_ZONE": "az-1", "URSA_REGION": "test",
         "URSA_ROOT_DIR": state_dir(rooted("/var/lib/ursa/kubelet/az-1-host-1"), root_owned=True),
         "URSA_ADDRESS": "127.0.0.1", "URSA_PORT": str(S["kubelet_port"]),
         "URSA_TLS_CERT_FILE": S["crt"], "URSA_TLS_PRIVATE_KEY_FILE": S["key"],
-        "URSA_CLIENT_TOKEN_FILE": os.path.join(S["etc"], "region.token")})
+        "URSA_CLIENT_TOKEN_FILE": os.path.join(S["etc"], "kubelet-client.token")})
     start_unit("ursa-hollow-kubelet@.service", "az-1-hollow", {
         "URSA_KUBECONFIG": kc, "URSA_ZONE": "az-1", "URSA_REGION": "test",
         "URSA_HOLLOW_NODES": str(HOLLOW_NODES),

@@ -38,7 +38,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 {
 	const char *listen = d->default_listen, *etcd = "http://127.0.0.1:2379", *prefix = "/registry";
 	const char *cert = NULL, *key = NULL, *tokens = NULL, *pubkey = NULL, *partition = d->default_partition;
-	const char *level = "info", *region_token = NULL, *region_ca = NULL, *idkey = NULL;
+	const char *level = "info", *region_token = NULL, *region_ca = NULL, *idkey = NULL, *kubelet_token = NULL;
 	long long workers = 16, linger = d->default_write_linger_ms;
 	const struct opt opts[] = {
 		{ "listen", OPT_STRING, &listen, "address and port to serve on (IPv4:PORT)" },
@@ -50,8 +50,11 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		{ "token-signing-public-key", OPT_STRING, &pubkey, "PEM public key verifying signed (JWT) tokens" },
 		{ "identity-key-file", OPT_STRING, &idkey, "secret shared with the region's gateways: accept the caller identity they assert (X-Ursa-Identity)" },
 		{ "partition-id", OPT_STRING, &partition, "this partition's id in the region" },
-		{ "region-token-file", OPT_STRING, &region_token, "bearer token for reaching the region's other partitions and kubelets" },
-		{ "region-ca-file", OPT_STRING, &region_ca, "CA bundle for those connections" },
+		{ "region-token-file", OPT_STRING, &region_token, "bearer token for reaching the region's other partitions" },
+		{ "region-ca-file", OPT_STRING, &region_ca, "CA bundle for those connections and the kubelets'" },
+		{ "kubelet-token-file", OPT_STRING, &kubelet_token,
+		  "bearer token sent to kubelets for pod logs (their --client-token-file); every node holds it, so "
+		  "it should be one no API server accepts (default: the region token)" },
 		{ "workers", OPT_INT, &workers, "HTTP worker threads" },
 		{ "etcd-write-linger-ms", OPT_INT, &linger,
 		  "a write to etcd waits up to this long for others to share its transaction (fewer, larger txns: "
@@ -73,7 +76,8 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 	struct apiserver_options o = {
 		.component = d->component, .listen = listen, .tls_cert = cert, .tls_key = key, .etcd_servers = etcd,
 		.etcd_prefix = prefix, .token_file = tokens, .token_public_key = pubkey, .identity_key = idkey, .partition_id = partition,
-		.region_token_file = region_token, .region_ca_file = region_ca, .workers = (unsigned)workers, .resources = d->resources, .nresources = d->nresources,
+		.region_token_file = region_token, .region_ca_file = region_ca, .kubelet_token_file = kubelet_token,
+		.workers = (unsigned)workers, .resources = d->resources, .nresources = d->nresources,
 		.on_created = d->on_created, .etcd_write_linger_ms = linger,
 	};
 	char *err = NULL;

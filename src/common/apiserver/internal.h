@@ -40,6 +40,7 @@ struct apiserver {
 	atomic_bool stopping;
 	struct metrics *metrics;
 	char *region_token; /* read from o.region_token_file */
+	char *kubelet_token; /* read from o.kubelet_token_file, else the region token's copy */
 };
 
 /* One API request being answered. */

@@ -95,9 +95,9 @@ static void lp_done(void *ud)
 	lp_unref(lp);
 }
 
-static struct rest_client *client_for(struct apiserver *s, const char *servers)
+static struct rest_client *client_for(struct apiserver *s, const char *servers, const char *token)
 {
-	struct rest_config cfg = { .servers = servers, .token = s->region_token, .ca_file = s->o.region_ca_file,
+	struct rest_config cfg = { .servers = servers, .token = token, .ca_file = s->o.region_ca_file,
 				   .user_agent = "ursa-apiserver", .timeout_ms = 5000 };
 	return rest_new(&cfg);
 }
@@ -132,7 +132,7 @@ static json_t *find_node(struct apiserver *s, const char *node)
 	for (size_t i = 0; i < n; i++) {
 		json_t *rm = found ? NULL : json_loadb(objs[i]->json, objs[i]->json_len, 0, NULL);
 		char *eps = rm ? endpoints_of(rm) : NULL;
-		struct rest_client *rc = eps ? client_for(s, eps) : NULL;
+		struct rest_client *rc = eps ? client_for(s, eps, s->region_token) : NULL;
 		json_t *body = NULL;
 		if (rc && rest_do(rc, "GET", path, NULL, NULL, &body) == 200)
 			found = json_incref(body);
@@ -214,7 +214,7 @@ void proxy_pod_log(struct req *q, const json_t *pod)
 	static const char *const params[] = { "tailLines", "follow", "timestamps", "limitBytes", "sinceSeconds", "previous" };
 	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++)
 		add_param(q, &path, params[i]);
-	struct rest_client *rc = client_for(q->s, base);
+	struct rest_client *rc = client_for(q->s, base, q->s->kubelet_token);
 	free(base);
 	const char *follow = http_query(q->http, "follow");
 	if (!follow || strcmp(follow, "true") != 0) {

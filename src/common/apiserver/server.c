@@ -249,6 +249,22 @@ static void served_init(struct apiserver *s)
 	}
 }
 
+/* The first line of a token file, without its line end; NULL with *ret_err when unreadable. */
+static char *read_token(const char *path, const char *flag, char **ret_err)
+{
+	FILE *f = fopen(path, "r");
+	char line[16384];
+	if (!f || !fgets(line, sizeof(line), f)) {
+		*ret_err = xasprintf("cannot read %s %s", flag, path);
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	line[strcspn(line, "\r\n")] = '\0';
+	return xstrdup(line);
+}
+
 struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_err)
 {
 	struct apiserver *s = xcalloc(1, sizeof(*s));
@@ -276,18 +292,13 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 			goto fail;
 		}
 	}
-	if (o->region_token_file) {
-		FILE *f = fopen(o->region_token_file, "r");
-		char line[16384];
-		if (!f || !fgets(line, sizeof(line), f)) {
-			*ret_err = xasprintf("cannot read --region-token-file %s", o->region_token_file);
-			if (f)
-				fclose(f);
+	if (o->region_token_file && !(s->region_token = read_token(o->region_token_file, "--region-token-file", ret_err)))
+		goto fail;
+	if (o->kubelet_token_file) {
+		if (!(s->kubelet_token = read_token(o->kubelet_token_file, "--kubelet-token-file", ret_err)))
 			goto fail;
-		}
-		fclose(f);
-		line[strcspn(line, "\r\n")] = '\0';
-		s->region_token = xstrdup(line);
+	} else if (s->region_token) {
+		s->kubelet_token = xstrdup(s->region_token);
 	}
 	s->metrics = metrics_new(o->nresources);
 	atomic_store(&s->etcd_ok, etcd_healthy(s->etcd));
@@ -325,5 +336,6 @@ void apiserver_stop(struct apiserver *s)
 	etcd_free(s->etcd);
 	metrics_free(s->metrics);
 	free(s->region_token);
+	free(s->kubelet_token);
 	free(s);
 }
