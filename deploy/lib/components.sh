@@ -197,6 +197,7 @@ kubelet_kubeconfig() {
 			--user "kubelet-$zone" --groups system:nodes --ttl 0 \
 			--server "https://127.0.0.1:$port" >"$kc.tmp" )
 		mv "$kc.tmp" "$kc"
+		rm -f "$URSA_STATE/$zone/kubelet.kubeconfig" # an administrator's, from before node credentials
 	fi
 	printf '%s\n' "$kc"
 }
