@@ -19,7 +19,9 @@
 #   PERF_CALL_GRAPH (fp) is perf's --call-graph: dwarf,16384 unwinds the libraries too),
 #   LEASE_SECONDS (40: the hollow kubelets' --lease-seconds; nodes renew every quarter of it, so
 #   5,000 nodes make 500 lease writes/s to the RMs in the background; 400 makes it 50/s).
-#   RM_LINGER, TP_LINGER (the RM and TP API servers' --etcd-write-linger-ms; default: theirs).
+#   RM_LINGER, TP_LINGER (the RM and TP API servers' --etcd-write-linger-ms; default: theirs),
+#   HOLLOW_NICE (a diagnostic: run the hollow kubelets under `nice -n HOLLOW_NICE`, as if the
+#   hosts they simulate had cores of their own; their lease renewals still reach the RMs).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD="$ROOT/build"
@@ -27,7 +29,7 @@ QUICK=0
 for arg in "$@"; do
 	case "$arg" in
 	--quick) QUICK=1 ;;
-	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
 	-*) echo "run-scheduler.sh: unknown option $arg" >&2; exit 2 ;;
 	*) BUILD=$(cd "$arg" && pwd) ;;
 	esac
@@ -58,6 +60,8 @@ TOL = [{"key": "ursa.io/hollow", "operator": "Exists", "effect": "NoSchedule"}]
 
 RM_LINGER = os.environ.get("RM_LINGER", "")
 TP_LINGER = os.environ.get("TP_LINGER", "")
+# A diagnostic, not the figure: the hollow kubelets (the simulated hosts) at a lower priority.
+HOLLOW_NICE = ["nice", "-n", os.environ["HOLLOW_NICE"]] if os.environ.get("HOLLOW_NICE") else []
 
 
 class Rm(h.ApiServer):
@@ -138,7 +142,7 @@ def region(ntp, per_rm, cpu, pods_per_node):
             rm.admin().post("/apis/ursa.io/v1/tenantpartitions", {"apiVersion": "ursa.io/v1", "kind": "TenantPartition",
                             "metadata": {"name": tp.partition_id}, "spec": {"endpoints": [tp.url]}})
     for rm in rms:
-        proc("kubelet-" + rm.partition_id, [KL_BIN, "--kubeconfig", rm.admin_kubeconfig(), "--port", "0",
+        proc("kubelet-" + rm.partition_id, HOLLOW_NICE + [KL_BIN, "--kubeconfig", rm.admin_kubeconfig(), "--port", "0",
              "--root-dir", h.make_tmpdir("klroot"), "--hollow-nodes", str(per_rm), "--hollow-prefix",
              rm.partition_id + "-n", "--zone", rm.zone, "--cpu", str(cpu), "--memory", "64Gi",
              "--max-pods", str(pods_per_node), "--lease-seconds", str(LEASE_SECONDS)])
