@@ -162,7 +162,6 @@ static void pool_put(struct rest_client *c, CURL *h)
 		curl_easy_cleanup(h);
 }
 
-
 static void set_blob(CURL *h, CURLoption opt, struct buf *b)
 {
 	struct curl_blob blob = { .data = b->ptr, .len = b->len, .flags = CURL_BLOB_COPY };
