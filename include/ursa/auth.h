@@ -39,6 +39,11 @@ bool identity_is_node(const struct identity *id);
 /* True if id may read inside tenant: identity_may_access_tenant, or an SRE ("all" included). */
 bool identity_may_read_tenant(const struct identity *id, const char *tenant);
 
+/* A bearer token kept in a file (the region token, a kubelet's client token): its first line
+ * without surrounding blanks. Returns a new string, or NULL with a new message in *ret_err
+ * (missing, unreadable, too long, empty). */
+char *auth_read_token_file(const char *path, char **ret_err);
+
 struct authn;
 /* token_file: CSV lines `token,user,uid,"group1,group2",tenant` (groups and tenant optional,
  * tenant defaults to "system"; '#' comments). public_key_file: PEM public key verifying signed

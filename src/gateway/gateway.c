@@ -827,26 +827,6 @@ out:
 	call_end(c);
 }
 
-static char *read_token(const char *path, char **ret_err)
-{
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		*ret_err = xasprintf("cannot open %s", path);
-		return NULL;
-	}
-	struct buf b = BUF_INIT;
-	char chunk[512];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b.len < 65536)
-		buf_add(&b, chunk, n);
-	fclose(f);
-	while (b.len && (b.ptr[b.len - 1] == '\n' || b.ptr[b.len - 1] == '\r' || b.ptr[b.len - 1] == ' '))
-		b.ptr[--b.len] = '\0';
-	char *tok = xasprintf("Bearer %s", buf_cstr(&b));
-	buf_release(&b);
-	return tok;
-}
-
 struct gateway *gateway_start(const struct gw_options *o, char **ret_err)
 {
 	struct gateway *g = xcalloc(1, sizeof(*g));
@@ -854,8 +834,13 @@ struct gateway *gateway_start(const struct gw_options *o, char **ret_err)
 	upstream_init(o->partition_ca);
 	if (authn_new(o->token_file, o->signing_pub, &g->authn, ret_err) != 0)
 		goto fail;
-	if (o->partition_token_file && !(g->own_auth = read_token(o->partition_token_file, ret_err)))
-		goto fail;
+	if (o->partition_token_file) {
+		char *tok = auth_read_token_file(o->partition_token_file, ret_err);
+		if (!tok)
+			goto fail;
+		g->own_auth = xasprintf("Bearer %s", tok);
+		free(tok);
+	}
 	if (o->identity_key && idkey_load(o->identity_key, &g->idkey, ret_err) != 0)
 		goto fail;
 	g->etcd = etcd_new(o->etcd_servers, NULL);

@@ -17,23 +17,8 @@
 #include "ursa/log.h"
 #include "ursa/notify.h"
 #include "ursa/timeutil.h"
+#include "ursa/auth.h"
 #include "ursa/xalloc.h"
-
-/* The first line of path (a bearer token), or NULL. New string. */
-static char *read_token(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char line[16384];
-	char *tok = NULL;
-	if (f && fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\r\n")] = '\0';
-		if (line[0])
-			tok = xstrdup(line);
-	}
-	if (f)
-		fclose(f);
-	return tok;
-}
 
 static int mkdir_p(const char *path)
 {
@@ -167,9 +152,11 @@ static int run(struct kubelet *k, sigset_t *sigs)
 		return 1;
 	if (k->opt.port > 0) {
 		char *listen = xasprintf("%s:%lld", k->opt.address, k->opt.port);
-		char *token = k->opt.client_token_file ? read_token(k->opt.client_token_file) : NULL;
+		char *terr = NULL;
+		char *token = k->opt.client_token_file ? auth_read_token_file(k->opt.client_token_file, &terr) : NULL;
 		if (k->opt.client_token_file && !token) {
-			fprintf(stderr, "ursa-kubelet: cannot read --client-token-file %s\n", k->opt.client_token_file);
+			fprintf(stderr, "ursa-kubelet: --client-token-file: %s\n", terr);
+			free(terr);
 			return -1;
 		}
 		logs = kl_logs_start(listen, k->opt.tls_cert, k->opt.tls_key, token, k->rt_ops, k->rt, &err);

@@ -249,22 +249,6 @@ static void served_init(struct apiserver *s)
 	}
 }
 
-/* The first line of a token file, without its line end; NULL with *ret_err when unreadable. */
-static char *read_token(const char *path, const char *flag, char **ret_err)
-{
-	FILE *f = fopen(path, "r");
-	char line[16384];
-	if (!f || !fgets(line, sizeof(line), f)) {
-		*ret_err = xasprintf("cannot read %s %s", flag, path);
-		if (f)
-			fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	line[strcspn(line, "\r\n")] = '\0';
-	return xstrdup(line);
-}
-
 struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_err)
 {
 	struct apiserver *s = xcalloc(1, sizeof(*s));
@@ -292,10 +276,10 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 			goto fail;
 		}
 	}
-	if (o->region_token_file && !(s->region_token = read_token(o->region_token_file, "--region-token-file", ret_err)))
+	if (o->region_token_file && !(s->region_token = auth_read_token_file(o->region_token_file, ret_err)))
 		goto fail;
 	if (o->kubelet_token_file) {
-		if (!(s->kubelet_token = read_token(o->kubelet_token_file, "--kubelet-token-file", ret_err)))
+		if (!(s->kubelet_token = auth_read_token_file(o->kubelet_token_file, ret_err)))
 			goto fail;
 	} else if (s->region_token) {
 		s->kubelet_token = xstrdup(s->region_token);

@@ -40,6 +40,27 @@ int auth_read_file(const char *path, size_t cap, struct buf *out, char **ret_err
 	return r;
 }
 
+char *auth_read_token_file(const char *path, char **ret_err)
+{
+	struct buf b = BUF_INIT;
+	char *tok = NULL;
+	if (auth_read_file(path, AUTH_TOKEN_MAX + 4096, &b, ret_err) < 0)
+		goto out;
+	const char *p = buf_cstr(&b);
+	size_t n = strcspn(p, "\r\n");
+	while (n && (*p == ' ' || *p == '\t'))
+		p++, n--;
+	while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	if (n == 0 || n > AUTH_TOKEN_MAX)
+		*ret_err = xasprintf("%s: %s", path, n ? "token too long" : "no token on its first line");
+	else
+		tok = xstrndup(p, n);
+out:
+	buf_release(&b);
+	return tok;
+}
+
 static int load_token_file(struct authn *a, const char *path, char **ret_err)
 {
 	struct buf data = BUF_INIT, err = BUF_INIT;

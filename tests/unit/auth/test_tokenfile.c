@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "auth/auth_internal.h"
+#include "ursa/auth.h"
 #include "ursa/errors.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +232,49 @@ static void test_authn_bad_file_reports_line(void **state)
 	unlink(path);
 }
 
+/* A bearer token kept in a file: its first line, blanks trimmed; an empty, missing or too long
+ * one is an error that names the file. */
+static char *token_of(const char *text, size_t len, char **err)
+{
+	char path[] = "/tmp/ursa-token-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	char *tok = auth_read_token_file(path, err);
+	unlink(path);
+	return tok;
+}
+
+static void test_token_file(void **state)
+{
+	char *err = NULL, *tok;
+	tok = token_of("abc.def\n", 8, &err);
+	assert_string_equal(tok, "abc.def");
+	free(tok);
+	tok = token_of("  abc\t\r\nsecond line\n", 22, &err);
+	assert_string_equal(tok, "abc");
+	free(tok);
+	tok = token_of("xyz", 3, &err); /* no line end */
+	assert_string_equal(tok, "xyz");
+	free(tok);
+	assert_null(token_of(" \nxyz\n", 6, &err)); /* the first line is blank */
+	assert_non_null(strstr(err, "no token"));
+	free(err);
+	err = NULL;
+	size_t big = AUTH_TOKEN_MAX + 10;
+	char *long_tok = malloc(big);
+	memset(long_tok, 'a', big);
+	assert_null(token_of(long_tok, big, &err));
+	assert_non_null(strstr(err, "too long"));
+	free(err);
+	free(long_tok);
+	err = NULL;
+	assert_null(auth_read_token_file("/nonexistent/ursa-token", &err));
+	assert_non_null(strstr(err, "/nonexistent/ursa-token"));
+	free(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_many_entries),
 		cmocka_unit_test(test_authn_token_file),
 		cmocka_unit_test(test_authn_bad_file_reports_line),
+		cmocka_unit_test(test_token_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
