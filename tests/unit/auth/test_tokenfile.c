@@ -249,16 +249,16 @@ static char *token_of(const char *text, size_t len, char **err)
 static void test_token_file(void **state)
 {
 	char *err = NULL, *tok;
-	tok = token_of("abc.def\n", 8, &err);
+	tok = token_of("abc.def\n", strlen("abc.def\n"), &err);
 	assert_string_equal(tok, "abc.def");
 	free(tok);
-	tok = token_of("  abc\t\r\nsecond line\n", 22, &err);
+	tok = token_of("  abc\t\r\nsecond line\n", strlen("  abc\t\r\nsecond line\n"), &err);
 	assert_string_equal(tok, "abc");
 	free(tok);
-	tok = token_of("xyz", 3, &err); /* no line end */
+	tok = token_of("xyz", strlen("xyz"), &err); /* no line end */
 	assert_string_equal(tok, "xyz");
 	free(tok);
-	assert_null(token_of(" \nxyz\n", 6, &err)); /* the first line is blank */
+	assert_null(token_of(" \nxyz\n", strlen(" \nxyz\n"), &err)); /* the first line is blank */
 	assert_non_null(strstr(err, "no token"));
 	free(err);
 	err = NULL;
