@@ -52,6 +52,21 @@ int rest_do_raw(struct rest_client *c, const char *method, const char *path, con
 int rest_stream(struct rest_client *c, const char *path, int (*on_data)(void *ud, const char *data, size_t len),
 		void *ud, const atomic_bool *stop);
 
+/* Asynchronous requests: one thread of their own drives every request submitted, on one
+ * libcurl multi handle with at most max_conns connections (0: 64; further requests wait for
+ * one), so callers never wait on the network and no thread is held per request in flight. */
+struct rest_async;
+/* status as rest_do_raw's; body is the raw response, borrowed for the call (buf_cstr). Runs
+ * on the requests' thread: it must not block (it may submit more). */
+typedef void (*rest_done_fn)(void *ud, int status, const struct buf *body);
+struct rest_async *rest_async_start(struct rest_client *c, unsigned max_conns);
+/* Takes body (malloc'd or NULL) over. content_type NULL means application/json. done is always
+ * called exactly once, on the requests' thread or in rest_async_stop. */
+void rest_async_submit(struct rest_async *a, const char *method, const char *path, char *body, size_t len,
+		       const char *content_type, rest_done_fn done, void *ud);
+/* Stops the thread; requests not yet answered end with E_UNAVAILABLE. Frees a (not its client). */
+void rest_async_stop(struct rest_async *a);
+
 /* Informer ---------------------------------------------------------------------------------- */
 /* Keeps a local copy of a collection: lists (in pages), then watches from the list's
  * resourceVersion, resumes after a dropped stream from the last resourceVersion seen, and

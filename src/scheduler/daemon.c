@@ -44,6 +44,10 @@ struct sched_daemon {
 	char *identity;
 	struct rest_creds *creds; /* the TP kubeconfig's, reused for every resource manager */
 	struct rest_client *tp;
+	struct rest_async *tp_async;    /* bindings and events: no worker waits on them */
+	pthread_mutex_t bind_mu;        /* guards binds */
+	pthread_cond_t bind_cond;       /* a binding ended */
+	long long binds;                /* bindings in flight: at most one per worker */
 	pthread_mutex_t mu;             /* guards cache, unsched, rms */
 	pthread_cond_t res_cond;        /* a reservation write ended (with mu) */
 	size_t gc_cursor;               /* where the next release round starts in the node list */
@@ -396,6 +400,20 @@ static void add_now(struct buf *b)
 	rfc3339_add(b, (time_t)(now_ms() / 1000));
 }
 
+struct event_post {
+	char *pod; /* tenant/namespace/name, for the log */
+};
+
+static void on_event_posted(void *ud, int code, const struct buf *body)
+{
+	struct event_post *e = ud;
+	(void)body;
+	if (code >= 300 || code < 0)
+		log_warn("event not recorded", "pod=\"%s\" code=%d", e->pod, code);
+	free(e->pod);
+	free(e);
+}
+
 static void post_event(struct sched_daemon *d, const json_t *pod, const char *type, const char *reason,
 		       const char *msg)
 {
@@ -412,12 +430,15 @@ static void post_event(struct sched_daemon *d, const json_t *pod, const char *ty
 			       "component", d->o.scheduler_name, "firstTimestamp", buf_cstr(&now),
 			       "lastTimestamp", buf_cstr(&now), "count", 1, "reportingComponent",
 			       d->o.scheduler_name);
-	char *path = xasprintf("/api/v1/tenants/%s/namespaces/%s/events", t, ns);
-	int code = ev ? rest_do(d->tp, "POST", path, ev, NULL, NULL) : 0;
-	if (code >= 300 || code < 0)
-		log_warn("event not recorded", "pod=\"%s/%s/%s\" code=%d", t, ns, name, code);
+	char *body = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+	if (body) {
+		char *path = xasprintf("/api/v1/tenants/%s/namespaces/%s/events", t, ns);
+		struct event_post *e = xcalloc(1, sizeof(*e));
+		e->pod = xasprintf("%s/%s/%s", t, ns, name);
+		rest_async_submit(d->tp_async, "POST", path, body, strlen(body), NULL, on_event_posted, e);
+		free(path);
+	}
 	json_decref(ev);
-	free(path);
 	free(ev_name);
 	buf_release(&now);
 }
@@ -450,20 +471,6 @@ static void unassume(struct sched_daemon *d, const char *key)
 		sched_cache_forget(&d->cache, p);
 	pthread_mutex_unlock(&d->mu);
 	atomic_store(&d->requeue, true);
-}
-
-static int bind(struct sched_daemon *d, const json_t *pod, const char *node)
-{
-	const char *t = json_path_str(pod, "metadata.tenant"), *ns = json_path_str(pod, "metadata.namespace");
-	const char *name = json_path_str(pod, "metadata.name");
-	json_t *body = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind", "Binding",
-				 "metadata", "name", name, "namespace", ns, "target", "apiVersion", "v1", "kind",
-				 "Node", "name", node);
-	char *path = xasprintf("/api/v1/tenants/%s/namespaces/%s/pods/%s/binding", t, ns, name);
-	int code = rest_do(d->tp, "POST", path, body, NULL, NULL);
-	json_decref(body);
-	free(path);
-	return code;
 }
 
 static void failed(struct sched_daemon *d, const char *key, const json_t *pod, const char *msg)
@@ -507,6 +514,67 @@ static void bound(struct sched_daemon *d, const char *key, const json_t *pod, co
 		post_event(d, pod, "Normal", "Scheduled", msg);
 		free(msg);
 	}
+}
+
+/* A binding in flight: the pod's key, its object and the node (owned). */
+struct binding {
+	struct sched_daemon *d;
+	char *key, *node;
+	json_t *pod;
+};
+
+static void on_bind_done(void *ud, int code, const struct buf *body)
+{
+	struct binding *b = ud;
+	struct sched_daemon *d = b->d;
+	(void)body;
+	if (code == 200 || code == 201) {
+		bound(d, b->key, b->pod, b->node);
+	} else {
+		unassume(d, b->key);
+		if (code == 409) {
+			atomic_fetch_add(&d->bind_conflicts, 1);
+		} else if (code != 404) {
+			atomic_fetch_add(&d->bind_errors, 1);
+			log_warn("binding failed", "pod=\"%s\" node=\"%s\" code=%d", b->key, b->node, code);
+			wq_add_rate_limited(d->q, b->key);
+		}
+	}
+	json_decref(b->pod);
+	free(b->key), free(b->node);
+	free(b);
+	pthread_mutex_lock(&d->bind_mu);
+	d->binds--;
+	pthread_cond_signal(&d->bind_cond);
+	pthread_mutex_unlock(&d->bind_mu);
+}
+
+/* POSTs the pod's binding to node (taken over) without waiting for the answer (on_bind_done
+ * handles it on the client's request thread); waits only while as many bindings as workers
+ * are in flight, so that decisions do not run far ahead of the partition. */
+static void bind_pod(struct sched_daemon *d, const char *key, const json_t *pod, char *node)
+{
+	pthread_mutex_lock(&d->bind_mu);
+	while (d->binds >= d->o.workers)
+		pthread_cond_wait(&d->bind_cond, &d->bind_mu);
+	d->binds++;
+	pthread_mutex_unlock(&d->bind_mu);
+	const char *t = json_path_str(pod, "metadata.tenant"), *ns = json_path_str(pod, "metadata.namespace");
+	const char *name = json_path_str(pod, "metadata.name");
+	json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind", "Binding",
+				"metadata", "name", name, "namespace", ns, "target", "apiVersion", "v1", "kind",
+				"Node", "name", node);
+	char *body = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+	json_decref(obj);
+	struct binding *b = xcalloc(1, sizeof(*b));
+	*b = (struct binding){ .d = d, .key = xstrdup(key), .node = node, .pod = json_incref((json_t *)pod) };
+	if (!body) {
+		on_bind_done(b, E_INVALID, NULL);
+		return;
+	}
+	char *path = xasprintf("/api/v1/tenants/%s/namespaces/%s/pods/%s/binding", t, ns, name);
+	rest_async_submit(d->tp_async, "POST", path, body, strlen(body), NULL, on_bind_done, b);
+	free(path);
 }
 
 /* Under the mutex: the decision; on success the pod is assumed on *ret_node (new string). */
@@ -569,19 +637,8 @@ static void schedule_one(struct sched_daemon *d, const char *key)
 		wq_add_rate_limited(d->q, key);
 		goto out;
 	}
-	int code = bind(d, pod, node);
-	if (code == 200 || code == 201) {
-		bound(d, key, pod, node);
-	} else {
-		unassume(d, key);
-		if (code == 409) {
-			atomic_fetch_add(&d->bind_conflicts, 1);
-		} else if (code != 404) {
-			atomic_fetch_add(&d->bind_errors, 1);
-			log_warn("binding failed", "pod=\"%s\" node=\"%s\" code=%d", key, node, code);
-			wq_add_rate_limited(d->q, key);
-		}
-	}
+	bind_pod(d, key, pod, node);
+	node = NULL;
 out:
 	json_decref(pod);
 	free(node);
@@ -836,6 +893,20 @@ static void *gc_main(void *arg)
 static const struct informer_handlers pod_handlers = { on_pod_add, on_pod_update, on_pod_delete, NULL };
 static const struct informer_handlers rm_handlers = { on_rm_add, on_rm_update, on_rm_delete, NULL };
 
+/* Undoes the first steps of sched_daemon_start (queue, health server, partition client) when
+ * a later one fails. */
+static struct sched_daemon *start_failed(struct sched_daemon *d)
+{
+	health_stop(d->health);
+	rest_free(d->tp);
+	wq_free(d->q);
+	pthread_mutex_destroy(&d->mu);
+	free(d->identity);
+	rest_creds_free(d->creds);
+	free(d);
+	return NULL;
+}
+
 struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **ret_err)
 {
 	struct sched_daemon *d = xcalloc(1, sizeof(*d));
@@ -855,18 +926,20 @@ struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **re
 		if (!d->health) {
 			*ret_err = xasprintf("--health-listen %s: %s", o->health_listen, err ? err : "cannot listen");
 			free(err);
-			wq_free(d->q);
-			pthread_mutex_destroy(&d->mu);
-			free(d->identity);
-			rest_creds_free(d->creds);
-			free(d);
-			return NULL;
+			return start_failed(d);
 		}
 		health_set_leader(d->health, !o->leader_elect);
 	}
 	d->tp = rest_new_with_creds(d->creds, rest_creds_server(d->creds), "ursa-scheduler");
+	d->tp_async = d->tp ? rest_async_start(d->tp, (unsigned)o->workers) : NULL;
+	if (!d->tp_async) {
+		*ret_err = xstrdup("cannot start the partition client");
+		return start_failed(d);
+	}
 	pthread_cond_init(&d->res_cond, NULL);
 	pthread_mutex_init(&d->start_mu, NULL);
+	pthread_mutex_init(&d->bind_mu, NULL);
+	pthread_cond_init(&d->bind_cond, NULL);
 	sched_cache_init(&d->cache, o->partition);
 	d->cache.reserved_bonus = o->chunk > 1 ? RESERVED_BONUS : 0;
 	d->cache.pct = o->pct;
@@ -911,6 +984,7 @@ void sched_daemon_stop(struct sched_daemon *d)
 	wq_shutdown(d->q);
 	for (size_t i = 0; i < d->nworkers; i++)
 		pthread_join(d->workers[i], NULL);
+	rest_async_stop(d->tp_async); /* bindings in flight end (their callbacks use the cache) */
 	if (d->le)
 		leader_stop(d->le);
 	pthread_join(d->ticker, NULL);
@@ -934,6 +1008,8 @@ void sched_daemon_stop(struct sched_daemon *d)
 	pthread_mutex_destroy(&d->mu);
 	pthread_cond_destroy(&d->res_cond);
 	pthread_mutex_destroy(&d->start_mu);
+	pthread_mutex_destroy(&d->bind_mu);
+	pthread_cond_destroy(&d->bind_cond);
 	free(d->workers);
 	free(d->identity);
 	free(d);

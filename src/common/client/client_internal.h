@@ -3,7 +3,10 @@
  * extended REST constructor used by the kubeconfig loader. */
 #ifndef URSA_CLIENT_INTERNAL_H
 #define URSA_CLIENT_INTERNAL_H
+#include <curl/curl.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,6 +56,51 @@ struct rest_extra {
 	bool insecure; /* skip TLS verification */
 };
 struct rest_client *rest_new_ext(const struct rest_config *cfg, const struct rest_extra *extra);
+
+/* The REST client's state and the steps of one request, shared by the blocking requests
+ * (rest.c) and the asynchronous ones (async.c). */
+#define REST_MAX_SERVERS 16
+/* Idle handles kept in the pool: as many as a client's concurrent callers (the scheduler runs up
+ * to 256 workers), else every burst closes connections and opens new ones (TLS handshakes). */
+#define REST_MAX_IDLE 256
+#define REST_MAX_RESPONSE (512u << 20)    /* bytes of one non-streaming response */
+#define REST_MAX_JSON_DEPTH 128
+#define REST_CONNECT_TIMEOUT_MS 3000L
+#define REST_STREAM_POLL_MS 50
+
+struct rest_client {
+	char **servers;
+	size_t nservers;
+	atomic_size_t preferred; /* the server that answered last */
+	char *auth_header;
+	char *ca_file;
+	char *user_agent;
+	long timeout_ms;
+	struct buf ca_blob, cert_blob, key_blob;
+	bool insecure;
+	pthread_mutex_t lock;
+	CURL **idle;
+	size_t nidle;
+	/* Header lists every request without a body, or with a JSON body, sends: built once. */
+	struct curl_slist *hdr_plain, *hdr_json;
+};
+
+void rest_setup_handle(struct rest_client *c, CURL *h);
+void rest_setup_request(CURL *h, const char *url, struct curl_slist *headers, long timeout_ms,
+			curl_write_callback on_data, void *ud);
+void rest_set_method(CURL *h, const char *method, const char *body, size_t len);
+bool rest_not_delivered(CURL *h, CURLcode rc, bool idempotent);
+struct rest_sink {
+	struct buf *out;
+	size_t total;
+	bool overflow;
+};
+
+size_t rest_on_body(char *data, size_t size, size_t n, void *ud);
+char *rest_make_url(struct rest_client *c, size_t idx, const char *path);
+struct curl_slist *rest_make_headers(struct rest_client *c, const char *content_type, bool has_body);
+CURL *rest_pool_get(struct rest_client *c);
+void rest_pool_put(struct rest_client *c, CURL *h);
 
 /* Informer internals for tests: how many complete lists and watch requests it made. */
 void informer_counts(struct informer *inf, unsigned *ret_lists, unsigned *ret_watches);

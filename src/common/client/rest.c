@@ -9,32 +9,6 @@
 #include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
 
-#define REST_MAX_SERVERS 16
-/* Idle handles kept in the pool: as many as a client's concurrent callers (the scheduler runs up
- * to 256 workers), else every burst closes connections and opens new ones (TLS handshakes). */
-#define REST_MAX_IDLE 256
-#define REST_MAX_RESPONSE (512u << 20)    /* bytes of one non-streaming response */
-#define REST_MAX_JSON_DEPTH 128
-#define REST_CONNECT_TIMEOUT_MS 3000L
-#define REST_STREAM_POLL_MS 50
-
-struct rest_client {
-	char **servers;
-	size_t nservers;
-	atomic_size_t preferred; /* the server that answered last */
-	char *auth_header;
-	char *ca_file;
-	char *user_agent;
-	long timeout_ms;
-	struct buf ca_blob, cert_blob, key_blob;
-	bool insecure;
-	pthread_mutex_t lock;
-	CURL **idle;
-	size_t nidle;
-	/* Header lists every request without a body, or with a JSON body, sends: built once. */
-	struct curl_slist *hdr_plain, *hdr_json;
-};
-
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 
 static void curl_init_once(void)
@@ -61,7 +35,7 @@ static void split_servers(struct rest_client *c, const char *list)
 	}
 }
 
-static struct curl_slist *make_headers(struct rest_client *c, const char *content_type, bool has_body)
+struct curl_slist *rest_make_headers(struct rest_client *c, const char *content_type, bool has_body)
 {
 	struct curl_slist *l = NULL;
 	l = curl_slist_append(l, "Accept: application/json");
@@ -104,8 +78,8 @@ struct rest_client *rest_new_ext(const struct rest_config *cfg, const struct res
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	c->idle = xcalloc(REST_MAX_IDLE, sizeof(*c->idle));
-	c->hdr_plain = make_headers(c, NULL, false);
-	c->hdr_json = make_headers(c, NULL, true);
+	c->hdr_plain = rest_make_headers(c, NULL, false);
+	c->hdr_json = rest_make_headers(c, NULL, true);
 	return c;
 }
 
@@ -136,9 +110,9 @@ void rest_free(struct rest_client *c)
 	free(c);
 }
 
-static void setup_handle(struct rest_client *c, CURL *h);
+void rest_setup_handle(struct rest_client *c, CURL *h);
 
-static CURL *pool_get(struct rest_client *c)
+CURL *rest_pool_get(struct rest_client *c)
 {
 	CURL *h = NULL;
 	pthread_mutex_lock(&c->lock);
@@ -146,11 +120,11 @@ static CURL *pool_get(struct rest_client *c)
 		h = c->idle[--c->nidle];
 	pthread_mutex_unlock(&c->lock);
 	if (!h && (h = curl_easy_init()))
-		setup_handle(c, h);
+		rest_setup_handle(c, h);
 	return h;
 }
 
-static void pool_put(struct rest_client *c, CURL *h)
+void rest_pool_put(struct rest_client *c, CURL *h)
 {
 	pthread_mutex_lock(&c->lock);
 	if (c->nidle < REST_MAX_IDLE) {
@@ -171,7 +145,7 @@ static void set_blob(CURL *h, CURLoption opt, struct buf *b)
 /* What every request of c shares, set once when a handle joins c's pool: a handle's options
  * persist between transfers, and setting them anew (blobs copied, strings duplicated) cost
  * about as much as the rest of a small request's client work. */
-static void setup_handle(struct rest_client *c, CURL *h)
+void rest_setup_handle(struct rest_client *c, CURL *h)
 {
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -196,7 +170,7 @@ static void setup_handle(struct rest_client *c, CURL *h)
 
 /* What differs between requests; every option a request may set is set here, so nothing of
  * the handle's previous request carries over. */
-static void setup_request(CURL *h, const char *url, struct curl_slist *headers, long timeout_ms,
+void rest_setup_request(CURL *h, const char *url, struct curl_slist *headers, long timeout_ms,
 			  curl_write_callback on_data, void *ud)
 {
 	curl_easy_setopt(h, CURLOPT_URL, url);
@@ -206,7 +180,7 @@ static void setup_request(CURL *h, const char *url, struct curl_slist *headers, 
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, ud);
 }
 
-static void set_method(CURL *h, const char *method, const char *body, size_t len)
+void rest_set_method(CURL *h, const char *method, const char *body, size_t len)
 {
 	bool get = !method || !strcmp(method, "GET"), head = method && !strcmp(method, "HEAD");
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
@@ -224,7 +198,7 @@ static void set_method(CURL *h, const char *method, const char *body, size_t len
 
 /* True when the request never reached a server, so another server may be tried. Requests
  * that may have been received are retried elsewhere only when they are reads. */
-static bool not_delivered(CURL *h, CURLcode rc, bool idempotent)
+bool rest_not_delivered(CURL *h, CURLcode rc, bool idempotent)
 {
 	curl_off_t connect_us = 0;
 	switch (rc) {
@@ -245,15 +219,9 @@ static bool not_delivered(CURL *h, CURLcode rc, bool idempotent)
 	}
 }
 
-struct sink {
-	struct buf *out;
-	size_t total;
-	bool overflow;
-};
-
-static size_t on_body(char *data, size_t size, size_t n, void *ud)
+size_t rest_on_body(char *data, size_t size, size_t n, void *ud)
 {
-	struct sink *s = ud;
+	struct rest_sink *s = ud;
 	size_t len = size * n;
 	if (s->total + len > REST_MAX_RESPONSE) {
 		s->overflow = true;
@@ -265,7 +233,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
 	return len;
 }
 
-static char *make_url(struct rest_client *c, size_t idx, const char *path)
+char *rest_make_url(struct rest_client *c, size_t idx, const char *path)
 {
 	return xasprintf("%s%s%s", c->servers[idx], *path == '/' ? "" : "/", path);
 }
@@ -273,9 +241,9 @@ static char *make_url(struct rest_client *c, size_t idx, const char *path)
 int rest_do_raw(struct rest_client *c, const char *method, const char *path, const char *body, size_t len,
 		const char *content_type, struct buf *ret_raw)
 {
-	CURL *h = pool_get(c);
+	CURL *h = rest_pool_get(c);
 	bool own_headers = body && content_type && strcmp(content_type, "application/json");
-	struct curl_slist *headers = own_headers ? make_headers(c, content_type, true)
+	struct curl_slist *headers = own_headers ? rest_make_headers(c, content_type, true)
 						 : body ? c->hdr_json : c->hdr_plain;
 	bool idempotent = !method || !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	size_t start = atomic_load(&c->preferred) % c->nservers, out_len0 = ret_raw ? ret_raw->len : 0;
@@ -283,15 +251,15 @@ int rest_do_raw(struct rest_client *c, const char *method, const char *path, con
 
 	for (size_t i = 0; i < c->nservers; i++) {
 		size_t idx = (start + i) % c->nservers;
-		struct sink s = { .out = ret_raw };
-		char *url = make_url(c, idx, path);
+		struct rest_sink s = { .out = ret_raw };
+		char *url = rest_make_url(c, idx, path);
 		long status = 0;
 		CURLcode rc;
 
 		if (ret_raw)
 			ret_raw->len = out_len0;
-		setup_request(h, url, headers, c->timeout_ms, on_body, &s);
-		set_method(h, method, body, len);
+		rest_setup_request(h, url, headers, c->timeout_ms, rest_on_body, &s);
+		rest_set_method(h, method, body, len);
 		rc = curl_easy_perform(h);
 		free(url);
 		if (rc == CURLE_OK) {
@@ -304,7 +272,7 @@ int rest_do_raw(struct rest_client *c, const char *method, const char *path, con
 			result = E_TOO_LARGE;
 			break;
 		}
-		if (not_delivered(h, rc, idempotent))
+		if (rest_not_delivered(h, rc, idempotent))
 			continue;
 		result = rc == CURLE_OPERATION_TIMEDOUT ? E_TIMEOUT : E_UNAVAILABLE;
 		break;
@@ -313,7 +281,7 @@ int rest_do_raw(struct rest_client *c, const char *method, const char *path, con
 		ret_raw->ptr[ret_raw->len] = '\0';
 	if (own_headers)
 		curl_slist_free_all(headers);
-	pool_put(c, h);
+	rest_pool_put(c, h);
 	return result;
 }
 
@@ -397,7 +365,7 @@ static CURLcode run_multi(CURLM *m, CURL *h, const atomic_bool *stop)
 int rest_stream(struct rest_client *c, const char *path, int (*on_data)(void *ud, const char *data, size_t len),
 		void *ud, const atomic_bool *stop)
 {
-	CURL *h = pool_get(c);
+	CURL *h = rest_pool_get(c);
 	CURLM *m = curl_multi_init();
 	size_t start = atomic_load(&c->preferred) % c->nservers;
 	int result = E_UNAVAILABLE;
@@ -405,11 +373,11 @@ int rest_stream(struct rest_client *c, const char *path, int (*on_data)(void *ud
 	for (size_t i = 0; i < c->nservers && !stop_set(stop); i++) {
 		size_t idx = (start + i) % c->nservers;
 		struct stream_ctx s = { .h = h, .on_data = on_data, .ud = ud };
-		char *url = make_url(c, idx, path);
+		char *url = rest_make_url(c, idx, path);
 		CURLcode rc;
 
-		setup_request(h, url, c->hdr_plain, 0, on_stream, &s);
-		set_method(h, "GET", NULL, 0);
+		rest_setup_request(h, url, c->hdr_plain, 0, on_stream, &s);
+		rest_set_method(h, "GET", NULL, 0);
 		rc = run_multi(m, h, stop);
 		free(url);
 		if (!s.status)
@@ -421,12 +389,12 @@ int rest_stream(struct rest_client *c, const char *path, int (*on_data)(void *ud
 		}
 		if (rc == CURLE_ABORTED_BY_CALLBACK)
 			break;
-		if (not_delivered(h, rc, true))
+		if (rest_not_delivered(h, rc, true))
 			continue;
 		result = rc == CURLE_OPERATION_TIMEDOUT ? E_TIMEOUT : E_UNAVAILABLE;
 		break;
 	}
 	curl_multi_cleanup(m);
-	pool_put(c, h);
+	rest_pool_put(c, h);
 	return result;
 }

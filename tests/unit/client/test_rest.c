@@ -145,6 +145,182 @@ static void test_failover(void **state)
 	free(servers);
 }
 
+/* Asynchronous requests ----------------------------------------------------------------------- */
+struct async_rec {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	int done, codes[64];
+	char *bodies[64];
+	pthread_t thread[64];
+	struct rest_async *a; /* to submit more from a callback */
+};
+
+struct async_req {
+	struct async_rec *r;
+	int i;
+};
+
+static void on_async(void *ud, int status, const struct buf *body)
+{
+	struct async_req *q = ud;
+	struct async_rec *r = q->r;
+	pthread_mutex_lock(&r->mu);
+	r->codes[q->i] = status;
+	r->bodies[q->i] = xstrdup(buf_cstr(body));
+	r->thread[q->i] = pthread_self();
+	r->done++;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->mu);
+	free(q);
+}
+
+static void async_wait(struct async_rec *r, int n)
+{
+	int64_t deadline = mono_ms() + 10000;
+	pthread_mutex_lock(&r->mu);
+	while (r->done < n && mono_ms() < deadline) {
+		pthread_mutex_unlock(&r->mu);
+		usleep(5000);
+		pthread_mutex_lock(&r->mu);
+	}
+	pthread_mutex_unlock(&r->mu);
+	assert_int_equal(r->done, n);
+}
+
+static void async_submit(struct async_rec *r, int i, const char *method, const char *path, const char *body,
+			 const char *content_type)
+{
+	struct async_req *q = xcalloc(1, sizeof(*q));
+	q->r = r;
+	q->i = i;
+	rest_async_submit(r->a, method, path, body ? xstrdup(body) : NULL, body ? strlen(body) : 0, content_type,
+			  on_async, q);
+}
+
+static void async_release(struct async_rec *r)
+{
+	for (int i = 0; i < 64; i++)
+		free(r->bodies[i]);
+}
+
+/* Many requests at once on two connections: every one answered once, on the client's own
+ * thread, with its own status and body; then methods and content types as rest_do_raw's. */
+static void test_async(void **state)
+{
+	NEED_ENV();
+	struct async_rec r = { .mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	r.a = rest_async_start(g_c, 2);
+	assert_non_null(r.a);
+	char body[256];
+	for (int i = 0; i < 40; i++) {
+		snprintf(body, sizeof(body),
+			 "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"as%d\"},\"data\":{\"i\":\"%d\"}}",
+			 i, i);
+		async_submit(&r, i, "POST", CM_PATH, body, NULL);
+	}
+	async_wait(&r, 40);
+	for (int i = 0; i < 40; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "\"i\":\"%d\"", i);
+		assert_int_equal(r.codes[i], 201);
+		assert_non_null(strstr(r.bodies[i], want));
+		assert_false(pthread_equal(r.thread[i], pthread_self()));
+	}
+	async_release(&r);
+	memset(r.bodies, 0, sizeof(r.bodies));
+	r.done = 0;
+	/* a second create conflicts; a merge patch with its content type; GET, DELETE, GET */
+	async_submit(&r, 0, "POST", CM_PATH, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"as0\"}}",
+		     NULL);
+	async_submit(&r, 1, "PATCH", CM_PATH "/as1", "{\"data\":{\"i\":\"patched\"}}", "application/merge-patch+json");
+	async_wait(&r, 2);
+	assert_int_equal(r.codes[0], 409);
+	assert_non_null(strstr(r.bodies[0], "AlreadyExists"));
+	assert_int_equal(r.codes[1], 200);
+	assert_non_null(strstr(r.bodies[1], "patched"));
+	async_submit(&r, 2, "GET", CM_PATH "/as1", NULL, NULL);
+	async_wait(&r, 3);
+	assert_int_equal(r.codes[2], 200);
+	assert_non_null(strstr(r.bodies[2], "patched"));
+	async_submit(&r, 3, "DELETE", CM_PATH "/as1", NULL, NULL);
+	async_wait(&r, 4);
+	async_submit(&r, 4, "GET", CM_PATH "/as1", NULL, NULL);
+	async_submit(&r, 5, "HEAD", "/healthz", NULL, NULL);
+	async_wait(&r, 6);
+	assert_int_equal(r.codes[3], 200);
+	assert_int_equal(r.codes[4], 404);
+	assert_int_equal(r.codes[5], 200);
+	assert_string_equal(r.bodies[5], "");
+	rest_async_stop(r.a);
+	async_release(&r);
+	for (int i = 0; i < 40; i++) {
+		snprintf(body, sizeof(body), CM_PATH "/as%d", i);
+		rest_do(g_c, "DELETE", body, NULL, NULL, NULL);
+	}
+}
+
+/* A first server that refuses connections: the request goes to the next; none answering
+ * is E_UNAVAILABLE; a server that never answers, E_TIMEOUT; stopping with requests in flight
+ * ends them with E_UNAVAILABLE at once. */
+static void test_async_failures(void **state)
+{
+	NEED_ENV();
+	struct async_rec r = { .mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	char *servers = xasprintf("http://127.0.0.1:%d,%s", dead_port(), g_env.api_url);
+	struct rest_client *c = rest_new(&(struct rest_config){ .servers = servers, .token = TL_TOKEN });
+	r.a = rest_async_start(c, 0);
+	async_submit(&r, 0, "POST", CM_PATH, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"fo\"}}",
+		     NULL);
+	async_wait(&r, 1);
+	assert_int_equal(r.codes[0], 201);
+	rest_async_stop(r.a);
+	rest_free(c);
+	free(servers);
+	assert_int_equal(rest_do(g_c, "DELETE", CM_PATH "/fo", NULL, NULL, NULL), 200);
+
+	servers = xasprintf("http://127.0.0.1:%d,http://127.0.0.1:%d", dead_port(), dead_port());
+	c = rest_new(&(struct rest_config){ .servers = servers, .token = TL_TOKEN });
+	r.a = rest_async_start(c, 0);
+	async_submit(&r, 1, "GET", CM_PATH, NULL, NULL);
+	async_wait(&r, 2);
+	assert_int_equal(r.codes[1], E_UNAVAILABLE);
+	rest_async_stop(r.a);
+	rest_free(c);
+	free(servers);
+
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 8), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	servers = xasprintf("http://127.0.0.1:%d", ntohs(sa.sin_port));
+	c = rest_new(&(struct rest_config){ .servers = servers, .timeout_ms = 300 });
+	r.a = rest_async_start(c, 0);
+	int64_t t0 = mono_ms();
+	async_submit(&r, 2, "GET", "/x", NULL, NULL);
+	async_wait(&r, 3);
+	assert_int_equal(r.codes[2], E_TIMEOUT);
+	assert_in_range(mono_ms() - t0, 250, 2000);
+	rest_async_stop(r.a);
+	rest_free(c);
+	c = rest_new(&(struct rest_config){ .servers = servers, .timeout_ms = 60000 });
+	r.a = rest_async_start(c, 0);
+	async_submit(&r, 3, "GET", "/x", NULL, NULL);
+	async_submit(&r, 4, "GET", "/y", NULL, NULL);
+	usleep(100 * 1000);
+	t0 = mono_ms();
+	rest_async_stop(r.a);
+	assert_in_range(mono_ms() - t0, 0, 1500);
+	assert_int_equal(r.done, 5);
+	assert_int_equal(r.codes[3], E_UNAVAILABLE);
+	assert_int_equal(r.codes[4], E_UNAVAILABLE);
+	rest_free(c);
+	free(servers);
+	close(fd);
+	async_release(&r);
+}
+
 /* A server that accepts connections and never answers. */
 static void test_timeout(void **state)
 {
@@ -365,6 +541,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_statuses),
 		cmocka_unit_test(test_handle_reuse),    cmocka_unit_test(test_failover),
+		cmocka_unit_test(test_async),           cmocka_unit_test(test_async_failures),
 		cmocka_unit_test(test_timeout),     cmocka_unit_test(test_stream_stop),
 		cmocka_unit_test(test_kubeconfig),
 	};
