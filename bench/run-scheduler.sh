@@ -21,7 +21,9 @@
 #   5,000 nodes make 500 lease writes/s to the RMs in the background; 400 makes it 50/s).
 #   RM_LINGER, TP_LINGER (the RM and TP API servers' --etcd-write-linger-ms; default: theirs),
 #   HOLLOW_NICE (a diagnostic: run the hollow kubelets under `nice -n HOLLOW_NICE`, as if the
-#   hosts they simulate had cores of their own; their lease renewals still reach the RMs).
+#   hosts they simulate had cores of their own; their lease renewals still reach the RMs),
+#   OBSERVER (c: bench/ursa-podwatch, an informer in C, sees pods bound — the default; python:
+#   the script's own watch, which decodes every pod event and cost ~7 % of the machine).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD="$ROOT/build"
@@ -29,7 +31,7 @@ QUICK=0
 for arg in "$@"; do
 	case "$arg" in
 	--quick) QUICK=1 ;;
-	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,26p' "$0"; exit 0 ;;
 	-*) echo "run-scheduler.sh: unknown option $arg" >&2; exit 2 ;;
 	*) BUILD=$(cd "$arg" && pwd) ;;
 	esac
@@ -50,6 +52,8 @@ RM_BIN = os.path.join(B, "src", "resource-manager", "ursa-rm-apiserver")
 KL_BIN = os.path.join(B, "src", "kubelet", "ursa-kubelet")
 SCHED_BIN = os.path.join(B, "src", "scheduler", "ursa-scheduler")
 CREATE_BIN = os.path.join(B, "bench", "sched-create")
+WATCH_BIN = os.path.join(B, "bench", "ursa-podwatch")
+OBSERVER = os.environ.get("OBSERVER", "c")
 NODES, PODS, FILL, WORKERS, CHUNK, LOAD_CLIENTS = (int(os.environ[k]) for k in (
     "NODES", "PODS", "FILL_NODES", "WORKERS", "CHUNK", "LOAD_CLIENTS"))
 PERF_DIR, PERF_SECONDS = os.environ.get("PERF_DIR"), int(os.environ.get("PERF_SECONDS", "8"))
@@ -109,7 +113,7 @@ def cpu_seconds(p):
 def cpu_snapshot():
     snap = {r: cpu_seconds(p) for r, p in ROLES if p}
     t = os.times()
-    snap["bench-client"] = t.user + t.system  # this script: its watch of every pod, the polling
+    snap["bench-client"] = t.user + t.system  # this script (with OBSERVER=python, its watch of every pod)
     snap["machine"] = sum(float(x) for x in open("/proc/stat").readline().split()[1:4]) / os.sysconf("SC_CLK_TCK")
     return snap
 
@@ -222,6 +226,11 @@ class BoundWatch:
                         self.last = time.monotonic()
             self.w.events.clear()
 
+    @property
+    def count(self):
+        with self.lock:
+            return len(self.bound)
+
     def wait(self, n, timeout):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -230,6 +239,47 @@ class BoundWatch:
                     return self.last
             time.sleep(0.05)
         raise RuntimeError("only %d of %d pods bound" % (len(self.bound), n))
+
+
+class PodWatch:
+    """The same from bench/ursa-podwatch (an informer in C): its lines "BOUND <count> <when>"."""
+
+    def __init__(self, tp):
+        self.p = subprocess.Popen([WATCH_BIN, "--server", tp.url, "--token", tp.admin_token, "--cacert", tp.ca_file],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        h._children.append(self.p)
+        ROLES.append(("observer", self.p))
+        self._count, self.last, self.lock, self.synced = 0, 0.0, threading.Lock(), threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+        if not self.synced.wait(120):
+            raise RuntimeError("ursa-podwatch did not sync")
+
+    def _run(self):
+        for line in self.p.stdout:
+            f = line.split()
+            if f and f[0] == "SYNCED":
+                self.synced.set()
+            elif len(f) == 3 and f[0] == "BOUND":
+                with self.lock:
+                    self._count, self.last = int(f[1]), float(f[2])
+
+    @property
+    def count(self):
+        with self.lock:
+            return self._count
+
+    def wait(self, n, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self._count >= n:
+                    return self.last
+            time.sleep(0.05)
+        raise RuntimeError("only %d of %d pods bound" % (self.count, n))
+
+
+def bound_watch(tp):
+    return PodWatch(tp) if OBSERVER == "c" else BoundWatch(tp)
 
 
 def perf_targets(procs):
@@ -281,7 +331,7 @@ def throughput():
         n = PODS // len(tenants) + (1 if i < PODS % len(tenants) else 0)
         fast_create(tp, t, n, "p")
     print("created %d pods in %.1fs" % (PODS, time.monotonic() - t0), flush=True)
-    bw = BoundWatch(tp)
+    bw = bound_watch(tp)
     idle0, t_idle = cpu_snapshot(), time.monotonic()
     time.sleep(5)
     cpu_report(idle0, cpu_snapshot(), time.monotonic() - t_idle, "before the scheduler starts (background)")
@@ -314,11 +364,11 @@ def throughput():
 def streaming(tp, old_log):
     """A fresh scheduler leads; sched-create makes PODS more pods (100m cpu) while it schedules."""
     h.create_tenant(tp.admin(), "load")
-    bw = BoundWatch(tp)
+    bw = bound_watch(tp)
     time.sleep(1)
     p, log, _ = sched(tp, "bench-stream")
     h.wait_until(lambda: "msg=\"scheduling\"" in open(log).read(), 120, "scheduler leading", interval=0.1)
-    base = len(bw.bound)
+    base = bw.count
     start, c0 = time.monotonic(), cpu_snapshot()
     res = fast_create(tp, "load", PODS, "s")
     created = time.monotonic() - start
