@@ -185,16 +185,19 @@ start_register() {
 	URSA_SUMMARY+=("$1: partitions registered in $URSA_STATE/region.json and the gateways' etcd $gw")
 }
 
-# kubelet_kubeconfig ZONE RM_PORT: .ursa/ZONE/node.kubeconfig, for the kubelets of ZONE (user
-# kubelet-ZONE of tenant system, group system:nodes — a node's role: it reads, and writes only
-# nodes, node leases, pod status and a pod's final delete — against the zone's resource manager).
+# kubelet_kubeconfig ZONE RM_PORT [NODE]: a node's credential against the zone's resource
+# manager (tenant system, group system:nodes — a node's role: it reads, and writes only nodes,
+# node leases, pod status and a pod's final delete). With NODE: .ursa/ZONE/NODE.kubeconfig, user
+# system:node:NODE, which writes only that node, its lease and the pods bound to it. Without:
+# .ursa/ZONE/node.kubeconfig, user kubelet-ZONE, for the hollow kubelet that holds many nodes.
 # The kubelets use its token and CA for every tenant partition too. Made once.
 kubelet_kubeconfig() {
-	local zone=$1 port=$2 kc=$URSA_STATE/$1/node.kubeconfig
+	local zone=$1 port=$2 node=${3:-}
+	local kc=$URSA_STATE/$zone/${node:-node}.kubeconfig user=${node:+system:node:$node}
 	if [ ! -s "$kc" ]; then
 		mkdir -p "$URSA_STATE/$zone"
 		( umask 077; URSA_HOME=$URSA_STATE "$URSACTL" kubeconfig --tenant system \
-			--user "kubelet-$zone" --groups system:nodes --ttl 0 \
+			--user "${user:-kubelet-$zone}" --groups system:nodes --ttl 0 \
 			--server "https://127.0.0.1:$port" >"$kc.tmp" )
 		mv "$kc.tmp" "$kc"
 		rm -f "$URSA_STATE/$zone/kubelet.kubeconfig" # an administrator's, from before node credentials
@@ -208,7 +211,7 @@ kubelet_kubeconfig() {
 start_kubelet() {
 	local name=$1 zone=$2 rm=$3 host=$4 port=$5
 	local kc root=$URSA_STATE/$zone/$host log=$URSA_STATE/$zone/$host.log
-	kc=$(kubelet_kubeconfig "$zone" "$rm")
+	kc=$(kubelet_kubeconfig "$zone" "$rm" "$zone-$host")
 	mkdir -p "$root"
 	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/kubelet/ursa-kubelet" \
 		--kubeconfig "$kc" --node-name "$zone-$host" --zone "$zone" --region local \

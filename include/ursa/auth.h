@@ -36,6 +36,10 @@ bool identity_is_sre(const struct identity *id);
  * writes only what a kubelet writes (nodes, node leases, pod status, the final delete of a pod;
  * the API server's node rule, apiserver/server.c). */
 bool identity_is_node(const struct identity *id);
+/* The node a node credential names (user "system:node:<name>", as Kubernetes' node
+ * credentials), which alone it may write; NULL for any other identity, and for a node
+ * credential without a name (one process simulating many nodes holds such a one). Borrowed. */
+const char *identity_node_name(const struct identity *id);
 /* True if id may read inside tenant: identity_may_access_tenant, or an SRE ("all" included). */
 bool identity_may_read_tenant(const struct identity *id, const char *tenant);
 

@@ -155,10 +155,14 @@ class Kubelet:
         self.log = os.path.join(region.dir, rm.zone, name + ".log")
         os.makedirs(self.root)
         h._logs.append(("kubelet " + name, self.log))
-        kc = os.path.join(region.dir, rm.zone, "node.kubeconfig")
-        if not os.path.exists(kc):  # a node's credential (group system:nodes), as local-up makes it
+        # A node's credential (group system:nodes), as local-up makes it: a real node's names it
+        # (user system:node:<name>: it writes only that node, its lease and its pods), the hollow
+        # kubelet's, holding many nodes, names none.
+        kc = os.path.join(region.dir, rm.zone, ("node" if hollow else name) + ".kubeconfig")
+        user = "kubelet-" + rm.zone if hollow else "system:node:" + name
+        if not os.path.exists(kc):
             with open(kc, "w") as f:
-                f.write(region.ursactl(["kubeconfig", "--tenant", "system", "--user", "kubelet-" + rm.zone,
+                f.write(region.ursactl(["kubeconfig", "--tenant", "system", "--user", user,
                                         "--groups", "system:nodes", "--ttl", "0", "--server", rm.url]))
         a = [KUBELET_BIN, "--kubeconfig", kc, "--zone", rm.zone, "--region", "local",
              "--root-dir", self.root, "--address", "127.0.0.1"]

@@ -537,6 +537,39 @@ def test_node_role_writes_only_what_a_kubelet_writes():
     expect_status(other.get("/api/v1/tenants/all/pods"), 403, "system:nodes of another tenant, all", "Forbidden")
 
 
+def test_named_node_writes_only_its_own_pods():
+    """A node credential that names its node (user system:node:<name>, as Kubernetes' node
+    credentials; NodeRestriction): a pod's status and final delete only for pods bound to that
+    node; pods bound elsewhere or to no node get 403 and stay as they were."""
+    me, other = uniq("node-a"), uniq("node-b")
+    node = S["api"].user_client("system", "system:node:" + me, ("system:nodes",))
+    pods = {}
+    for role, target in (("mine", me), ("theirs", other), ("unbound", None)):
+        name = create_pod(uniq("nn"))["metadata"]["name"]
+        if target:
+            expect_status(admin().post(pods_path(S["t"], name=name) + "/binding",
+                                       {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                                        "target": {"kind": "Node", "name": target}}), 201, "bind %s" % role)
+        pods[role] = pods_path(S["t"], name=name)
+    r = node.patch(pods["mine"] + "/status", {"status": {"phase": "Running"}})
+    expect_status(r, 200, "node patches the status of a pod bound to it")
+    eq(r.json["status"]["phase"], "Running", "status as the node set it")
+    for role in ("theirs", "unbound"):
+        r = node.patch(pods[role] + "/status", {"status": {"phase": "Failed"}})
+        expect_status(r, 403, "node patches the status of a pod %s" % role, "Forbidden")
+        check("can only modify pods with spec.nodeName set to itself" in r.json.get("message", ""),
+              "403 names the rule: %s" % r.json.get("message"))
+        r = node.request("PUT", pods[role] + "/status", admin().get(pods[role]).json)
+        expect_status(r, 403, "node replaces the status of a pod %s" % role, "Forbidden")
+        expect_status(node.request("DELETE", pods[role], None), 403, "node deletes a pod %s" % role, "Forbidden")
+        r = admin().get(pods[role])
+        expect_status(r, 200, "the pod %s is still there" % role)
+        check(r.json.get("status", {}).get("phase") != "Failed", "the pod %s's status is unchanged" % role)
+    expect_status(node.request("DELETE", pods["mine"], None), 200, "node deletes a pod bound to it")
+    for role in ("theirs", "unbound"):
+        expect_status(admin().request("DELETE", pods[role], None), 200, "admin deletes the pod %s" % role)
+
+
 def assertion(claims, key=None):
     """An identity assertion as a gateway makes it (auth.h): v1.<b64url claims>.<b64url HMAC>."""
     def b64(b):

@@ -404,6 +404,45 @@ def test_node_credential_on_the_resource_manager():
     h.expect_status(S["admin"].request("DELETE", "%s/%s" % (LEASES, name), None), 200, "admin deletes the lease")
 
 
+def test_named_node_credential_writes_only_its_node():
+    """A node credential that names its node (user system:node:<name>): that node, its status and
+    its lease only; another node's or lease (by path or by a created object's name) gets 403."""
+    me, other, third = ("kl-%s-%d" % (w, os.getpid()) for w in ("me", "other", "third"))
+    kc = S["rm"].kubeconfig("system", "system:node:" + me, ("system:nodes",))
+    node = S["rm"].client(h.kubeconfig_token(kc))
+
+    def node_obj(name):
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
+
+    def lease_obj(name):
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name},
+                "spec": {"holderIdentity": name, "leaseDurationSeconds": 40}}
+    h.expect_status(node.post("/api/v1/nodes", node_obj(me)), 201, "node registers itself")
+    h.expect_status(node.patch("/api/v1/nodes/%s/status" % me, {"status": {"capacity": {"pods": "10"}}}), 200,
+                    "node patches its own status")
+    h.expect_status(node.post(LEASES, lease_obj(me)), 201, "node creates its own lease")
+    h.expect_status(node.patch("%s/%s" % (LEASES, me), {"spec": {"renewTime": "2026-01-01T00:00:00.000000Z"}}),
+                    200, "node renews its own lease")
+    h.expect_status(S["admin"].post("/api/v1/nodes", node_obj(other)), 201, "admin registers another node")
+    h.expect_status(S["admin"].post(LEASES, lease_obj(other)), 201, "admin creates its lease")
+    for method, path, body in [
+        ("POST", "/api/v1/nodes", node_obj(third)),
+        ("PATCH", "/api/v1/nodes/%s" % other, {"metadata": {"labels": {"x": "y"}}}),
+        ("PATCH", "/api/v1/nodes/%s/status" % other, {"status": {"capacity": {"pods": "1"}}}),
+        ("POST", LEASES, lease_obj(third)),
+        ("PATCH", "%s/%s" % (LEASES, other), {"spec": {"holderIdentity": me}}),
+    ]:
+        r = node.patch(path, body) if method == "PATCH" else node.request(method, path, body)
+        h.expect_status(r, 403, "named node %s %s" % (method, path), "Forbidden")
+        h.check("can only modify its own" in r.json.get("message", ""), "403 names the rule: %s" % r.json.get("message"))
+    h.expect_status(S["admin"].get("/api/v1/nodes/%s" % third), 404, "no node was created under another name")
+    h.expect_status(S["admin"].get("%s/%s" % (LEASES, third)), 404, "no lease was created under another name")
+    h.eq(S["admin"].get("%s/%s" % (LEASES, other)).json["spec"]["holderIdentity"], other, "the other lease is unchanged")
+    for name in (me, other):
+        h.expect_status(S["admin"].request("DELETE", "/api/v1/nodes/%s" % name, None), 200, "admin deletes a node")
+        h.expect_status(S["admin"].request("DELETE", "%s/%s" % (LEASES, name), None), 200, "admin deletes a lease")
+
+
 def test_hollow_nodes_register_and_renew():
     hk = Kubelet(S["node_kc"], ["--hollow-nodes", "100", "--hollow-prefix", "hollow-t", "--port", "0"],
                  name="kubelet-hollow")

@@ -510,10 +510,10 @@ def start_workers():
     start_unit("ursa-rm-controller-manager@.service", "rm-az-1", {
         "URSA_KUBECONFIG": kubeconfig("rm-az-1-controller-manager", rm),
         "URSA_HEALTH_LISTEN": health("rm-controller-manager")})
-    kc = kubeconfig("kubelet-az-1", rm, "system:nodes")
+    kc = kubeconfig("kubelet-az-1", rm, "system:nodes")  # the hollow kubelet's: names no node
     S["kubelet_port"] = h.free_port()
     start_unit("ursa-kubelet@.service", "az-1-host-1", {
-        "URSA_KUBECONFIG": kc, "URSA_ZONE": "az-1", "URSA_REGION": "test",
+        "URSA_KUBECONFIG": kubeconfig("system:node:az-1-host-1", rm, "system:nodes"), "URSA_ZONE": "az-1", "URSA_REGION": "test",
         "URSA_ROOT_DIR": state_dir(rooted("/var/lib/ursa/kubelet/az-1-host-1"), root_owned=True),
         "URSA_ADDRESS": "127.0.0.1", "URSA_PORT": str(S["kubelet_port"]),
         "URSA_TLS_CERT_FILE": S["crt"], "URSA_TLS_PRIVATE_KEY_FILE": S["key"],

@@ -54,6 +54,7 @@ struct req {
 	const char *verb;  /* "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection" */
 	char *tenant;      /* effective tenant: "" for cluster scope, "all" for every tenant */
 	char *ns;          /* NULL unless a namespace is addressed */
+	const char *node;  /* a node credential's own node (identity_node_name): its only writes */
 	bool table;        /* client asked for a meta.k8s.io Table */
 	bool rv_precondition; /* the client named a resourceVersion: a stale one is a 409, no retry */
 	/* Subresources answer with another representation (Scale, Status): when set, a successful
@@ -74,6 +75,10 @@ void reply_json(struct req *q, int code, const json_t *obj);
 void reply_buf(struct req *q, int code, struct buf *body);
 void reply_not_found(struct req *q, const char *name);
 struct served *served_by_plural(struct apiserver *s, const char *plural);
+/* server.c: false when q->node is set and obj (a node or lease being created, or a pod being
+ * changed) is not that node's own; node_not_owner adds the 403's message to msg. */
+bool node_owns(const struct req *q, const json_t *obj);
+void node_not_owner(const struct req *q, const json_t *obj, struct buf *msg);
 
 /* storage.c -------------------------------------------------------------------------------- */
 /* The etcd key of an object: prefix + [tenant/][ns/]name. New string. */

@@ -84,22 +84,46 @@ static bool verb_in(const char *verb, const char *const *verbs)
  * secrets, in every tenant ("all" included) and the cluster scope; write only its own kind of
  * objects — nodes and their status, leases in kube-node-lease, a pod's status, and the final
  * delete of a pod it stopped. It cannot create pods, bind them or touch any tenant's other
- * objects. (Which node a kubelet may write is not checked: one hollow process holds thousands.) */
+ * objects. A credential that names its node (user system:node:<name>, q->node) writes only that
+ * node, its lease and the pods bound to it, as Kubernetes' NodeRestriction: the names here,
+ * a created object's and a pod's spec.nodeName in node_owns. */
 static bool node_may(const struct req *q, const struct api_resource *r, bool write)
 {
 	static const char *const upsert[] = { "create", "update", "patch", NULL };
 	static const char *const change[] = { "update", "patch", NULL };
 	const char *sub = q->path.subresource;
+	bool own = !q->node || !q->path.name || strcmp(q->path.name, q->node) == 0;
 
 	if (!write)
 		return strcmp(r->plural, "secrets") != 0;
 	if (strcmp(r->plural, "nodes") == 0)
-		return (!sub && verb_in(q->verb, upsert)) || (sub && !strcmp(sub, "status") && verb_in(q->verb, change));
+		return own && ((!sub && verb_in(q->verb, upsert)) ||
+			       (sub && !strcmp(sub, "status") && verb_in(q->verb, change)));
 	if (strcmp(r->plural, "leases") == 0)
-		return !sub && q->ns && !strcmp(q->ns, "kube-node-lease") && verb_in(q->verb, upsert);
+		return own && !sub && q->ns && !strcmp(q->ns, "kube-node-lease") && verb_in(q->verb, upsert);
 	if (strcmp(r->plural, "pods") == 0)
 		return sub ? !strcmp(sub, "status") && verb_in(q->verb, change) : !strcmp(q->verb, "delete");
 	return false;
+}
+
+bool node_owns(const struct req *q, const json_t *obj)
+{
+	if (!q->node)
+		return true;
+	bool pod = strcmp(q->res->r->plural, "pods") == 0;
+	const char *owner = json_path_str(obj, pod ? "spec.nodeName" : "metadata.name");
+	return owner && strcmp(owner, q->node) == 0;
+}
+
+void node_not_owner(const struct req *q, const json_t *obj, struct buf *msg)
+{
+	const char *plural = q->res->r->plural, *name = json_path_str(obj, "metadata.name");
+	if (strcmp(plural, "pods") == 0)
+		buf_addf(msg, "pods \"%s\" is forbidden: node \"%s\" can only modify pods with spec.nodeName set to itself",
+			 name ? name : "", q->node);
+	else
+		buf_addf(msg, "%s \"%s\" is forbidden: node \"%s\" can only modify its own %s", plural, name ? name : "",
+			 q->node, strcmp(plural, "leases") == 0 ? "lease" : "node");
 }
 
 /* Works out the effective tenant and namespace, and whether the caller may touch them. */
@@ -124,10 +148,16 @@ static int scope_request(struct req *q)
 	bool admin = identity_is_system_admin(&q->id);
 	bool write = strcmp(q->verb, "get") != 0 && strcmp(q->verb, "list") != 0 && strcmp(q->verb, "watch") != 0;
 	bool node = identity_is_node(&q->id);
+	q->node = identity_node_name(&q->id);
 	if (node && !node_may(q, r, write)) {
-		reply_status(q, E_FORBIDDEN, "%s is forbidden: User \"%s\" is a node (group %s): cannot %s resource \"%s\"%s%s",
-			     r->plural, q->id.user, GROUP_NODES, q->verb, r->plural,
-			     q->path.subresource ? " subresource " : "", q->path.subresource ? q->path.subresource : "");
+		bool own_kind = !strcmp(r->plural, "nodes") || !strcmp(r->plural, "leases");
+		if (own_kind && q->node && q->path.name && strcmp(q->path.name, q->node) != 0)
+			reply_status(q, E_FORBIDDEN, "%s \"%s\" is forbidden: node \"%s\" can only modify its own %s", r->plural,
+				     q->path.name, q->node, strcmp(r->plural, "leases") == 0 ? "lease" : "node");
+		else
+			reply_status(q, E_FORBIDDEN, "%s is forbidden: User \"%s\" is a node (group %s): cannot %s resource \"%s\"%s%s",
+				     r->plural, q->id.user, GROUP_NODES, q->verb, r->plural,
+				     q->path.subresource ? " subresource " : "", q->path.subresource ? q->path.subresource : "");
 		return -1;
 	}
 	bool sre = identity_is_sre(&q->id);

@@ -353,12 +353,23 @@ out:
 	buf_release(&val);
 }
 
+static void reply_not_owner(struct req *q, const json_t *obj)
+{
+	struct buf msg = BUF_INIT;
+	node_not_owner(q, obj, &msg);
+	reply_status(q, E_FORBIDDEN, "%s", buf_cstr(&msg));
+	buf_release(&msg);
+}
+
 void handle_create(struct req *q)
 {
 	json_t *obj = parse_body(q);
 	if (!obj)
 		return;
-	do_create(q, obj);
+	if (node_owns(q, obj))
+		do_create(q, obj);
+	else
+		reply_not_owner(q, obj);
 	json_decref(obj);
 }
 
@@ -500,6 +511,13 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 			goto out;
 		}
 		old = json_incref(cur); /* mutators leave cur alone (const) */
+		if (!node_owns(q, cur)) {
+			if (cached)
+				goto stale; /* judged on etcd's copy: the cache's may not show the binding yet */
+			reply_not_owner(q, cur);
+			rc = E_FORBIDDEN;
+			goto out;
+		}
 		if ((rc = fn(q, cur, ud, &obj)) < 0) {
 			if (cached)
 				goto stale;
@@ -702,6 +720,11 @@ static int delete_once(struct req *q, const char *key, const struct delete_opts 
 	int rc = store_get(q->s, key, &cur, &rev);
 	if (rc < 0)
 		goto out;
+	if (!node_owns(q, cur)) {
+		node_not_owner(q, cur, msg);
+		rc = E_FORBIDDEN;
+		goto out;
+	}
 	const char *uid = json_path_str(cur, "metadata.uid");
 	char revs[32];
 	snprintf(revs, sizeof(revs), "%lld", (long long)rev);

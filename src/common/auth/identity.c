@@ -82,6 +82,15 @@ bool identity_is_node(const struct identity *id)
 	       !identity_in_group(id, GROUP_MASTERS);
 }
 
+const char *identity_node_name(const struct identity *id)
+{
+	static const char prefix[] = "system:node:";
+	if (!identity_is_node(id) || !id->user || strncmp(id->user, prefix, sizeof(prefix) - 1) != 0)
+		return NULL;
+	const char *name = id->user + sizeof(prefix) - 1;
+	return *name ? name : NULL;
+}
+
 bool identity_may_read_tenant(const struct identity *id, const char *tenant)
 {
 	if (!tenant || !*tenant)
