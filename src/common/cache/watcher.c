@@ -161,6 +161,14 @@ static void push(struct watcher *w, enum wev_type type, int64_t rv, struct cobj 
 			w->initial_left++;
 	}
 	pthread_mutex_unlock(&w->mu);
+	if (live && !w->pending) {
+		struct wcache *c = w->c;
+		if (c->npending == c->pending_cap) {
+			c->pending_cap = c->pending_cap ? c->pending_cap * 2 : 64;
+			c->pending = xrealloc(c->pending, c->pending_cap * sizeof(*c->pending));
+		}
+		c->pending[c->npending++] = w;
+	}
 	w->pending = true;
 }
 
@@ -181,19 +189,71 @@ static void deliver_one(struct wcache *c, struct watcher *w, struct ev_rec *e, b
 		push(w, WEV_DELETED, e->rv, ev_prev_at_rv(c, e), live);
 }
 
+static void deliver_node(struct wcache *c, const char *node, struct ev_rec *e)
+{
+	struct strmap_ent *ent = strmap_get(&c->by_node, node);
+	for (struct watcher *w = ent ? ((struct wlist *)ent->val)->head : NULL; w; w = w->dnext)
+		deliver_one(c, w, e, true);
+}
+
 void watchers_deliver(struct wcache *c, struct ev_rec *e)
 {
-	for (struct watcher *w = c->watchers; w; w = w->next)
+	for (struct watcher *w = c->unindexed; w; w = w->dnext)
 		deliver_one(c, w, e, true);
+	if (c->node_field < 0 || c->by_node.n == 0)
+		return;
+	const char *node = e->obj->fields[c->node_field];
+	deliver_node(c, node, e);
+	if (e->prev && strcmp(e->prev->fields[c->node_field], node) != 0)
+		deliver_node(c, e->prev->fields[c->node_field], e);
 }
 
 void watchers_flush(struct wcache *c)
 {
-	for (struct watcher *w = c->watchers; w; w = w->next) {
+	for (size_t i = 0; i < c->npending; i++) {
+		struct watcher *w = c->pending[i];
 		if (w->pending) {
 			w->pending = false;
 			w->notify(w->ud);
 		}
+	}
+	c->npending = 0;
+}
+
+/* Links w into its delivery list (exclusive lock held). */
+static void dlist_add(struct wcache *c, struct watcher *w)
+{
+	struct watcher **head = &c->unindexed;
+	if (w->m.node) {
+		bool created = false;
+		struct strmap_ent *ent = strmap_put(&c->by_node, w->m.node, &created);
+		if (created)
+			ent->val = xcalloc(1, sizeof(struct wlist));
+		head = &((struct wlist *)ent->val)->head;
+	}
+	w->dnext = *head;
+	if (*head)
+		(*head)->dprev = w;
+	*head = w;
+}
+
+static void dlist_del(struct wcache *c, struct watcher *w)
+{
+	struct wlist *l = NULL;
+	struct watcher **head = &c->unindexed;
+	if (w->m.node) {
+		l = strmap_get(&c->by_node, w->m.node)->val;
+		head = &l->head;
+	}
+	if (w->dprev)
+		w->dprev->dnext = w->dnext;
+	else
+		*head = w->dnext;
+	if (w->dnext)
+		w->dnext->dprev = w->dprev;
+	if (l && !l->head) {
+		strmap_del(&c->by_node, w->m.node, NULL);
+		free(l);
 	}
 }
 
@@ -292,6 +352,7 @@ int wcache_watch(struct wcache *c, const struct wfilter *f, int64_t from_rv, siz
 	if (c->watchers)
 		c->watchers->prev = w;
 	c->watchers = w;
+	dlist_add(c, w);
 	atomic_fetch_add(&c->refs, 1);
 	atomic_fetch_add(&watchers_total, 1);
 	if (w->pending) {
@@ -351,6 +412,7 @@ void watcher_close(struct watcher *w)
 		c->watchers = w->next;
 	if (w->next)
 		w->next->prev = w->prev;
+	dlist_del(c, w);
 	pthread_rwlock_unlock(&c->lock);
 	watcher_destroy(w);
 	atomic_fetch_sub(&watchers_total, 1);

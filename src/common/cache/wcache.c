@@ -282,6 +282,7 @@ struct wcache *wcache_new_detached(const struct api_resource *r, const struct wc
 	atomic_init(&c->ready, false);
 	atomic_init(&c->refs, 1);
 	c->now_ms = mono_ms;
+	strmap_init(&c->by_node);
 	hints_init(c);
 	return c;
 }
@@ -294,6 +295,8 @@ void wcache_unref(struct wcache *c)
 	pthread_mutex_destroy(&c->rev_mu);
 	pthread_cond_destroy(&c->rev_cond);
 	hints_release(c);
+	strmap_release(&c->by_node, free); /* empty: every watcher was closed */
+	free(c->pending);
 	free(c->key_prefix);
 	free(c);
 }

@@ -64,7 +64,14 @@ struct wcache {
 	struct ring ring;
 	int64_t list_rev;   /* revision of the last full list */
 	int64_t hist_start; /* watches from rv >= hist_start can be replayed */
-	struct watcher *watchers; /* doubly linked */
+	struct watcher *watchers; /* every open watcher, doubly linked (prev/next) */
+	/* Delivery: an event goes to the watchers without a spec.nodeName filter and to those
+	 * whose filter names the node of its object (or of the object's previous state) — not to
+	 * every kubelet's watch of the partition. Lists linked by dprev/dnext. */
+	struct watcher *unindexed;
+	struct strmap by_node;    /* node -> struct wlist (never empty) */
+	struct watcher **pending; /* got events in the current batch: notified at its end */
+	size_t npending, pending_cap;
 	bool dead;          /* wcache_free ran; only watcher_close may still use the struct */
 
 	_Atomic int64_t rev;
@@ -91,9 +98,14 @@ void hints_release(struct wcache *c);
 json_t *hints_take(struct wcache *c, const char *key, const char *value, size_t len);
 void hints_clear(struct wcache *c);
 
+struct wlist {
+	struct watcher *head;
+};
+
 struct watcher {
 	struct wcache *c;
-	struct watcher *prev, *next;
+	struct watcher *prev, *next;   /* every watcher of c */
+	struct watcher *dprev, *dnext; /* its delivery list: c->unindexed or c->by_node[m.node] */
 	struct wmatch m;
 	char *strs;                    /* owns m.tenant/ns/name/node */
 	struct label_selector *ls_own; /* owned copies behind m.ls/m.fs */
@@ -124,7 +136,8 @@ void wmatch_init(const struct wcache *c, const struct wfilter *f, struct wmatch 
 bool wmatch_test(const struct wcache *c, const struct wmatch *m, const struct cobj *o);
 /* Delivers one ring event to every watcher (exclusive lock held). */
 void watchers_deliver(struct wcache *c, struct ev_rec *e);
-/* Calls notify for watchers that got events in this batch (exclusive lock held). */
+/* Calls notify for watchers that got events in this batch (exclusive lock held); every
+ * watchers_deliver is followed by it under the same lock. */
 void watchers_flush(struct wcache *c);
 /* Ends every watcher, with a queued ERROR if with_error (exclusive lock held). */
 void watchers_end_all(struct wcache *c, bool with_error);

@@ -505,6 +505,59 @@ static void test_selector_transitions(void **state)
 	wcache_free(c);
 }
 
+/* Kubelets' watches (spec.nodeName=<node>) get only their node's events, through the node index:
+ * a pod created unbound, bound to n7, updated there, deleted; 2,000 node watchers, an
+ * unfiltered one and one of unbound pods (spec.nodeName=). */
+static void test_node_delivery(void **state)
+{
+	struct wcache *c = seeded(NULL, 100);
+	enum { NN = 2000 };
+	struct watcher **ws = xcalloc(NN, sizeof(*ws));
+	struct wctx *xs = xcalloc(NN, sizeof(*xs)), all_x = { 0 }, unbound_x = { 0 };
+	char sel[64];
+	for (int i = 0; i < NN; i++) {
+		snprintf(sel, sizeof(sel), "spec.nodeName=n%d", i);
+		ws[i] = watch(c, NULL, NULL, NULL, sel, 100, 10, &xs[i]);
+	}
+	struct watcher *all = watch(c, NULL, NULL, NULL, NULL, 100, 10, &all_x);
+	struct watcher *unbound = watch(c, NULL, NULL, NULL, "spec.nodeName=", 100, 10, &unbound_x);
+	assert_int_equal(c->by_node.n, NN + 1);
+	apply1(c, pod_key("t1", "a", "k"), pod_json("t1", "a", "k", "x", "", "Pending", 10), 101);
+	apply1(c, pod_key("t1", "a", "k"), pod_json("t1", "a", "k", "x", "n7", "Pending", 10), 102);
+	apply1(c, pod_key("t1", "a", "k"), pod_json("t1", "a", "k", "x", "n7", "Running", 10), 103);
+	apply1(c, pod_key("t1", "a", "k"), NULL, 104);
+	assert_drain(all, "ADDED:t1/a/k@101,MODIFIED:t1/a/k@102,MODIFIED:t1/a/k@103,DELETED:t1/a/k@104");
+	assert_drain(unbound, "ADDED:t1/a/k@101,DELETED:t1/a/k@102");
+	assert_drain(ws[7], "ADDED:t1/a/k@102,MODIFIED:t1/a/k@103,DELETED:t1/a/k@104");
+	assert_int_equal(atomic_load(&xs[7].notified), 3);
+	for (int i = 0; i < NN; i++) {
+		if (i == 7)
+			continue;
+		assert_int_equal(atomic_load(&xs[i].notified), 0);
+		assert_drain(ws[i], "");
+	}
+	/* two watchers of one node share its entry; closing in any order empties the index */
+	struct wctx y = { 0 };
+	struct watcher *again = watch(c, NULL, NULL, "app=x", "spec.nodeName=n7", 104, 10, &y);
+	assert_int_equal(c->by_node.n, NN + 1);
+	for (int i = 0; i < NN; i += 2)
+		watcher_close(ws[i]);
+	apply1(c, pod_key("t1", "a", "m"), pod_json("t1", "a", "m", "x", "n7", "Running", 10), 105);
+	assert_drain(again, "ADDED:t1/a/m@105");
+	assert_drain(ws[7], "ADDED:t1/a/m@105");
+	for (int i = 1; i < NN; i += 2)
+		watcher_close(ws[i]);
+	watcher_close(again);
+	watcher_close(unbound);
+	assert_int_equal(c->by_node.n, 0);
+	apply1(c, pod_key("t1", "a", "m"), NULL, 106);
+	assert_drain(all, "ADDED:t1/a/m@105,DELETED:t1/a/m@106");
+	watcher_close(all);
+	free(ws);
+	free(xs);
+	wcache_free(c);
+}
+
 static void test_overflow(void **state)
 {
 	struct wcache *c = seeded(NULL, 100);
@@ -697,7 +750,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_metadata_close), cmocka_unit_test(test_cobj_new),
 		cmocka_unit_test(test_not_ready),
-		cmocka_unit_test(test_write_hints),
+		cmocka_unit_test(test_write_hints),    cmocka_unit_test(test_node_delivery),
 		cmocka_unit_test(test_list_filters),
 		cmocka_unit_test(test_node_index),
 		cmocka_unit_test(test_watch_initial_and_live),
