@@ -76,9 +76,11 @@ void reply_buf(struct req *q, int code, struct buf *body);
 void reply_not_found(struct req *q, const char *name);
 struct served *served_by_plural(struct apiserver *s, const char *plural);
 /* server.c: false when q->node is set and obj (a node or lease being created, or a pod being
- * changed) is not that node's own; node_not_owner adds the 403's message to msg. */
+ * changed) is not that node's own; node_not_owner adds the 403's message about the object
+ * named name to msg. */
 bool node_owns(const struct req *q, const json_t *obj);
-void node_not_owner(const struct req *q, const json_t *obj, struct buf *msg);
+void node_not_owner(const struct req *q, const char *name, struct buf *msg);
+void reply_node_not_owner(struct req *q, const char *name); /* the same as a 403 reply */
 
 /* storage.c -------------------------------------------------------------------------------- */
 /* The etcd key of an object: prefix + [tenant/][ns/]name. New string. */

@@ -115,15 +115,23 @@ bool node_owns(const struct req *q, const json_t *obj)
 	return owner && strcmp(owner, q->node) == 0;
 }
 
-void node_not_owner(const struct req *q, const json_t *obj, struct buf *msg)
+void node_not_owner(const struct req *q, const char *name, struct buf *msg)
 {
-	const char *plural = q->res->r->plural, *name = json_path_str(obj, "metadata.name");
+	const char *plural = q->res->r->plural;
 	if (strcmp(plural, "pods") == 0)
 		buf_addf(msg, "pods \"%s\" is forbidden: node \"%s\" can only modify pods with spec.nodeName set to itself",
 			 name ? name : "", q->node);
 	else
 		buf_addf(msg, "%s \"%s\" is forbidden: node \"%s\" can only modify its own %s", plural, name ? name : "",
 			 q->node, strcmp(plural, "leases") == 0 ? "lease" : "node");
+}
+
+void reply_node_not_owner(struct req *q, const char *name)
+{
+	struct buf msg = BUF_INIT;
+	node_not_owner(q, name, &msg);
+	reply_status(q, E_FORBIDDEN, "%s", buf_cstr(&msg));
+	buf_release(&msg);
 }
 
 /* Works out the effective tenant and namespace, and whether the caller may touch them. */
@@ -151,13 +159,13 @@ static int scope_request(struct req *q)
 	q->node = identity_node_name(&q->id);
 	if (node && !node_may(q, r, write)) {
 		bool own_kind = !strcmp(r->plural, "nodes") || !strcmp(r->plural, "leases");
-		if (own_kind && q->node && q->path.name && strcmp(q->path.name, q->node) != 0)
-			reply_status(q, E_FORBIDDEN, "%s \"%s\" is forbidden: node \"%s\" can only modify its own %s", r->plural,
-				     q->path.name, q->node, strcmp(r->plural, "leases") == 0 ? "lease" : "node");
-		else
+		if (own_kind && q->node && q->path.name && strcmp(q->path.name, q->node) != 0) {
+			reply_node_not_owner(q, q->path.name);
+		} else {
 			reply_status(q, E_FORBIDDEN, "%s is forbidden: User \"%s\" is a node (group %s): cannot %s resource \"%s\"%s%s",
 				     r->plural, q->id.user, GROUP_NODES, q->verb, r->plural,
 				     q->path.subresource ? " subresource " : "", q->path.subresource ? q->path.subresource : "");
+		}
 		return -1;
 	}
 	bool sre = identity_is_sre(&q->id);

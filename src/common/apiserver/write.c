@@ -353,14 +353,6 @@ out:
 	buf_release(&val);
 }
 
-static void reply_not_owner(struct req *q, const json_t *obj)
-{
-	struct buf msg = BUF_INIT;
-	node_not_owner(q, obj, &msg);
-	reply_status(q, E_FORBIDDEN, "%s", buf_cstr(&msg));
-	buf_release(&msg);
-}
-
 void handle_create(struct req *q)
 {
 	json_t *obj = parse_body(q);
@@ -369,7 +361,7 @@ void handle_create(struct req *q)
 	if (node_owns(q, obj))
 		do_create(q, obj);
 	else
-		reply_not_owner(q, obj);
+		reply_node_not_owner(q, json_path_str(obj, "metadata.name"));
 	json_decref(obj);
 }
 
@@ -514,7 +506,7 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 		if (!node_owns(q, cur)) {
 			if (cached)
 				goto stale; /* judged on etcd's copy: the cache's may not show the binding yet */
-			reply_not_owner(q, cur);
+			reply_node_not_owner(q, json_path_str(cur, "metadata.name"));
 			rc = E_FORBIDDEN;
 			goto out;
 		}
@@ -721,7 +713,7 @@ static int delete_once(struct req *q, const char *key, const struct delete_opts 
 	if (rc < 0)
 		goto out;
 	if (!node_owns(q, cur)) {
-		node_not_owner(q, cur, msg);
+		node_not_owner(q, json_path_str(cur, "metadata.name"), msg);
 		rc = E_FORBIDDEN;
 		goto out;
 	}
