@@ -8,7 +8,11 @@
 # usage: bench/run-gateway-watches.sh [BUILD_DIR]
 # Knobs (environment): WATCHES (10000), OBJECTS (20), INTERVAL_MS (500), BATCH (200), SETTLE (30),
 # DIRECT=1 also runs the same watches straight at the API server afterwards (the baseline),
-# GW_WORKERS (1) the gateway's --workers.
+# GW_WORKERS (1) the gateway's --workers, GETS=1 also measures what holding the watches does to
+# plain requests: GETs of one object through the gateway (bench/ursa-gwload, 16 clients, 8 s)
+# before the watches and again while they are held, with the gateway's and the API server's CPU
+# per GET (libmicrohttpd walks every suspended connection on each resume, and an idle stream is
+# one: docs/architecture.md).
 #
 # Each watch costs the gateway two descriptors (client + partition) and a process cannot open
 # more than `ulimit -Hn` files, so with a hard limit of 20000 one gateway process holds about
@@ -25,6 +29,7 @@ APISERVER=$BUILD/src/tenant-partition/ursa-tp-apiserver
 GATEWAY=$BUILD/src/gateway/ursa-gateway
 LOAD=$BUILD/bench/ursa-load
 WATCHERS=$BUILD/bench/ursa-watchers
+GWLOAD=$BUILD/bench/ursa-gwload
 URSACTL=$BUILD/src/ursactl/ursactl
 TOKEN="bench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 
@@ -94,9 +99,46 @@ done
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg), nofile hard limit $(ulimit -Hn)"
 echo "# gateway pid $GW_PID (--workers $GW_WORKERS), tp apiserver pid $TP_PID; everything on 127.0.0.1, plain HTTP"
 rc=0
-"$WATCHERS" --server "$GW" --token "$TOKEN" --path /api/v1/tenants/bench/namespaces/default/configmaps \
+CM=/api/v1/tenants/bench/namespaces/default/configmaps
+HOLD=()
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# gets WHAT: 8 s of GETs through the gateway; prints the rate and both processes' CPU per GET.
+gets() {
+	local g0 t0 out ok
+	g0=$(ticks "$GW_PID") t0=$(ticks "$TP_PID")
+	out=$("$GWLOAD" --base "$GW" --path "$CM/probe" --token "$TOKEN" --clients 16 --duration 8 --warmup 0 | tail -1)
+	ok=$(printf '%s' "$out" | sed -E 's/.*"ok":([0-9]+).*/\1/')
+	awk -v what="$1" -v ok="$ok" -v g="$(($(ticks "$GW_PID") - g0))" -v t="$(($(ticks "$TP_PID") - t0))" \
+		-v hz="$(getconf CLK_TCK)" 'BEGIN { printf "GETS %s: %d GETs in 8 s (%.0f/s), CPU per GET: gateway %.0f us, API server %.0f us\n",
+			what, ok, ok / 8, g / hz * 1e6 / ok, t / hz * 1e6 / ok }'
+}
+if [ "${GETS:-0}" = 1 ]; then
+	[ -x "$GWLOAD" ] || die "missing $GWLOAD"
+	[ "$GW_WORKERS" = 1 ] || die "GETS=1 measures one gateway process: GW_WORKERS=1"
+	"$LOAD" request --server "$GW" --token "$TOKEN" --path "$CM" --method POST \
+		--data '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"probe"}}' --expect 201 >/dev/null
+	gets "no watches"
+	HOLD=(--hold 25) # the watches stay, idle, while the idle and the second round run
+fi
+"$WATCHERS" --server "$GW" --token "$TOKEN" --path "$CM" \
 	--watches "$WATCHES" --objects "$OBJECTS" --interval-ms "$INTERVAL_MS" --batch "$BATCH" --settle "$SETTLE" \
-	"${GW_PIDS[@]}" --pid "tp-api=$TP_PID" || rc=$?
+	"${HOLD[@]}" "${GW_PIDS[@]}" --pid "tp-api=$TP_PID" >"$TMP/watchers.out" &
+WPID=$!
+if [ "${GETS:-0}" = 1 ]; then
+	# once the watches are held and their events are in
+	for _ in $(seq 1200); do
+		grep -q "^holding the watches" "$TMP/watchers.out" && break
+		kill -0 "$WPID" 2>/dev/null || break
+		sleep 0.25
+	done
+	g0=$(ticks "$GW_PID") t0=$(ticks "$TP_PID")
+	sleep 8 # what the held watches cost by themselves (a quiet watch gets a newline every 10 s)
+	awk -v g="$(($(ticks "$GW_PID") - g0))" -v t="$(($(ticks "$TP_PID") - t0))" -v hz="$(getconf CLK_TCK)" \
+		'BEGIN { printf "IDLE watches held, no requests: CPU gateway %.2f s/s, API server %.2f s/s\n", g / hz / 8, t / hz / 8 }'
+	gets "while $(($(ls "/proc/$GW_PID/fd" | wc -l) / 2)) watches are held"
+fi
+wait "$WPID" || rc=$?
+cat "$TMP/watchers.out"
 grep -E "stream refused|warn|error" "$TMP/gateway.log" | sed 's/^ts=[^ ]* //' | sort | uniq -c | sort -rn | head -5 || true
 echo "# gateway /metrics right after the run (departed clients are noticed within 10 s):"
 curl -s -H "Authorization: Bearer $TOKEN" "$GW/metrics" | grep -v '^#' || true

@@ -6,7 +6,7 @@
  * over epoll; a second thread creates the objects.
  *
  * usage: ursa-watchers --server URL --token TOKEN --path /api/v1/namespaces/default/configmaps
- *          [--watches 10000] [--objects 20] [--interval-ms 500] [--batch 200] [--settle 30]
+ *          [--watches 10000] [--objects 20] [--interval-ms 500] [--batch 200] [--settle 30] [--hold 0]
  *          [--pid NAME=PID]... [--cacert FILE] [--prefix w-]
  * Objects are ConfigMaps named <prefix><k>; the collection must not hold them yet.
  * The last line is machine-readable: key=value pairs. */
@@ -41,7 +41,7 @@ struct watch {
 
 static struct {
 	const char *server, *token, *path, *cacert, *prefix;
-	int n, m, interval_ms, batch, settle_s;
+	int n, m, interval_ms, batch, settle_s, hold_s;
 	const char *pid_name[MAX_PIDS];
 	int pid[MAX_PIDS];
 	int npids;
@@ -412,6 +412,8 @@ static void parse_args(int argc, char **argv)
 			opt.batch = num(v);
 		else if (!strcmp(a, "--settle"))
 			opt.settle_s = num(v);
+		else if (!strcmp(a, "--hold"))
+			opt.hold_s = num(v);
 		else if (!strcmp(a, "--pid") && opt.npids < MAX_PIDS && strchr(v, '=')) {
 			opt.pid_name[opt.npids] = strndup(v, (size_t)(strchr(v, '=') - v));
 			opt.pid[opt.npids++] = num(strchr(v, '=') + 1);
@@ -420,7 +422,7 @@ static void parse_args(int argc, char **argv)
 	}
 	if (!opt.server || !opt.token || !opt.path || opt.n < 1 || opt.m < 1 || opt.batch < 1)
 		die("usage: ursa-watchers --server URL --token TOKEN --path COLLECTION [--watches N] [--objects M] "
-		    "[--interval-ms MS] [--batch B] [--settle S] [--pid NAME=PID]... [--cacert FILE]");
+		    "[--interval-ms MS] [--batch B] [--settle S] [--hold S] [--pid NAME=PID]... [--cacert FILE]");
 }
 
 int main(int argc, char **argv)
@@ -500,6 +502,12 @@ int main(int argc, char **argv)
 	pthread_join(ct, NULL);
 	double ev_s = (double)(now_us() - t1) / 1e6;
 	print_procs("after events", after);
+	if (opt.hold_s > 0) { /* the watches stay open, idle, for what else is measured meanwhile */
+		printf("holding the watches for %d s\n", opt.hold_s);
+		fflush(stdout);
+		for (int64_t end = now_us() + (int64_t)opt.hold_s * 1000000; now_us() < end;)
+			pump(100);
+	}
 
 	/* latencies of every received event, and per object the time until the last watch had it */
 	size_t nl = 0;
