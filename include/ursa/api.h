@@ -87,6 +87,9 @@ struct api_resource {
 	bool has_spec_generation;   /* metadata.generation tracks .spec changes (else any change but status) */
 	bool system_only;           /* only the system tenant may create/update/delete (tenants, nodes) */
 	const struct api_strategy *strategy;
+	/* Its writes are heartbeats (node leases: hundreds a second, each alone): they may wait
+	 * --etcd-heartbeat-linger-ms to share an etcd txn (etcd_lazy_prefix_add). */
+	bool heartbeat;
 };
 
 /* Kinds in src/common/kinds/: one strategy each, shared by every API server that serves them. */

@@ -25,6 +25,7 @@ struct apiserver_options {
 	const char *kubelet_token_file;
 	unsigned workers;
 	long etcd_write_linger_ms;   /* etcd_options.write_linger_ms */
+	long etcd_heartbeat_linger_ms; /* etcd_options.lazy_linger_ms, for resources marked heartbeat */
 	const struct api_resource *resources;
 	size_t nresources;
 	/* Called after an object was created through the API (e.g. a Tenant's namespaces). */

@@ -44,11 +44,17 @@ struct etcd_options {
 	long timeout_ms;         /* per request; default 5000 */
 	long connect_timeout_ms; /* default 1000 */
 	long write_linger_ms;    /* group commit waits this long for more writes (default 0) */
+	long lazy_linger_ms;     /* writes under a lazy prefix wait up to this long for company (0: no) */
+	size_t lazy_batch;       /* ... or until this many are queued (default 8) */
 };
 
 /* Returns NULL if endpoints is empty or malformed. opts may be NULL. */
 struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts);
 void etcd_free(struct etcd *e);
+
+/* Writes of keys under prefix are heartbeats: they may wait etcd_options.lazy_linger_ms for
+ * company, and any other write ends the wait. Call before the first write. */
+void etcd_lazy_prefix_add(struct etcd *e, const char *prefix);
 
 /* The end of the range covering every key with this prefix (last byte + 1); new heap string.
  * Returns "" when no such end exists (prefix "" or all 0xff bytes): as a range_end, "" means

@@ -12,7 +12,12 @@
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
-#define KL_MAX_HB_WORKERS 16
+/* A worker waits for each renewal it sends, and an API server may hold a renewal tens of
+ * milliseconds to share an etcd txn with others (--etcd-heartbeat-linger-ms): a hollow
+ * kubelet's thousands of nodes need enough workers to keep their pace through that (100
+ * nodes renewing every 10 s are 10 renewals/s, a quarter of a worker at 25 ms each). */
+#define KL_NODES_PER_HB_WORKER 100
+#define KL_MAX_HB_WORKERS 64
 
 struct kl_heartbeat {
 	struct kubelet *k;
@@ -167,7 +172,7 @@ struct kl_heartbeat *kl_heartbeat_start(struct kubelet *k)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&hb->cv, &ca);
 	pthread_condattr_destroy(&ca);
-	hb->nworkers = 1 + k->nnodes / 500;
+	hb->nworkers = 1 + k->nnodes / KL_NODES_PER_HB_WORKER;
 	if (hb->nworkers > KL_MAX_HB_WORKERS)
 		hb->nworkers = KL_MAX_HB_WORKERS;
 	hb->workers = xcalloc(hb->nworkers, sizeof(*hb->workers));

@@ -13,7 +13,7 @@ const struct api_resource rm_resources[] = {
 	{ "apps", "v1", "daemonsets", "daemonset", "DaemonSet", SCOPE_NAMESPACE, { "ds", NULL }, SUB_STATUS, true, true,
 	  &strategy_daemonset },
 	{ "coordination.k8s.io", "v1", "leases", "lease", "Lease", SCOPE_NAMESPACE, { NULL }, 0, false, false,
-	  &strategy_lease },
+	  &strategy_lease, .heartbeat = true },
 	{ URSA_GROUP, "v1", "tenantpartitions", "tenantpartition", "TenantPartition", SCOPE_CLUSTER, { "tp", NULL }, 0,
 	  false, true, &strategy_tenantpartition },
 };

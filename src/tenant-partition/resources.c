@@ -21,7 +21,7 @@ const struct api_resource tp_resources[] = {
 	{ "apps", "v1", "replicasets", "replicaset", "ReplicaSet", SCOPE_NAMESPACE, { "rs", NULL }, SUB_STATUS | SUB_SCALE,
 	  true, false, &strategy_replicaset },
 	{ "coordination.k8s.io", "v1", "leases", "lease", "Lease", SCOPE_NAMESPACE, { NULL }, 0, false, false,
-	  &strategy_lease },
+	  &strategy_lease, .heartbeat = true },
 	{ URSA_GROUP, "v1", "resourcemanagers", "resourcemanager", "ResourceManager", SCOPE_CLUSTER, { "rm", NULL }, 0,
 	  false, true, &strategy_resourcemanager },
 };

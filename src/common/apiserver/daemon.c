@@ -39,7 +39,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 	const char *listen = d->default_listen, *etcd = "http://127.0.0.1:2379", *prefix = "/registry";
 	const char *cert = NULL, *key = NULL, *tokens = NULL, *pubkey = NULL, *partition = d->default_partition;
 	const char *level = "info", *region_token = NULL, *region_ca = NULL, *idkey = NULL, *kubelet_token = NULL;
-	long long workers = 16, linger = d->default_write_linger_ms;
+	long long workers = 16, linger = d->default_write_linger_ms, hb_linger = 40;
 	const struct opt opts[] = {
 		{ "listen", OPT_STRING, &listen, "address and port to serve on (IPv4:PORT)" },
 		{ "etcd-servers", OPT_STRING, &etcd, "comma-separated client URLs of this partition's etcd cluster" },
@@ -58,13 +58,16 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		{ "workers", OPT_INT, &workers, "HTTP worker threads" },
 		{ "etcd-write-linger-ms", OPT_INT, &linger,
 		  "a write to etcd waits up to this long for others to share its transaction (fewer, larger txns: "
-		  "less etcd CPU when writes come one at a time, such as node lease renewals; 0: none)" },
+		  "less etcd CPU when writes come one at a time; 0: none)" },
+		{ "etcd-heartbeat-linger-ms", OPT_INT, &hb_linger,
+		  "a node lease renewal waits up to this long for others (at most half the workers) to share its "
+		  "transaction; any other write sends at once (0: like other writes)" },
 		{ "log-level", OPT_STRING, &level, "debug, info, warn or error" },
 	};
 	if (opts_parse(d->program, d->summary, opts, (int)(sizeof(opts) / sizeof(opts[0])), argc, argv) < 0)
 		return 2;
-	if (linger < 0 || linger > 1000) {
-		fprintf(stderr, "%s: --etcd-write-linger-ms must be 0..1000\n", d->program);
+	if (linger < 0 || linger > 1000 || hb_linger < 0 || hb_linger > 1000) {
+		fprintf(stderr, "%s: --etcd-write-linger-ms and --etcd-heartbeat-linger-ms must be 0..1000\n", d->program);
 		return 2;
 	}
 	log_set_component(d->component);
@@ -79,6 +82,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		.region_token_file = region_token, .region_ca_file = region_ca, .kubelet_token_file = kubelet_token,
 		.workers = (unsigned)workers, .resources = d->resources, .nresources = d->nresources,
 		.on_created = d->on_created, .etcd_write_linger_ms = linger,
+		.etcd_heartbeat_linger_ms = hb_linger,
 	};
 	char *err = NULL;
 	struct apiserver *s = apiserver_start(&o, &err);

@@ -282,6 +282,8 @@ static void served_init(struct apiserver *s)
 		sv->r = &s->o.resources[i];
 		sv->index = (unsigned)i;
 		sv->prefix = xasprintf("%s/%s/", s->o.etcd_prefix, sv->r->plural);
+		if (sv->r->heartbeat)
+			etcd_lazy_prefix_add(s->etcd, sv->prefix);
 		struct wcache_options wo = { .key_prefix = sv->prefix };
 		sv->cache = wcache_new(sv->r, s->etcd, &wo);
 	}
@@ -293,7 +295,11 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 	s->o = *o;
 	if (!s->o.etcd_prefix)
 		s->o.etcd_prefix = "/registry";
-	s->etcd = etcd_new(o->etcd_servers, &(struct etcd_options){ .write_linger_ms = o->etcd_write_linger_ms });
+	/* a writer waits with its heartbeat: at most half the workers, so others still get served */
+	size_t lazy_batch = o->workers / 2 > 1 ? o->workers / 2 : 2;
+	s->etcd = etcd_new(o->etcd_servers, &(struct etcd_options){ .write_linger_ms = o->etcd_write_linger_ms,
+								      .lazy_linger_ms = o->etcd_heartbeat_linger_ms,
+								      .lazy_batch = lazy_batch });
 	if (!s->etcd) {
 		*ret_err = xasprintf("invalid --etcd-servers \"%s\"", o->etcd_servers ? o->etcd_servers : "");
 		goto fail;

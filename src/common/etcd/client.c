@@ -155,7 +155,7 @@ struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts)
 	e->stream_headers = grpc_headers(0);
 	pool_init(&e->json_pool, etcd_curl_setup);
 	pool_init(&e->grpc_pool, etcd_grpc_setup);
-	e->gc = etcd_gc_new(opts ? opts->write_linger_ms : 0);
+	e->gc = etcd_gc_new(opts);
 	return e;
 }
 

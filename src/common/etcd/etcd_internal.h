@@ -95,7 +95,7 @@ int etcd_call(struct etcd *e, const char *path, const struct buf *body, bool ide
 /* Group commit (batch.c): a conditional put that shares one txn with concurrent callers'.
  * expect_rev < 0: create-if-absent (E_ALREADY_EXISTS); else put only at that mod_revision
  * (E_CONFLICT, E_NOT_FOUND). */
-struct etcd_gc *etcd_gc_new(long linger_ms);
+struct etcd_gc *etcd_gc_new(const struct etcd_options *opts);
 void etcd_gc_free(struct etcd_gc *gc);
 int etcd_gc_put(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease, int64_t expect_rev,
 		int64_t *ret_rev);

@@ -962,6 +962,71 @@ static void test_group_commit_linger(void **state)
 	assert_true(linger_txns(100) <= 2);
 }
 
+/* Heartbeats (keys under a lazy prefix): they wait for each other, up to lazy_batch or the
+ * lazy linger; any other write sends them at once. */
+struct hb_write {
+	const char *key;
+	useconds_t delay_us;
+	int64_t took_ms;
+	int rc;
+};
+
+static void *hb_writer(void *arg)
+{
+	struct hb_write *w = arg;
+	usleep(w->delay_us);
+	int64_t t0 = mono_ms();
+	w->rc = etcd_create(linger_e, w->key, "v", 1, 0, NULL);
+	w->took_ms = mono_ms() - t0;
+	return NULL;
+}
+
+/* Runs the writes (at most 8) at once on a fresh client; returns the txns they took. */
+static unsigned long long hb_run(struct hb_write *w, size_t n, long lazy_ms, size_t lazy_batch)
+{
+	linger_e = etcd_new(g_single.endpoints,
+			    &(struct etcd_options){ .lazy_linger_ms = lazy_ms, .lazy_batch = lazy_batch });
+	assert_non_null(linger_e);
+	etcd_lazy_prefix_add(linger_e, "/hb/lease/");
+	pthread_t t[8];
+	assert_true(n <= 8);
+	for (size_t i = 0; i < n; i++)
+		pthread_create(&t[i], NULL, hb_writer, &w[i]);
+	for (size_t i = 0; i < n; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].rc, 0);
+	}
+	unsigned long long txns, ops;
+	etcd_write_stats(linger_e, &txns, &ops);
+	assert_int_equal(ops, n);
+	etcd_free(linger_e);
+	return txns;
+}
+
+static void test_group_commit_heartbeats(void **state)
+{
+	(void)state;
+	/* a lone heartbeat waits the whole linger */
+	struct hb_write lone[] = { { "/hb/lease/lone", 0, 0, -1 } };
+	assert_int_equal(hb_run(lone, 1, 150, 4), 1);
+	assert_true(lone[0].took_ms >= 150);
+	/* four of them, 2 ms apart, with a batch of four: one txn, sent when the fourth came */
+	struct hb_write four[] = { { "/hb/lease/a", 0, 0, -1 },
+				   { "/hb/lease/b", 2000, 0, -1 },
+				   { "/hb/lease/c", 4000, 0, -1 },
+				   { "/hb/lease/d", 6000, 0, -1 } };
+	assert_int_equal(hb_run(four, 4, 5000, 4), 1);
+	assert_true(four[0].took_ms < 2500);
+	/* a heartbeat, then a write of another key: that one sends both at once */
+	struct hb_write mixed[] = { { "/hb/lease/m", 0, 0, -1 }, { "/hb/pod/m", 20000, 0, -1 } };
+	assert_int_equal(hb_run(mixed, 2, 5000, 8), 1);
+	assert_true(mixed[0].took_ms < 2500 && mixed[1].took_ms < 2500);
+	/* with no lazy linger a key under the prefix is an ordinary write: no wait */
+	struct hb_write off[] = { { "/hb/lease/off", 0, 0, -1 } };
+	assert_int_equal(hb_run(off, 1, 0, 4), 1);
+	assert_true(off[0].took_ms < 2500);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -981,6 +1046,7 @@ int main(void)
 		cmocka_unit_test(test_failover),
 		cmocka_unit_test(test_group_commit),
 		cmocka_unit_test(test_group_commit_linger),
+		cmocka_unit_test(test_group_commit_heartbeats),
 	};
 	if (access("/usr/bin/etcd", X_OK) != 0) {
 		fprintf(stderr, "/usr/bin/etcd not installed\n");
