@@ -45,7 +45,7 @@ struct etcd_options {
 	long connect_timeout_ms; /* default 1000 */
 	long write_linger_ms;    /* group commit waits this long for more writes (default 0) */
 	long lazy_linger_ms;     /* writes under a lazy prefix wait up to this long for company (0: no) */
-	size_t lazy_batch;       /* ... or until this many are queued (default 8) */
+	size_t lazy_batch;       /* ... or until this many are queued (0: 8; 1: they never wait) */
 };
 
 /* Returns NULL if endpoints is empty or malformed. opts may be NULL. */

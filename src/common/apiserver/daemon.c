@@ -60,7 +60,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		  "a write to etcd waits up to this long for others to share its transaction (fewer, larger txns: "
 		  "less etcd CPU when writes come one at a time; 0: none)" },
 		{ "etcd-heartbeat-linger-ms", OPT_INT, &hb_linger,
-		  "a node lease renewal waits up to this long for others (at most half the workers) to share its "
+		  "a lease write (node heartbeats) waits up to this long for others (at most half the workers) to share its "
 		  "transaction; any other write sends at once (0: like other writes)" },
 		{ "log-level", OPT_STRING, &level, "debug, info, warn or error" },
 	};

@@ -66,7 +66,7 @@ struct etcd_gc *etcd_gc_new(const struct etcd_options *o)
 	pthread_condattr_t ca;
 	gc->linger_ms = o && o->write_linger_ms > 0 ? o->write_linger_ms : 0;
 	gc->lazy_ms = o && o->lazy_linger_ms > 0 ? o->lazy_linger_ms : 0;
-	gc->lazy_batch = o && o->lazy_batch > 1 ? o->lazy_batch : 8;
+	gc->lazy_batch = o && o->lazy_batch ? o->lazy_batch : 8; /* 1: heartbeats never wait */
 	if (gc->lazy_batch > GC_MAX_OPS)
 		gc->lazy_batch = GC_MAX_OPS;
 	gc->lazy_prefixes = xcalloc(1, sizeof(char *));
