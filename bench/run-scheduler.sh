@@ -307,7 +307,7 @@ def request_counts(servers):
         for m in re.finditer(r'^ursa_apiserver_request_total\{verb="([^"]*)",resource="([^"]*)",code="(\d+)"\} (\d+)$',
                              text, re.M):
             out[(srv.partition_id,) + m.groups()[:3]] = int(m.group(4))
-        for m in re.finditer(r'^ursa_apiserver_cache_(write_hints)_total\{result="(\w+)"\} (\d+)$', text, re.M):
+        for m in re.finditer(r'^ursa_apiserver_cache_(write_hints|trees)_total\{result="(\w+)"\} (\d+)$', text, re.M):
             out[(srv.partition_id, "cache", m.group(1), m.group(2))] = int(m.group(3))
         for m in re.finditer(r'^ursa_etcd_(write_txns|writes)_total (\d+)$', text, re.M):
             out[(srv.partition_id, "etcd", m.group(1), "")] = int(m.group(2))

@@ -26,6 +26,7 @@ struct apiserver_options {
 	unsigned workers;
 	long etcd_write_linger_ms;   /* etcd_options.write_linger_ms */
 	long etcd_heartbeat_linger_ms; /* etcd_options.lazy_linger_ms, for resources marked heartbeat */
+	long cache_trees_mb;         /* wcache_options.tree_budget of each resource, in MiB (0: none) */
 	const struct api_resource *resources;
 	size_t nresources;
 	/* Called after an object was created through the API (e.g. a Tenant's namespaces). */

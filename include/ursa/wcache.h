@@ -28,6 +28,11 @@ struct cobj {
 	json_t *labels;       /* metadata.labels (new ref owned by cobj) or NULL */
 	char **fields;        /* values of strategy->fields[i].path, rendered as json_path_scalar */
 	size_t nfields;
+	/* The parsed value of a recent write through this server (wcache_get_tree) or NULL, and
+	 * the cache's oldest-first list of such objects: the one part that changes after the
+	 * object is published, always under its cache's lock. */
+	json_t *tree;
+	struct cobj *tprev, *tnext;
 };
 /* Builds a cobj from an etcd value (the stored JSON) at mod_rev; NULL if it does not parse.
  * The returned reference is new (refs == 1). */
@@ -71,6 +76,8 @@ struct wcache_options {
 	size_t history_min;       /* ring size floor (default 1024) */
 	size_t history_max;       /* ring size cap (default 102400) */
 	int64_t history_window_ms;/* keep at least this much history when it fits (default 75000) */
+	size_t tree_budget;       /* bytes (estimated) of parsed trees of recent writes kept for
+				     wcache_get_tree; 0: none are kept */
 };
 
 struct wcache;
@@ -105,6 +112,23 @@ void wcache_expect_cancel(struct wcache *c, const char *key, const json_t *tree)
 /* Over all caches since start: events built from a hint, and hints an event for their key
  * found with other bytes (or a delete). */
 void wcache_hint_stats(unsigned long long *ret_used, unsigned long long *ret_missed);
+
+/* Trees of recent writes. An update must parse the object's current text before it changes it
+ * (a pod: ~40 us of jansson), yet the object is most often one this server wrote a moment ago,
+ * whose tree its write hint carried. The cache keeps such trees beside their objects, within
+ * opts->tree_budget bytes (a tree is counted as WCACHE_TREE_COST times its text), dropping the
+ * oldest first, and a tree as soon as its object changes or goes.
+ * wcache_get_tree returns the current object's tree (new reference) with *ret_rv its revision,
+ * or NULL when the object is absent or its tree was not kept (then parse wcache_get's text).
+ * The tree is the value as stored, without metadata.resourceVersion, and is shared: nobody may
+ * change it (copy what you change: json_copy shares the rest). */
+#define WCACHE_TREE_COST 9
+json_t *wcache_get_tree(struct wcache *c, const char *key, int64_t *ret_rv);
+/* Over all caches since start: wcache_get_tree calls that found a tree, and those that found
+ * the object without one. */
+void wcache_tree_stats(unsigned long long *ret_used, unsigned long long *ret_missed);
+/* The estimated bytes of the trees c keeps now. */
+size_t wcache_tree_bytes(struct wcache *c);
 
 /* Watchers ------------------------------------------------------------------------------------ */
 struct watcher;

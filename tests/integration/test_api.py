@@ -219,6 +219,60 @@ def test_update_reply_is_what_the_cache_serves():
     eq(names, [p["metadata"]["name"]], "pods with b=2 in the cache")
 
 
+def cache_trees():
+    r = admin().get("/metrics")
+    expect_status(r, 200, "GET /metrics")
+    return {k: int(v) for k, v in
+            re.findall(r'^ursa_apiserver_cache_trees_total\{result="(\w+)"\} (\d+)$', r.text, re.M)}
+
+
+def test_updates_read_the_tree_of_the_last_write():
+    """An update of an object this server wrote a moment ago reads the tree of that write, kept
+    by the watch cache, instead of parsing the cached text; the tree is shared, so each update
+    must change copies only: a binding, a status patch and a JSON patch in a row, each checked
+    whole, and each counted as a tree read in /metrics."""
+    c = admin().post(pods_path(S["t"]), pod_manifest(uniq("tree"), {"app": "t"}))
+    expect_status(c, 201, "create pod")
+    name, rv = c.json["metadata"]["name"], c.json["metadata"]["resourceVersion"]
+    path = pods_path(S["t"], name=name)
+    cached_body(path, rv)
+    before = cache_trees()
+    b = admin().post(path + "/binding", {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                                         "target": {"apiVersion": "v1", "kind": "Node", "name": "tree-node"}})
+    expect_status(b, 201, "binding")
+    g = admin().get(path)
+    expect_status(g, 200, "GET the bound pod")
+    bound = g.json
+    eq(bound["spec"].get("nodeName"), "tree-node", "spec.nodeName after the binding")
+    eq([(x["type"], x["status"]) for x in bound["status"].get("conditions", [])], [("PodScheduled", "True")],
+       "conditions after the binding")
+    for k in ("uid", "hashKey", "creationTimestamp", "labels"):
+        eq(bound["metadata"].get(k), c.json["metadata"].get(k), "metadata.%s kept by the binding" % k)
+    eq(bound["spec"]["containers"], c.json["spec"]["containers"], "containers kept by the binding")
+    cached_body(path, bound["metadata"]["resourceVersion"])
+    s = admin().patch(path + "/status", {"status": {"phase": "Running"}}, "application/merge-patch+json")
+    expect_status(s, 200, "status patch")
+    eq(s.json["status"]["phase"], "Running", "phase after the status patch")
+    eq(s.json["spec"].get("nodeName"), "tree-node", "spec.nodeName after the status patch")
+    eq(len(s.json["status"].get("conditions", [])), 1, "conditions after the status patch")
+    rv = s.json["metadata"]["resourceVersion"]
+    cached_body(path, rv)
+    # the object read from a tree carries its resourceVersion, as the text would
+    j = admin().patch(path, [{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+                             {"op": "add", "path": "/metadata/labels/more", "value": "yes"}],
+                      "application/json-patch+json")
+    expect_status(j, 200, "JSON patch testing the resourceVersion")
+    eq(j.json["metadata"]["labels"], {"app": "t", "more": "yes"}, "labels after the JSON patch")
+    eq(j.json["status"]["phase"], "Running", "phase after the JSON patch")
+    again = admin().post(path + "/binding", {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                                             "target": {"name": "other-node"}})
+    expect_status(again, 409, "a second binding", "Conflict")
+    after = cache_trees()
+    check(after.get("used", 0) >= before.get("used", 0) + 3,
+          "the updates did not read the kept trees: %r -> %r" % (before, after))
+    eq(admin().get(path).json["spec"].get("nodeName"), "tree-node", "spec.nodeName at the end")
+
+
 def test_merge_json_and_strategic_patches():
     p = create_pod(uniq("patch"), {"keep": "yes"})
     path = pods_path(S["t"], name=p["metadata"]["name"])

@@ -39,7 +39,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 	const char *listen = d->default_listen, *etcd = "http://127.0.0.1:2379", *prefix = "/registry";
 	const char *cert = NULL, *key = NULL, *tokens = NULL, *pubkey = NULL, *partition = d->default_partition;
 	const char *level = "info", *region_token = NULL, *region_ca = NULL, *idkey = NULL, *kubelet_token = NULL;
-	long long workers = 16, linger = d->default_write_linger_ms, hb_linger = 40;
+	long long workers = 16, linger = d->default_write_linger_ms, hb_linger = 40, trees_mb = 64;
 	const struct opt opts[] = {
 		{ "listen", OPT_STRING, &listen, "address and port to serve on (IPv4:PORT)" },
 		{ "etcd-servers", OPT_STRING, &etcd, "comma-separated client URLs of this partition's etcd cluster" },
@@ -62,12 +62,19 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		{ "etcd-heartbeat-linger-ms", OPT_INT, &hb_linger,
 		  "a lease write (node heartbeats) waits up to this long for others (at most half the workers) to share its "
 		  "transaction; any other write sends at once (0: like other writes)" },
+		{ "watch-cache-trees-mb", OPT_INT, &trees_mb,
+		  "per resource, memory for the parsed objects of this server's recent writes, which the next "
+		  "update of the same object reads instead of parsing it again (0: none)" },
 		{ "log-level", OPT_STRING, &level, "debug, info, warn or error" },
 	};
 	if (opts_parse(d->program, d->summary, opts, (int)(sizeof(opts) / sizeof(opts[0])), argc, argv) < 0)
 		return 2;
 	if (linger < 0 || linger > 1000 || hb_linger < 0 || hb_linger > 1000) {
 		fprintf(stderr, "%s: --etcd-write-linger-ms and --etcd-heartbeat-linger-ms must be 0..1000\n", d->program);
+		return 2;
+	}
+	if (trees_mb < 0 || trees_mb > 65536) {
+		fprintf(stderr, "%s: --watch-cache-trees-mb must be 0..65536\n", d->program);
 		return 2;
 	}
 	log_set_component(d->component);
@@ -82,7 +89,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		.region_token_file = region_token, .region_ca_file = region_ca, .kubelet_token_file = kubelet_token,
 		.workers = (unsigned)workers, .resources = d->resources, .nresources = d->nresources,
 		.on_created = d->on_created, .etcd_write_linger_ms = linger,
-		.etcd_heartbeat_linger_ms = hb_linger,
+		.etcd_heartbeat_linger_ms = hb_linger, .cache_trees_mb = trees_mb,
 	};
 	char *err = NULL;
 	struct apiserver *s = apiserver_start(&o, &err);

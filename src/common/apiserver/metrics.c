@@ -135,6 +135,18 @@ void metrics_render(struct apiserver *s, struct buf *out)
 		      "ursa_apiserver_cache_write_hints_total{result=\"used\"} %llu\n"
 		      "ursa_apiserver_cache_write_hints_total{result=\"missed\"} %llu\n",
 		 used, missed);
+	wcache_tree_stats(&used, &missed);
+	buf_addf(out, "# HELP ursa_apiserver_cache_trees_total Updates that read the object from the parsed tree of "
+		      "a recent write (used) or had to parse its cached text (missed).\n"
+		      "# TYPE ursa_apiserver_cache_trees_total counter\n"
+		      "ursa_apiserver_cache_trees_total{result=\"used\"} %llu\n"
+		      "ursa_apiserver_cache_trees_total{result=\"missed\"} %llu\n",
+		 used, missed);
+	buf_adds(out, "# HELP ursa_apiserver_cache_tree_bytes Estimated memory of the parsed trees each watch cache "
+		      "keeps (--watch-cache-trees-mb).\n# TYPE ursa_apiserver_cache_tree_bytes gauge\n");
+	for (size_t i = 0; i < s->nres; i++)
+		buf_addf(out, "ursa_apiserver_cache_tree_bytes{resource=\"%s\"} %zu\n", s->res[i].r->plural,
+			 wcache_tree_bytes(s->res[i].cache));
 	etcd_write_stats(s->etcd, &txns, &ops);
 	buf_addf(out, "# HELP ursa_etcd_write_txns_total etcd txns carrying conditional writes.\n# TYPE ursa_etcd_write_txns_total counter\n"
 		      "ursa_etcd_write_txns_total %llu\n# HELP ursa_etcd_writes_total Conditional writes sent (group-committed).\n"

@@ -284,7 +284,8 @@ static void served_init(struct apiserver *s)
 		sv->prefix = xasprintf("%s/%s/", s->o.etcd_prefix, sv->r->plural);
 		if (sv->r->heartbeat)
 			etcd_lazy_prefix_add(s->etcd, sv->prefix);
-		struct wcache_options wo = { .key_prefix = sv->prefix };
+		struct wcache_options wo = { .key_prefix = sv->prefix,
+					     .tree_budget = (size_t)s->o.cache_trees_mb << 20 };
 		sv->cache = wcache_new(sv->r, s->etcd, &wo);
 	}
 }

@@ -163,14 +163,23 @@ static void do_scale(struct req *q)
 }
 
 /* binding: the scheduler's POST of a Binding sets spec.nodeName and PodScheduled ---------------- */
+
+/* obj's member key as an object of obj's own: a shallow copy of what was there (which may be
+ * shared with a cached tree), or a new empty object. */
+static json_t *own_child(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	json_t *own = json_is_object(v) ? json_copy(v) : json_object();
+	json_object_set_new(obj, key, own);
+	return own;
+}
+
 static void set_condition(json_t *obj, const char *type, const char *status)
 {
-	json_t *st = json_obj_child(obj, "status");
+	json_t *st = own_child(obj, "status");
 	json_t *conds = json_object_get(st, "conditions");
-	if (!json_is_array(conds)) {
-		conds = json_array();
-		json_object_set_new(st, "conditions", conds);
-	}
+	conds = json_is_array(conds) ? json_copy(conds) : json_array();
+	json_object_set_new(st, "conditions", conds);
 	struct buf now = BUF_INIT;
 	rfc3339_add(&now, time(NULL));
 	json_t *c = json_pack("{s:s,s:s,s:n,s:s}", "type", type, "status", status, "lastProbeTime", "lastTransitionTime",
@@ -200,10 +209,11 @@ static int mutate_bind(struct req *q, const json_t *cur, void *ud, json_t **ret_
 		reply_status(q, E_CONFLICT, "pod %s is being deleted, cannot be assigned to a host", q->path.name);
 		return E_CONFLICT;
 	}
-	json_t *obj = json_deep_copy(cur);
-	json_object_set_new(json_obj_child(obj, "spec"), "nodeName", json_string(node));
+	/* copies of the path changed only: the rest stays shared with cur, which may be the cache's */
+	json_t *obj = json_copy((json_t *)cur);
+	json_object_set_new(own_child(obj, "spec"), "nodeName", json_string(node));
 	set_condition(obj, "PodScheduled", "True");
-	json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
+	json_object_del(own_child(obj, "metadata"), "resourceVersion");
 	*ret_new = obj;
 	return 0;
 }

@@ -433,9 +433,20 @@ static bool finalized(const json_t *obj)
 	return json_path(obj, "metadata.deletionTimestamp") && pending_finalizers(obj) == 0;
 }
 
-/* The watch cache's copy of key: true with *ret (new reference, resourceVersion set). */
+/* The watch cache's copy of key: true with *ret (new reference, resourceVersion set). The tree
+ * of a recent write is shared (mutators change copies only): *ret is then a shallow copy with
+ * metadata of its own. */
 static bool read_cached(struct req *q, const char *key, json_t **ret, int64_t *ret_rev)
 {
+	json_t *tree = wcache_get_tree(q->res->cache, key, ret_rev);
+	if (tree) {
+		*ret = json_copy(tree);
+		json_t *meta = json_copy(json_object_get(tree, "metadata"));
+		json_object_set_new(*ret, "metadata", meta ? meta : json_object());
+		set_resource_version(*ret, *ret_rev);
+		json_decref(tree);
+		return true;
+	}
 	struct cobj *o = wcache_get(q->res->cache, key);
 	if (!o)
 		return false;
@@ -535,8 +546,8 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 		}
 		if (mode == UPDATE_MAIN && (r->subresources & SUB_STATUS)) {
 			json_t *st = json_object_get(old, "status");
-			if (st)
-				json_object_set(obj, "status", st);
+			if (st) /* a copy: old may be a cached tree, and defaults fill in status */
+				json_object_set_new(obj, "status", json_deep_copy(st));
 			else
 				json_object_del(obj, "status");
 		}

@@ -1,6 +1,7 @@
 /* Cached objects. One allocation holds the struct, the field-value pointers, the key, tenant,
  * namespace, name, the field values and the compact JSON, so a cached pod costs its JSON plus a
- * little over a hundred bytes, plus its labels object. The parsed tree is freed right away. */
+ * little over a hundred bytes, plus its labels object. The parsed tree is freed right away (the
+ * tree of a recent write may be kept a while by the cache: trees.c). */
 #include <stdlib.h>
 #include <string.h>
 #include "ursa/buf.h"
@@ -220,6 +221,8 @@ static struct cobj *build(const struct api_resource *r, const char *key, int64_t
 	struct cobj *o = assemble(r, key, root, &id, json);
 	atomic_init(&o->refs, 1);
 	o->rv = mod_rev;
+	o->tree = NULL; /* wcache's trees.c may give it one once stored */
+	o->tprev = o->tnext = NULL;
 	json_t *labels = json_object_get(meta, "labels");
 	o->labels = json_is_object(labels) ? json_incref(labels) : NULL;
 	return o;
@@ -267,6 +270,7 @@ void cobj_unref(struct cobj *o)
 	if (!o || atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	json_decref(o->labels);
+	json_decref(o->tree); /* NULL: the cache drops a tree before it lets go of the object */
 	free(o);
 }
 

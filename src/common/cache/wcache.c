@@ -130,6 +130,7 @@ static const char *node_of(const struct wcache *c, const struct cobj *o)
 static struct cobj *store_put(struct wcache *c, struct cobj *o)
 {
 	struct cobj *old = omap_put(c->store, o->key, o);
+	trees_drop(c, old);
 	if (c->node_field >= 0) {
 		if (old && strcmp(node_of(c, old), node_of(c, o)) != 0)
 			nidx_del(&c->nidx, node_of(c, old), old->key);
@@ -142,6 +143,7 @@ static struct cobj *store_put(struct wcache *c, struct cobj *o)
 static struct cobj *store_del(struct wcache *c, const char *key)
 {
 	struct cobj *old = omap_del(c->store, key);
+	trees_drop(c, old);
 	if (old && c->node_field >= 0)
 		nidx_del(&c->nidx, node_of(c, old), key);
 	return old;
@@ -261,6 +263,7 @@ struct wcache *wcache_new_detached(const struct api_resource *r, const struct wc
 	if (c->history_max < c->history_min)
 		c->history_max = c->history_min;
 	c->window_ms = opts && opts->history_window_ms > 0 ? opts->history_window_ms : DEF_WINDOW_MS;
+	c->tree_budget = opts ? opts->tree_budget : 0;
 	c->node_field = find_node_field(r);
 
 	pthread_rwlockattr_t ra;
@@ -314,6 +317,7 @@ void wcache_free(struct wcache *c)
 	struct omap *store = c->store;
 	struct ring ring = c->ring;
 	nidx_release(&c->nidx);
+	trees_drop_all(c);
 	c->store = NULL;
 	memset(&c->ring, 0, sizeof(c->ring));
 	pthread_rwlock_unlock(&c->lock);
@@ -421,6 +425,7 @@ void wcache_install(struct wcache *c, struct cobj **objs, size_t n, int64_t rev)
 	struct omap *old = c->store;
 	struct ring ring = c->ring;
 	memset(&c->ring, 0, sizeof(c->ring));
+	trees_drop_all(c);
 	c->store = store;
 	nidx_release(&c->nidx);
 	nidx_init(&c->nidx);
@@ -461,10 +466,14 @@ static bool apply_one(struct wcache *c, const struct etcd_event *ev, int64_t now
 		json_t *tree = hints_take(c, ev->kv.key, ev->kv.value, ev->kv.value_len);
 		struct cobj *o = tree ? cobj_new_tree(c->r, ev->kv.key, ev->kv.value, ev->kv.value_len, rv, tree)
 				      : cobj_new(c->r, ev->kv.key, ev->kv.value, ev->kv.value_len, rv);
-		json_decref(tree);
-		if (!o)
+		if (!o) {
+			json_decref(tree);
 			return false;
+		}
 		ret->prev = store_put(c, o);
+		if (tree)
+			trees_keep(c, o, tree);
+		json_decref(tree);
 		ret->obj = cobj_ref(o);
 		ret->type = ret->prev ? WEV_MODIFIED : WEV_ADDED;
 		return true;

@@ -88,6 +88,10 @@ struct wcache {
 	pthread_mutex_t hint_mu;
 	struct strmap hints;   /* key -> struct hint * */
 	atomic_size_t nhints;  /* hints.n, readable without the mutex */
+
+	/* trees.c: objects holding a tree, oldest first (linked by tprev/tnext; under lock) */
+	struct cobj *trees_head, *trees_tail;
+	size_t tree_bytes, tree_budget;
 };
 
 /* hint.c: write hints (wcache_expect). */
@@ -97,6 +101,13 @@ void hints_release(struct wcache *c);
  * value, else NULL. */
 json_t *hints_take(struct wcache *c, const char *key, const char *value, size_t len);
 void hints_clear(struct wcache *c);
+
+/* trees.c: trees of recent writes (wcache_get_tree); exclusive lock held. */
+/* o (just stored) keeps tree, a new reference; older trees go while over the budget. */
+void trees_keep(struct wcache *c, struct cobj *o, json_t *tree);
+/* Drops o's tree, if it holds one (o leaves the store, or is replaced). NULL is fine. */
+void trees_drop(struct wcache *c, struct cobj *o);
+void trees_drop_all(struct wcache *c);
 
 struct wlist {
 	struct watcher *head;

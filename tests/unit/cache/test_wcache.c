@@ -221,6 +221,87 @@ static void test_write_hints(void **state)
 	free(val);
 }
 
+/* A write of pod t1/a/<name> at rev whose event finds its hint; returns the hinted tree (only
+ * to compare pointers with: the cache may have let it go). */
+static json_t *write_hinted(struct wcache *c, const char *name, int64_t rev)
+{
+	char *key = pod_key("t1", "a", name), *val = pod_json("t1", "a", name, "x", "n1", "Running", 100);
+	json_t *tree = json_loads(val, 0, NULL);
+	wcache_expect(c, key, val, strlen(val), tree);
+	apply1(c, key, val, rev);
+	json_decref(tree); /* the cache's reference keeps it, if it keeps it */
+	return tree;
+}
+
+static json_t *tree_of(struct wcache *c, const char *name, int64_t *ret_rv)
+{
+	char *key = pod_key("t1", "a", name);
+	json_t *t = wcache_get_tree(c, key, ret_rv);
+	free(key);
+	json_decref(t); /* the pointer is compared only while the cache still holds it */
+	return t;
+}
+
+/* Trees of recent writes: the hinted tree itself is kept and handed out; a change without a
+ * hint, a delete and a relist drop it; the budget drops the oldest first; 0 keeps none. */
+static void test_trees(void **state)
+{
+	struct wcache *c = seeded(NULL, 100);
+	int64_t rv = 0;
+	write_hinted(c, "q0", 101);
+	assert_null(tree_of(c, "q0", &rv)); /* no budget: nothing kept */
+	assert_int_equal(c->tree_bytes, 0);
+	wcache_free(c);
+
+	char *val = pod_json("t1", "a", "q0", "x", "n1", "Running", 100);
+	size_t cost = (strlen(val) + strlen(",\"resourceVersion\":\"101\"")) * WCACHE_TREE_COST;
+	free(val);
+	struct wcache_options o = { .tree_budget = 2 * cost + cost / 2 }; /* two fit, not three */
+	c = seeded(&o, 100);
+	unsigned long long used0, missed0, used, missed;
+	wcache_tree_stats(&used0, &missed0);
+	json_t *t0 = write_hinted(c, "q0", 101);
+	assert_ptr_equal(tree_of(c, "q0", &rv), t0);
+	assert_int_equal(rv, 101);
+	assert_int_equal(c->tree_bytes, cost);
+	assert_ptr_equal(wcache_get_tree(c, "/registry/pods/t1/a/p1", &rv), NULL); /* listed: no tree */
+	assert_ptr_equal(wcache_get_tree(c, "/registry/pods/t1/a/none", &rv), NULL);
+	wcache_tree_stats(&used, &missed);
+	assert_int_equal(used, used0 + 1);
+	assert_int_equal(missed, missed0 + 1); /* p1; an absent object counts as neither */
+
+	/* the third tree drops the oldest */
+	json_t *t1 = write_hinted(c, "q1", 102), *t2 = write_hinted(c, "q2", 103);
+	assert_null(tree_of(c, "q0", &rv));
+	assert_ptr_equal(tree_of(c, "q1", &rv), t1);
+	assert_ptr_equal(tree_of(c, "q2", &rv), t2);
+	assert_int_equal(rv, 103);
+	assert_int_equal(c->tree_bytes, 2 * cost);
+
+	/* a change that brings no hint drops the tree at once, and so does a delete */
+	apply1(c, pod_key("t1", "a", "q1"), pod_json("t1", "a", "q1", "y", "n1", "Running", 100), 104);
+	assert_null(tree_of(c, "q1", &rv));
+	assert_int_equal(c->tree_bytes, cost);
+	apply1(c, pod_key("t1", "a", "q2"), NULL, 105);
+	assert_null(tree_of(c, "q2", &rv));
+	assert_int_equal(c->tree_bytes, 0);
+	assert_null(c->trees_head);
+
+	/* a rewrite of a kept object replaces its tree; a relist drops them all */
+	write_hinted(c, "q3", 106);
+	json_t *t3 = write_hinted(c, "q3", 107);
+	assert_ptr_equal(tree_of(c, "q3", &rv), t3);
+	assert_int_equal(rv, 107);
+	assert_int_equal(c->tree_bytes, cost);
+	write_hinted(c, "q4", 108);
+	wcache_apply_list(c, NULL, 0, 200);
+	assert_int_equal(c->tree_bytes, 0);
+	assert_null(c->trees_head);
+	assert_null(c->trees_tail);
+	write_hinted(c, "q5", 201);
+	wcache_free(c); /* drops the kept tree (ASan would see a leak) */
+}
+
 static void test_not_ready(void **state)
 {
 	struct wcache *c = wcache_new_detached(&test_pods, NULL);
@@ -750,7 +831,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_metadata_close), cmocka_unit_test(test_cobj_new),
 		cmocka_unit_test(test_not_ready),
-		cmocka_unit_test(test_write_hints),    cmocka_unit_test(test_node_delivery),
+		cmocka_unit_test(test_write_hints),    cmocka_unit_test(test_trees),
+		cmocka_unit_test(test_node_delivery),
 		cmocka_unit_test(test_list_filters),
 		cmocka_unit_test(test_node_index),
 		cmocka_unit_test(test_watch_initial_and_live),
