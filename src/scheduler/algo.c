@@ -103,6 +103,52 @@ bool sched_tolerates(const struct sched_pod *p, const struct sched_taint *t)
 	return false;
 }
 
+uint32_t sched_taints_sig(const struct sched_taint *t, size_t n)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (size_t i = 0; i < n; i++) {
+		const char *parts[] = { t[i].key, t[i].value };
+		for (size_t k = 0; k < 2; k++)
+			for (const unsigned char *c = (const unsigned char *)parts[k];; c++) {
+				h = (h ^ *c) * 16777619u;
+				if (!*c)
+					break;
+			}
+		h = (h ^ (unsigned)t[i].effect) * 16777619u;
+	}
+	return h ? h : 1;
+}
+
+static void judge_taints(const struct sched_node *n, const struct sched_pod *p, struct taint_verdict *v)
+{
+	v->sig = n->taints_sig;
+	v->untolerated = NULL;
+	v->prefer_untolerated = false;
+	for (size_t i = 0; i < n->ntaints; i++) {
+		const struct sched_taint *t = &n->taints[i];
+		if (sched_tolerates(p, t))
+			continue;
+		if (t->effect == TAINT_PREFER_NO_SCHEDULE)
+			v->prefer_untolerated = true;
+		else if (!v->untolerated)
+			v->untolerated = t->key;
+	}
+}
+
+/* n's taints judged for p: from memo when its set was judged in this decision. tmp holds the
+ * verdict when there is no room (or no memo). */
+static const struct taint_verdict *taints_verdict(const struct sched_node *n, const struct sched_pod *p,
+						  struct taint_memo *m, struct taint_verdict *tmp)
+{
+	bool memo = m && n->taints_sig;
+	for (size_t i = 0; memo && i < m->n; i++)
+		if (m->v[i].sig == n->taints_sig)
+			return &m->v[i];
+	struct taint_verdict *v = memo && m->n < SCHED_TAINT_MEMO ? &m->v[m->n++] : tmp;
+	judge_taints(n, p, v);
+	return v;
+}
+
 static bool over(long long alloc, long long used, long long req)
 {
 	return req > 0 && (used >= alloc || req > alloc - used);
@@ -140,20 +186,19 @@ static long long domain_count(const struct spread_state *s, const char *domain)
 }
 
 enum sched_fail sched_filter_node(const struct sched_node *n, const struct sched_pod *p,
-				  const struct spread_state *spreads, const char **ret_taint)
+				  const struct spread_state *spreads, struct taint_memo *memo, const char **ret_taint)
 {
 	enum sched_fail why;
 	if (!n->ready || n->rm_down)
 		return FAIL_NOT_READY;
 	if (n->unschedulable)
 		return FAIL_UNSCHEDULABLE;
-	for (size_t i = 0; i < n->ntaints; i++) {
-		const struct sched_taint *t = &n->taints[i];
-		if (t->effect != TAINT_PREFER_NO_SCHEDULE && !sched_tolerates(p, t)) {
-			if (ret_taint && !*ret_taint)
-				*ret_taint = t->key;
-			return FAIL_TAINT;
-		}
+	struct taint_verdict tmp;
+	const struct taint_verdict *tv = n->ntaints ? taints_verdict(n, p, memo, &tmp) : NULL;
+	if (tv && tv->untolerated) {
+		if (ret_taint && !*ret_taint)
+			*ret_taint = tv->untolerated;
+		return FAIL_TAINT;
 	}
 	if (!selector_matches(n, p))
 		return FAIL_SELECTOR;
@@ -182,7 +227,7 @@ static long long frac100(long long part, long long whole)
 }
 
 long long sched_score_node(const struct sched_node *n, const struct sched_pod *p,
-			   const struct spread_state *spreads)
+			   const struct spread_state *spreads, struct taint_memo *memo)
 {
 	struct sched_res after = n->used;
 	sched_res_add(&after, &n->other);
@@ -211,11 +256,9 @@ long long sched_score_node(const struct sched_node *n, const struct sched_pod *p
 	if (wsum)
 		score += 2 * wmatch * 100 / wsum;
 
-	for (size_t i = 0; i < n->ntaints; i++)
-		if (n->taints[i].effect == TAINT_PREFER_NO_SCHEDULE && !sched_tolerates(p, &n->taints[i])) {
-			score -= 100;
-			break;
-		}
+	struct taint_verdict tmp;
+	if (n->ntaints && taints_verdict(n, p, memo, &tmp)->prefer_untolerated)
+		score -= 100;
 	return score;
 }
 
@@ -332,16 +375,17 @@ void sched_decide(struct sched_cache *c, const struct sched_pod *p, struct sched
 	size_t start = n ? c->next_start % n : 0;
 	struct spread_state *spreads = sched_spread_compute(c, p);
 	const char *taint = NULL;
+	struct taint_memo memo = { 0 };
 	for (size_t i = 0; i < n && r.feasible < want; i++) {
 		struct sched_node *node = c->list[(start + i) % n];
-		enum sched_fail why = sched_filter_node(node, p, spreads, &taint);
+		enum sched_fail why = sched_filter_node(node, p, spreads, &memo, &taint);
 		r.evaluated++;
 		if (why != FAIL_NONE) {
 			r.fails[why]++;
 			continue;
 		}
 		r.feasible++;
-		long long s = sched_score_node(node, p, spreads);
+		long long s = sched_score_node(node, p, spreads, &memo);
 		if (c->reserved_bonus && fits_reserved(node, &p->req))
 			s += p->nspreads ? c->reserved_bonus / 10 : c->reserved_bonus; /* spreading wins */
 		if (!r.node || s > r.score) {

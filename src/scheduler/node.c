@@ -43,6 +43,7 @@ static void free_taints(struct sched_node *n)
 	free(n->taints);
 	n->taints = NULL;
 	n->ntaints = 0;
+	n->taints_sig = 0;
 }
 
 static bool condition_true(const json_t *obj, const char *type)
@@ -141,6 +142,7 @@ void sched_node_set(struct sched_node *n, const json_t *obj, const char *rm, con
 		n->taints[n->ntaints].effect = effect_of(json_str(t, "effect"));
 		n->ntaints++;
 	}
+	n->taints_sig = sched_taints_sig(n->taints, n->ntaints);
 	n->present = true;
 }
 

@@ -95,6 +95,7 @@ struct sched_node {
 	bool ready, unschedulable;
 	bool rm_down;      /* its resource manager has not answered for a while: nobody can
 			      vouch for the node (nor taint it), so nothing is placed there */
+	uint32_t taints_sig; /* hash of the taints (key, value, effect, in order); 0: not computed */
 	struct sched_taint *taints;
 	size_t ntaints;
 	size_t idx;        /* position in the cache's list while present */
@@ -215,12 +216,28 @@ void sched_result_release(struct sched_result *r);
 /* "0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {k}." */
 void sched_result_message(const struct sched_result *r, size_t total, struct buf *out);
 
-/* Filters and scores on their own (unit tests). */
+/* One decision's verdicts on the nodes' taint sets, by taints_sig: the nodes of a region share
+ * a few sets, so each is judged once per decision instead of once per node (a test that reads
+ * every node's taints from memory). A node whose taints hash like another's gets that one's
+ * verdict: it changes nothing its kubelet could not, since a node sets its own taints. */
+#define SCHED_TAINT_MEMO 8
+struct taint_memo {
+	size_t n;
+	struct taint_verdict {
+		uint32_t sig;
+		const char *untolerated; /* first NoSchedule/NoExecute taint not tolerated, or NULL */
+		bool prefer_untolerated; /* some PreferNoSchedule taint not tolerated */
+	} v[SCHED_TAINT_MEMO];
+};
+/* The hash taints_sig holds (never 0). */
+uint32_t sched_taints_sig(const struct sched_taint *t, size_t n);
+
+/* Filters and scores on their own (unit tests); memo may be NULL (no memo). */
 enum sched_fail sched_filter_node(const struct sched_node *n, const struct sched_pod *p,
-				  const struct spread_state *spreads, const char **ret_taint);
+				  const struct spread_state *spreads, struct taint_memo *memo, const char **ret_taint);
 bool sched_fits(const struct sched_node *n, const struct sched_res *req, enum sched_fail *ret_why);
 long long sched_score_node(const struct sched_node *n, const struct sched_pod *p,
-			   const struct spread_state *spreads);
+			   const struct spread_state *spreads, struct taint_memo *memo);
 bool sched_term_matches(const struct sched_term *t, const json_t *labels);
 bool sched_tolerates(const struct sched_pod *p, const struct sched_taint *t);
 /* Fills one spread_state per constraint of p (array of p->nspreads); release with

@@ -87,18 +87,18 @@ static void test_filters(void **state)
 	json_t *po = pod_json("p", "600m", "100Mi");
 	sched_node_set(&n, no, "rm-1", "tp-1");
 	parse(po, &p);
-	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL), FAIL_NONE);
+	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL, NULL), FAIL_NONE);
 	n.used.cpu_m = 500;
-	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL), FAIL_CPU);
+	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL, NULL), FAIL_CPU);
 	n.used.cpu_m = 0;
 	n.other.pods = 2; /* another partition's reservation fills the pod slots */
-	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL), FAIL_PODS);
+	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL, NULL), FAIL_PODS);
 	n.other.pods = 0;
 	n.ready = false;
-	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL), FAIL_NOT_READY);
+	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL, NULL), FAIL_NOT_READY);
 	n.ready = true;
 	n.unschedulable = true;
-	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL), FAIL_UNSCHEDULABLE);
+	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL, NULL), FAIL_UNSCHEDULABLE);
 	n.unschedulable = false;
 	sched_pod_release(&p);
 
@@ -106,7 +106,7 @@ static void test_filters(void **state)
 	json_object_set_new(json_object_get(po, "spec"), "nodeSelector",
 			    json_pack("{s:s}", "topology.kubernetes.io/zone", "az-2"));
 	parse(po, &p);
-	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL), FAIL_SELECTOR);
+	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL, NULL), FAIL_SELECTOR);
 	sched_pod_release(&p);
 	json_object_del(json_object_get(po, "spec"), "nodeSelector");
 
@@ -117,14 +117,14 @@ static void test_filters(void **state)
 				      "matchExpressions", "key", "topology.kubernetes.io/zone", "operator", "In",
 				      "values", "az-1"));
 	parse(po, &p);
-	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL), FAIL_NONE);
+	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL, NULL), FAIL_NONE);
 	sched_pod_release(&p);
 	json_t *terms = json_path(po, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
 				      "nodeSelectorTerms");
 	json_t *expr = json_array_get(json_object_get(json_array_get(terms, 0), "matchExpressions"), 0);
 	json_object_set_new(expr, "operator", json_string("NotIn"));
 	parse(po, &p);
-	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL), FAIL_SELECTOR);
+	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL, NULL), FAIL_SELECTOR);
 	sched_pod_release(&p);
 	json_object_del(json_object_get(po, "spec"), "affinity");
 
@@ -134,18 +134,76 @@ static void test_filters(void **state)
 	sched_node_set(&n, no, "rm-1", "tp-1");
 	parse(po, &p);
 	const char *taint = NULL;
-	assert_int_equal(sched_filter_node(&n, &p, NULL, &taint), FAIL_TAINT);
+	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL, &taint), FAIL_TAINT);
 	assert_string_equal(taint, "ursa.io/hollow");
 	sched_pod_release(&p);
 	json_object_set_new(json_object_get(po, "spec"), "tolerations",
 			    json_pack("[{s:s, s:s}]", "key", "ursa.io/hollow", "operator", "Exists"));
 	parse(po, &p);
-	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL), FAIL_NONE);
+	assert_int_equal(sched_filter_node(&n, &p, NULL, NULL, NULL), FAIL_NONE);
 	sched_pod_release(&p);
 	json_decref(no);
 	json_decref(po);
 	sched_node_clear(&n);
 	free(n.name);
+}
+
+/* Nodes with the same taints share one verdict per decision (the memo); other taints, a
+ * PreferNoSchedule taint and a memo of another pod are judged on their own. */
+static void test_taint_memo(void **state)
+{
+	(void)state;
+	struct sched_node n[4] = { { .name = xstrdup("n0") }, { .name = xstrdup("n1") }, { .name = xstrdup("n2") },
+				   { .name = xstrdup("n3") } };
+	const char *keys[] = { "dedicated", "dedicated", "gpu", NULL };
+	for (int i = 0; i < 4; i++) {
+		json_t *no = node_json(n[i].name, "az-1", "4", "4Gi", 110, true, keys[i]);
+		if (i == 3) /* a soft taint only */
+			json_object_set_new(json_object_get(no, "spec"), "taints",
+					    json_pack("[{s:s, s:s}]", "key", "slow", "effect", "PreferNoSchedule"));
+		sched_node_set(&n[i], no, "rm-1", "tp-1");
+		json_decref(no);
+	}
+	assert_int_equal(n[0].taints_sig, n[1].taints_sig);
+	assert_int_not_equal(n[0].taints_sig, n[2].taints_sig);
+	assert_int_not_equal(n[0].taints_sig, 0);
+
+	json_t *po = pod_json("p", "100m", "64Mi");
+	json_object_set_new(json_object_get(po, "spec"), "tolerations",
+			    json_pack("[{s:s, s:s, s:s}]", "key", "dedicated", "operator", "Equal", "value", "true"));
+	struct sched_pod p;
+	parse(po, &p);
+	struct taint_memo memo = { 0 };
+	const char *taint = NULL;
+	assert_int_equal(sched_filter_node(&n[0], &p, NULL, &memo, &taint), FAIL_NONE);
+	assert_int_equal(sched_filter_node(&n[1], &p, NULL, &memo, &taint), FAIL_NONE);
+	assert_int_equal(memo.n, 1); /* n1 got n0's verdict */
+	assert_int_equal(sched_filter_node(&n[2], &p, NULL, &memo, &taint), FAIL_TAINT);
+	assert_string_equal(taint, "gpu");
+	assert_int_equal(sched_filter_node(&n[3], &p, NULL, &memo, &taint), FAIL_NONE);
+	assert_int_equal(memo.n, 3);
+	/* the soft taint costs n3 its score, through the memo as without it */
+	long long plain = sched_score_node(&n[0], &p, NULL, &memo), soft = sched_score_node(&n[3], &p, NULL, &memo);
+	assert_int_equal(soft, plain - 100);
+	assert_int_equal(sched_score_node(&n[3], &p, NULL, NULL), soft);
+	assert_int_equal(memo.n, 3);
+	sched_pod_release(&p);
+
+	/* another pod starts from an empty memo: n0 and n1 are now out */
+	json_object_del(json_object_get(po, "spec"), "tolerations");
+	parse(po, &p);
+	struct taint_memo other = { 0 };
+	taint = NULL;
+	assert_int_equal(sched_filter_node(&n[1], &p, NULL, &other, &taint), FAIL_TAINT);
+	assert_string_equal(taint, "dedicated");
+	assert_int_equal(sched_filter_node(&n[0], &p, NULL, &other, NULL), FAIL_TAINT);
+	assert_int_equal(other.n, 1);
+	sched_pod_release(&p);
+	json_decref(po);
+	for (int i = 0; i < 4; i++) {
+		sched_node_clear(&n[i]);
+		free(n[i].name);
+	}
 }
 
 static void test_least_allocated_and_preferred(void **state)
@@ -162,7 +220,7 @@ static void test_least_allocated_and_preferred(void **state)
 	a.used.cpu_m = 3000;
 	a.used.mem_m = 3LL << 30;
 	a.used.mem_m *= 1000;
-	assert_true(sched_score_node(&b, &p, NULL) > sched_score_node(&a, &p, NULL));
+	assert_true(sched_score_node(&b, &p, NULL, NULL) > sched_score_node(&a, &p, NULL, NULL));
 	sched_pod_release(&p);
 	/* a strong preference for az-1 beats the emptier node */
 	a.used = (struct sched_res){ 1000, 1000LL << 30, 1 };
@@ -172,7 +230,7 @@ static void test_least_allocated_and_preferred(void **state)
 				      "matchExpressions", "key", "topology.kubernetes.io/zone", "operator", "In",
 				      "values", "az-1"));
 	parse(po, &p);
-	assert_true(sched_score_node(&a, &p, NULL) > sched_score_node(&b, &p, NULL));
+	assert_true(sched_score_node(&a, &p, NULL, NULL) > sched_score_node(&b, &p, NULL, NULL));
 	sched_pod_release(&p);
 	json_decref(po);
 	json_decref(ao);
@@ -273,8 +331,8 @@ static void test_hard_spread(void **state)
 	struct sched_pod p;
 	parse(po, &p);
 	struct spread_state *s = sched_spread_compute(&c, &p);
-	assert_int_equal(sched_filter_node(sched_cache_node(&c, "n0"), &p, s, NULL), FAIL_SPREAD);
-	assert_int_equal(sched_filter_node(sched_cache_node(&c, "n1"), &p, s, NULL), FAIL_NONE);
+	assert_int_equal(sched_filter_node(sched_cache_node(&c, "n0"), &p, s, NULL, NULL), FAIL_SPREAD);
+	assert_int_equal(sched_filter_node(sched_cache_node(&c, "n1"), &p, s, NULL, NULL), FAIL_NONE);
 	sched_spread_release(s, p.nspreads);
 	sched_pod_release(&p);
 	json_decref(po);
@@ -416,6 +474,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pod_requests),
 		cmocka_unit_test(test_filters),
+		cmocka_unit_test(test_taint_memo),
 		cmocka_unit_test(test_least_allocated_and_preferred),
 		cmocka_unit_test(test_sampling),
 		cmocka_unit_test(test_replicaset_spreads_across_zones),
