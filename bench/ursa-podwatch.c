@@ -8,7 +8,8 @@
  * prints "BOUND <count> <seconds>" (seconds on CLOCK_MONOTONIC, Python's time.monotonic) at
  * most every 10 ms while the count grows, after "SYNCED" once the first list is in. Runs until
  * its standard input closes or it is signalled. Replaces a Python watch that spent about 7 % of
- * the benchmark machine's CPU decoding every pod event.
+ * the benchmark machine's CPU decoding every pod event; it reads each event's raw line instead of
+ * parsing it (skip_event).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -36,22 +37,23 @@ static double mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void seen(void *ud, const json_t *obj)
+static void count_bound(struct watch *w, const char *uid)
 {
-	struct watch *w = ud;
-	const char *node = json_path_str(obj, "spec.nodeName");
-	if (!node || !*node)
-		return;
-	char *key = object_key(obj);
 	pthread_mutex_lock(&w->mu);
 	bool created = false;
-	strmap_put(&w->bound, key, &created);
+	strmap_put(&w->bound, uid, &created);
 	if (created) {
 		w->count++;
 		w->last = mono_s();
 	}
 	pthread_mutex_unlock(&w->mu);
-	free(key);
+}
+
+static void seen(void *ud, const json_t *obj)
+{
+	const char *node = json_path_str(obj, "spec.nodeName"), *uid = json_path_str(obj, "metadata.uid");
+	if (node && *node && uid)
+		count_bound(ud, uid);
 }
 
 static void on_update(void *ud, const json_t *old_obj, const json_t *obj)
@@ -60,11 +62,46 @@ static void on_update(void *ud, const json_t *old_obj, const json_t *obj)
 	seen(ud, obj);
 }
 
-/* Events of pods without a node are of no interest: dropped unparsed. */
+/* The text after the first `"<name>":"` in line, up to the closing quote (no escapes: names
+ * and uids have none); false when absent or empty. */
+static bool raw_string(const char *line, size_t len, const char *name, const char **ret, size_t *ret_len)
+{
+	char pat[32];
+	size_t n = (size_t)snprintf(pat, sizeof(pat), "\"%s\":\"", name);
+	const char *p = memmem(line, len, pat, n);
+	if (!p)
+		return false;
+	p += n;
+	const char *q = memchr(p, '"', len - (size_t)(p - line));
+	if (!q || q == p || memchr(p, '\\', (size_t)(q - p)))
+		return false;
+	*ret = p;
+	*ret_len = (size_t)(q - p);
+	return true;
+}
+
+/* Every event is settled here, on its raw line, so the observer parses no pod: that cost ~0.25
+ * CPU-s per throughput window on the two cores the system under test runs on. Events of pods
+ * without a node are of no interest; an ADDED or MODIFIED one with a node counts its pod (by
+ * metadata.uid: the object's first "uid", metadata coming before ownerReferences) as bound.
+ * A line the scan cannot read is parsed as before (seen). */
 static bool skip_event(void *ud, const char *line, size_t len)
 {
-	(void)ud;
-	return !memmem(line, len, "\"nodeName\":\"", 12);
+	struct watch *w = ud;
+	const char *node, *uid;
+	size_t node_len, uid_len;
+	if (!raw_string(line, len, "nodeName", &node, &node_len))
+		return !memmem(line, len, "\"nodeName\":\"", 12) || memmem(line, len, "\"nodeName\":\"\"", 13);
+	if (memmem(line, len, "\"type\":\"DELETED\"", 16))
+		return true;
+	if (!memmem(line, len, "\"type\":\"ADDED\"", 14) && !memmem(line, len, "\"type\":\"MODIFIED\"", 17))
+		return false;
+	if (!raw_string(line, len, "uid", &uid, &uid_len))
+		return false;
+	char *key = strndup(uid, uid_len);
+	count_bound(w, key);
+	free(key);
+	return true;
 }
 
 static void *stdin_main(void *arg)
