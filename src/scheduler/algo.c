@@ -1,4 +1,8 @@
 /* Filters, scores and the sampled decision. */
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sched.h"
@@ -103,19 +107,39 @@ bool sched_tolerates(const struct sched_pod *p, const struct sched_taint *t)
 	return false;
 }
 
-uint32_t sched_taints_sig(const struct sched_taint *t, size_t n)
+static EVP_MAC_CTX *sig_key; /* SipHash keyed at first use; duplicated per hash, never changed */
+static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
+
+static void sig_init(void)
 {
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (size_t i = 0; i < n; i++) {
-		const char *parts[] = { t[i].key, t[i].value };
-		for (size_t k = 0; k < 2; k++)
-			for (const unsigned char *c = (const unsigned char *)parts[k];; c++) {
-				h = (h ^ *c) * 16777619u;
-				if (!*c)
-					break;
-			}
-		h = (h ^ (unsigned)t[i].effect) * 16777619u;
+	unsigned char key[16];
+	size_t size = 8;
+	OSSL_PARAM params[] = { OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &size), OSSL_PARAM_construct_end() };
+	EVP_MAC *mac = EVP_MAC_fetch(NULL, "SIPHASH", NULL);
+	sig_key = mac ? EVP_MAC_CTX_new(mac) : NULL;
+	EVP_MAC_free(mac); /* the context holds its own reference */
+	if (RAND_bytes(key, sizeof(key)) != 1 || !sig_key || EVP_MAC_init(sig_key, key, sizeof(key), params) != 1)
+		abort(); /* SipHash is in OpenSSL 3's default provider */
+	OPENSSL_cleanse(key, sizeof(key));
+}
+
+uint64_t sched_taints_sig(const struct sched_taint *t, size_t n)
+{
+	pthread_once(&sig_once, sig_init);
+	EVP_MAC_CTX *c = EVP_MAC_CTX_dup(sig_key);
+	for (size_t i = 0; c && i < n; i++) {
+		unsigned char effect = (unsigned char)t[i].effect;
+		EVP_MAC_update(c, (const unsigned char *)t[i].key, strlen(t[i].key) + 1);
+		EVP_MAC_update(c, (const unsigned char *)t[i].value, strlen(t[i].value) + 1);
+		EVP_MAC_update(c, &effect, 1);
 	}
+	unsigned char out[8];
+	size_t len = 0;
+	if (!c || EVP_MAC_final(c, out, &len, sizeof(out)) != 1 || len != sizeof(out))
+		abort();
+	EVP_MAC_CTX_free(c);
+	uint64_t h;
+	memcpy(&h, out, sizeof(h));
 	return h ? h : 1;
 }
 

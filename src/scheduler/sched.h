@@ -95,14 +95,15 @@ struct sched_node {
 	bool ready, unschedulable;
 	bool rm_down;      /* its resource manager has not answered for a while: nobody can
 			      vouch for the node (nor taint it), so nothing is placed there */
-	uint32_t taints_sig; /* hash of the taints (key, value, effect, in order); 0: not computed */
-	struct sched_taint *taints;
-	size_t ntaints;
-	size_t idx;        /* position in the cache's list while present */
 	/* The daemon's bookkeeping of its own reservation writes (kept across updates): while
 	 * writing, one write of write_target is in flight and no other is started for the node;
-	 * touched_ms is the last time (monotonic) a pod of ours was placed here. */
+	 * touched_ms is the last time (monotonic) a pod of ours was placed here. (writing sits
+	 * with the other flags, so that the taints' hash fits in the struct's old size.) */
 	bool writing;
+	struct sched_taint *taints;
+	size_t ntaints;
+	uint64_t taints_sig; /* sched_taints_sig of the taints; 0: not computed */
+	size_t idx;        /* position in the cache's list while present */
 	struct sched_res write_target;
 	int64_t touched_ms;
 };
@@ -218,19 +219,20 @@ void sched_result_message(const struct sched_result *r, size_t total, struct buf
 
 /* One decision's verdicts on the nodes' taint sets, by taints_sig: the nodes of a region share
  * a few sets, so each is judged once per decision instead of once per node (a test that reads
- * every node's taints from memory). A node whose taints hash like another's gets that one's
- * verdict: it changes nothing its kubelet could not, since a node sets its own taints. */
+ * every node's taints from memory). Two sets share a verdict only if their hashes collide:
+ * SipHash-2-4 under a key drawn at start, 64 bits, so whoever writes a node's taints cannot
+ * aim at another node's set (a collision by chance: ~2^-64 per pair of sets). */
 #define SCHED_TAINT_MEMO 8
 struct taint_memo {
 	size_t n;
 	struct taint_verdict {
-		uint32_t sig;
+		uint64_t sig;
 		const char *untolerated; /* first NoSchedule/NoExecute taint not tolerated, or NULL */
 		bool prefer_untolerated; /* some PreferNoSchedule taint not tolerated */
 	} v[SCHED_TAINT_MEMO];
 };
-/* The hash taints_sig holds (never 0). */
-uint32_t sched_taints_sig(const struct sched_taint *t, size_t n);
+/* The keyed hash taints_sig holds: key, value and effect of each taint, in order (never 0). */
+uint64_t sched_taints_sig(const struct sched_taint *t, size_t n);
 
 /* Filters and scores on their own (unit tests); memo may be NULL (no memo). */
 enum sched_fail sched_filter_node(const struct sched_node *n, const struct sched_pod *p,
