@@ -126,11 +126,12 @@ start_etcd() {
 	URSA_SUMMARY+=("$name: etcd $client_url (data $data, log $log)")
 }
 
-# start_apiserver NAME DIR PORT ETCD_URLS BINARY: a partition's API server over HTTPS with the
-# local CA's server certificate, the static token file and the ursactl signing key. The region
-# token and CA let it reach the other partitions and the kubelets (`kubectl logs`).
+# start_apiserver NAME DIR PORT ETCD_URLS BINARY [FLAG...]: a partition's API server over HTTPS
+# with the local CA's server certificate, the static token file and the ursactl signing key. The
+# region token and CA let it reach the other partitions and the kubelets (`kubectl logs`).
 start_apiserver() {
 	local name=$1 dir=$2 port=$3 etcd=$4 bin=$5
+	shift 5
 	local log=$URSA_STATE/$dir/apiserver.log url=https://127.0.0.1:$port
 	[ -x "$bin" ] || die "$bin is missing: the build did not produce $(basename "$bin")"
 	start_daemon "$name" "$log" "$bin" \
@@ -142,7 +143,7 @@ start_apiserver() {
 		--identity-key-file "$URSA_STATE/identity.key" \
 		--region-token-file "$URSA_REGION_TOKEN" --region-ca-file "$URSA_CA" \
 		--kubelet-token-file "$URSA_KUBELET_TOKEN" \
-		--partition-id "$dir" --log-level info
+		--partition-id "$dir" --log-level info "$@"
 	wait_http "$url/readyz" 60 "$name" "$log" --cacert "$URSA_CA" \
 		-H "Authorization: Bearer $(admin_static_token)"
 }
@@ -150,7 +151,8 @@ start_apiserver() {
 # start_tp_apiserver NAME DIR PORT ETCD_URLS: the API server of tenant partition DIR.
 start_tp_apiserver() {
 	local name=$1 dir=$2 port=$3 etcd=$4
-	start_apiserver "$name" "$dir" "$port" "$etcd" "$URSA_BUILD_DIR/src/tenant-partition/ursa-tp-apiserver"
+	start_apiserver "$name" "$dir" "$port" "$etcd" "$URSA_BUILD_DIR/src/tenant-partition/ursa-tp-apiserver" \
+		--service-account-signing-key-file "$URSA_STATE/signing-key.pem"
 	URSA_PARTITIONS+=("tp $dir https://127.0.0.1:$port")
 	URSA_SUMMARY+=("$name: tenant partition $dir API server https://127.0.0.1:$port (log $URSA_STATE/$dir/apiserver.log)")
 }

@@ -24,6 +24,7 @@ enum {
 	SUB_BINDING = 1 << 2,  /* pods: POST Binding sets spec.nodeName and PodScheduled */
 	SUB_EVICTION = 1 << 3, /* pods: POST policy/v1 Eviction deletes the pod */
 	SUB_LOG = 1 << 4,      /* pods: GET log streamed from the node's kubelet */
+	SUB_TOKEN = 1 << 5,    /* serviceaccounts: POST authentication.k8s.io/v1 TokenRequest */
 };
 
 /* One column of a Table response (meta.k8s.io/v1 TableColumnDefinition). */
@@ -90,12 +91,18 @@ struct api_resource {
 	/* Its writes are heartbeats (node leases: hundreds a second, each alone): they may wait
 	 * --etcd-heartbeat-linger-ms to share an etcd txn (etcd_lazy_prefix_add). */
 	bool heartbeat;
+	/* Create-only and never stored (access reviews, token reviews): no etcd prefix, no watch
+	 * cache; POST is answered by the API server's handler for the plural (apiserver/reviews.c). */
+	bool ephemeral;
 };
 
 /* Kinds in src/common/kinds/: one strategy each, shared by every API server that serves them. */
 extern const struct api_strategy strategy_tenant, strategy_namespace, strategy_pod, strategy_configmap,
 	strategy_secret, strategy_serviceaccount, strategy_event, strategy_service, strategy_deployment,
-	strategy_replicaset, strategy_lease;
+	strategy_replicaset, strategy_lease, strategy_resourcequota, strategy_limitrange;
+/* src/common/kinds/rbac.c: the RBAC kinds, and the create-only reviews (no stored state). */
+extern const struct api_strategy strategy_role, strategy_clusterrole, strategy_rolebinding,
+	strategy_clusterrolebinding, strategy_review;
 
 /* Name validators (src/common/selector/names.c) and generic metadata validation (src/common/api/validation.c). */
 bool valid_dns1123_label(const char *s);     /* [a-z0-9]([-a-z0-9]*[a-z0-9])?, <= 63 */

@@ -17,6 +17,8 @@ struct apiserver_options {
 	const char *token_file;      /* static tokens (CSV) */
 	const char *token_public_key;/* verifies signed tokens */
 	const char *identity_key;    /* gateways' identity-assertion key (auth.h); NULL: not accepted */
+	/* PEM private key signing service-account tokens (serviceaccounts/token); NULL: not served */
+	const char *sa_signing_key;
 	const char *partition_id;
 	const char *region_token_file; /* bearer token this server uses towards other partitions */
 	const char *region_ca_file;    /* CA bundle for those connections and kubelets' */
@@ -40,6 +42,11 @@ void apiserver_stop(struct apiserver *s);
 /* Creates an object directly in storage, with the same defaulting and validation as the API
  * (for server-side hooks). obj is borrowed. 0, E_ALREADY_EXISTS, E_INVALID, ... */
 int apiserver_create(struct apiserver *s, const char *plural, const char *tenant, const char *ns, const json_t *obj);
+
+/* Creates the default RBAC roles and bindings of tenant that are missing (servers that serve
+ * RBAC; a no-op elsewhere). The server also does this at start for the system tenant and every
+ * tenant that lacks them. */
+void apiserver_bootstrap_tenant(struct apiserver *s, const char *tenant);
 
 /* What distinguishes one API server daemon from another. */
 struct apiserver_daemon {

@@ -20,10 +20,27 @@ struct identity {
 	char *tenant;   /* never NULL once authenticated; "system" by default */
 	char **groups;  /* owned array of owned strings */
 	size_t ngroups;
+	/* Service-account tokens only (all NULL for any other identity): the uid of the service
+	 * account (user is SA_USER_PREFIX "<namespace>:<name>", uid the same uid), and the object the
+	 * token is bound to, if any: kind "Pod" or "Secret", its name (in the same namespace) and uid.
+	 * The API servers refuse the identity once either is gone (apiserver/tokens.c). Owned. */
+	char *sa_uid;
+	char *bound_kind, *bound_name, *bound_uid;
 };
+/* Service accounts: user names, their groups (as Kubernetes), and the audience of the API. */
+#define SA_USER_PREFIX "system:serviceaccount:"
+#define GROUP_SERVICEACCOUNTS "system:serviceaccounts"
+#define GROUP_AUTHENTICATED "system:authenticated"
+/* A signed token that carries "aud" authenticates to the API (gateways, API servers) only if it
+ * lists this audience; tokens without "aud" (ursactl kubeconfig's) are API tokens. It is also the
+ * tokens' issuer ("iss"). TokenRequest's default audience. */
+#define API_AUDIENCE "ursa"
 void identity_release(struct identity *id);
 void identity_copy(const struct identity *src, struct identity *ret);
 bool identity_in_group(const struct identity *id, const char *group);
+/* For a service account's user name (SA_USER_PREFIX "<ns>:<name>", both non-empty, name without
+ * ':'): 0 with new strings in *ret_ns and *ret_name; -1 for any other user name. */
+int sa_user_split(const char *user, char **ret_ns, char **ret_name);
 /* A system:masters member of tenant system: may reach every tenant. */
 bool identity_is_system_admin(const struct identity *id);
 /* True if id may act inside tenant (its own tenant, or a system admin). */
@@ -57,11 +74,27 @@ void authn_free(struct authn *a);
 /* Authenticates a bearer token (without "Bearer "). E_UNAUTHORIZED if unknown, badly signed or
  * expired. Thread-safe. */
 int authn_token(struct authn *a, const char *token, struct identity *ret);
+/* The same for a given audience: a signed token with an "aud" claim must list audience; one
+ * without, and a static token, are API tokens (API_AUDIENCE) only. authn_token is this with
+ * API_AUDIENCE. */
+int authn_token_for(struct authn *a, const char *token, const char *audience, struct identity *ret);
 
 /* Signed tokens: header {"alg":"RS256"|"ES256","typ":"JWT"}, claims {"iss":"ursa","sub":user,
  * "uid":..,"tenant":..,"groups":[..],"iat":..,"exp":..}. The key is a PEM private key file.
  * ttl_s 0 means no expiry. Returns a new string, or NULL with a message in *ret_err. */
 char *jwt_sign_file(const char *private_key_file, const struct identity *id, int64_t ttl_s, char **ret_err);
+/* A private key held for signing many tokens (an API server's service-account tokens). */
+struct jwt_signer;
+/* 0 and a new signer, or -1 with a new message in *ret_err. */
+int jwt_signer_load(const char *private_key_file, struct jwt_signer **ret, char **ret_err);
+void jwt_signer_free(struct jwt_signer *s);
+/* Signs id's claims as jwt_sign_file does (service-account identities add {"kubernetes.io":
+ * {"namespace":..,"serviceaccount":{"name":..,"uid":..},"pod"|"secret":{"name":..,"uid":..}}}),
+ * plus "nbf" = now and "aud" listing aud[0..naud) (no "aud" when naud is 0), expiring at
+ * now + ttl_s (ttl_s > 0). Returns a new string, or NULL with a new message in *ret_err.
+ * Thread-safe. */
+char *jwt_signer_sign(const struct jwt_signer *s, const struct identity *id, const char *const *aud, size_t naud,
+		      time_t now, int64_t ttl_s, char **ret_err);
 /* Generates an RSA-2048 key pair as PEM files (private mode 0600). 0 or -1. */
 int keypair_generate(const char *private_path, const char *public_path);
 

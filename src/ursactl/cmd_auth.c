@@ -1,6 +1,7 @@
 /* Credentials subcommands: keygen, token, kubeconfig. */
 #include "ursactl.h"
 #include "auth/auth_internal.h"
+#include "ursa/rbac.h"
 #include "ursa/xalloc.h"
 #include <errno.h>
 #include <openssl/evp.h>
@@ -17,21 +18,22 @@ const struct flag_spec keygen_flags[] = {
 	{ NULL, NULL, NULL, false },
 };
 
-#define IDENTITY_FLAGS                                                                        \
+#define IDENTITY_FLAGS(groups_help)                                                           \
 	{ "tenant", "T", "Tenant of the user (a DNS label; \"system\" for operators)", true }, \
 	{ "user", "U", "User name (the token's sub claim)", true },                            \
 	{ "uid", "X", "User UID (omitted when not given)", false },                           \
-	{ "groups", "G1,G2", "Comma-separated groups, e.g. system:masters", false },          \
+	{ "groups", "G1,G2", groups_help, false },                                              \
 	{ "ttl", "DURATION", "Lifetime such as 24h, 90m, 7d; 0 for no expiry (default " DEFAULT_TTL ")", false }, \
 	{ "signing-key", "FILE", "PEM private key (default $URSA_SIGNING_KEY, else <region>/signing-key.pem)", false }
 
 const struct flag_spec token_flags[] = {
-	IDENTITY_FLAGS,
+	IDENTITY_FLAGS("Comma-separated groups, e.g. system:masters"),
 	{ NULL, NULL, NULL, false },
 };
 
 const struct flag_spec kubeconfig_flags[] = {
-	IDENTITY_FLAGS,
+	IDENTITY_FLAGS("Comma-separated groups, e.g. system:masters; exactly these. Without --groups the user is an "
+		       "administrator of the tenant (group " GROUP_TENANT_ADMINS ")"),
 	{ "server", "URL", "API server URL (default $URSA_SERVER, else the line in <region>/server)", false },
 	{ "certificate-authority", "FILE", "CA certificate to embed (default $URSA_CA_FILE, else <region>/ca.crt)", false },
 	{ "context", "NAME", "Name of the context (default USER@TENANT)", false },
@@ -91,9 +93,9 @@ static void add_groups(struct identity *id, const char *list)
 	}
 }
 
-/* Signs a token for the identity the flags describe. Returns a new string or NULL after
- * printing why. */
-static char *mint_token(const struct flags *f)
+/* Signs a token for the identity the flags describe, in groups default_groups when --groups is
+ * not given. Returns a new string or NULL after printing why. */
+static char *mint_token(const struct flags *f, const char *default_groups)
 {
 	const char *tenant = flag_get(f, "tenant"), *ttl_s = flag_get(f, "ttl");
 	struct identity id = { 0 };
@@ -116,7 +118,7 @@ static char *mint_token(const struct flags *f)
 	id.user = xstrdup(flag_get(f, "user"));
 	id.uid = flag_get(f, "uid") ? xstrdup(flag_get(f, "uid")) : NULL;
 	id.tenant = xstrdup(tenant);
-	add_groups(&id, flag_get(f, "groups"));
+	add_groups(&id, flag_get(f, "groups") ? flag_get(f, "groups") : default_groups);
 	tok = jwt_sign_file(key, &id, ttl, &err);
 	if (!tok)
 		fail("cannot sign a token: %s", err);
@@ -130,7 +132,7 @@ out:
 
 int cmd_token(const struct command *cmd, const struct flags *f)
 {
-	char *tok = mint_token(f);
+	char *tok = mint_token(f, NULL);
 	if (!tok)
 		return EXIT_FAIL;
 	printf("%s\n", tok);
@@ -231,7 +233,7 @@ int cmd_kubeconfig(const struct command *cmd, const struct flags *f)
 			 "URSA_CA_FILE", "ca.crt", &hint);
 	if (ca && ca_data(ca, &ca64) != EXIT_OK)
 		goto out;
-	tok = mint_token(f);
+	tok = mint_token(f, GROUP_TENANT_ADMINS);
 	if (!tok)
 		goto out;
 	ctx = flag_get(f, "context") ? xstrdup(flag_get(f, "context"))

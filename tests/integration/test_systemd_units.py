@@ -472,11 +472,14 @@ def start_apiservers():
     for name, inst in (("ursa-tp-apiserver@.service", "tp-1"), ("ursa-rm-apiserver@.service", "rm-az-1")):
         port = h.free_port()
         kind = UNITS[name][0]
-        start_unit(name, inst, dict(common_tls(), **{
+        env = dict(common_tls(), **{
             "URSA_LISTEN": "127.0.0.1:%d" % port, "URSA_ETCD_SERVERS": S["etcd"][inst],
             "URSA_REGION_TOKEN_FILE": os.path.join(S["etc"], "region.token"),
             "URSA_KUBELET_TOKEN_FILE": os.path.join(S["etc"], "kubelet-client.token"),
-            "URSA_REGION_CA_FILE": S["ca"], "URSA_WORKERS": "4"}))
+            "URSA_REGION_CA_FILE": S["ca"], "URSA_WORKERS": "4"})
+        if kind == "tp-apiserver":
+            env["URSA_SERVICE_ACCOUNT_SIGNING_KEY_FILE"] = os.path.join(S["etc"], "signing-key.pem")
+        start_unit(name, inst, env)
         S["api"][inst] = "https://127.0.0.1:%d" % port
         p, log = S["procs"]["%s@%s" % (name, inst)]
         wait_http(admin(inst), "/readyz", kind + "@" + inst, p, log, timeout=45)

@@ -597,6 +597,7 @@ class ApiServer:
              "--etcd-servers", self.etcd_servers, "--etcd-prefix", "/registry",
              "--token-auth-file", self.token_file,
              "--token-signing-public-key", self.signing_pub,
+             "--service-account-signing-key-file", self.signing_key,
              "--partition-id", self.partition_id, "--log-level", "debug"]
         if self.tls:
             a += ["--tls-cert-file", self.cert_file, "--tls-private-key-file", self.key_file]

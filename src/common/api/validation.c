@@ -210,6 +210,19 @@ void validate_immutable(const json_t *now, const json_t *old, const char *field,
 		field_error_invalid_json(errs, field, now, "field is immutable");
 }
 
+/* A name that is one path segment (RBAC objects): not "." or "..", no '/' or '%', at most 253
+ * bytes. NULL when valid. */
+static const char *path_segment_name_error(const char *s)
+{
+	if (!strcmp(s, ".") || !strcmp(s, ".."))
+		return "may not be '.' or '..'";
+	if (strchr(s, '/') || strchr(s, '%'))
+		return "may not contain '/' or '%'";
+	if (strlen(s) > 253)
+		return "must be no more than 253 characters";
+	return NULL;
+}
+
 /* metadata.name: required, then the resource's name rule. */
 static void validate_name(const struct api_resource *r, const json_t *meta, struct field_errors *errs)
 {
@@ -229,6 +242,8 @@ static void validate_name(const struct api_resource *r, const json_t *meta, stru
 		why = dns1123_label_error(name);
 	else if (!strcmp(plural, "services"))
 		why = dns1035_label_error(name);
+	else if (r->group && !strcmp(r->group, "rbac.authorization.k8s.io"))
+		why = path_segment_name_error(name); /* "system:discovery" is a role's name */
 	else
 		why = dns1123_subdomain_error(name);
 	if (why)

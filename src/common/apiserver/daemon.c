@@ -39,6 +39,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 	const char *listen = d->default_listen, *etcd = "http://127.0.0.1:2379", *prefix = "/registry";
 	const char *cert = NULL, *key = NULL, *tokens = NULL, *pubkey = NULL, *partition = d->default_partition;
 	const char *level = "info", *region_token = NULL, *region_ca = NULL, *idkey = NULL, *kubelet_token = NULL;
+	const char *sa_key = NULL;
 	long long workers = 16, linger = d->default_write_linger_ms, hb_linger = 40, trees_mb = 64;
 	const struct opt opts[] = {
 		{ "listen", OPT_STRING, &listen, "address and port to serve on (IPv4:PORT)" },
@@ -49,6 +50,9 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		{ "token-auth-file", OPT_STRING, &tokens, "static bearer tokens: CSV token,user,uid,\"groups\",tenant" },
 		{ "token-signing-public-key", OPT_STRING, &pubkey, "PEM public key verifying signed (JWT) tokens" },
 		{ "identity-key-file", OPT_STRING, &idkey, "secret shared with the region's gateways: accept the caller identity they assert (X-Ursa-Identity)" },
+		{ "service-account-signing-key-file", OPT_STRING, &sa_key,
+		  "PEM private key signing service-account tokens (serviceaccounts/token; the region's signing key, "
+		  "whose public half every --token-signing-public-key holds)" },
 		{ "partition-id", OPT_STRING, &partition, "this partition's id in the region" },
 		{ "region-token-file", OPT_STRING, &region_token, "bearer token for reaching the region's other partitions" },
 		{ "region-ca-file", OPT_STRING, &region_ca, "CA bundle for those connections and the kubelets'" },
@@ -85,7 +89,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	struct apiserver_options o = {
 		.component = d->component, .listen = listen, .tls_cert = cert, .tls_key = key, .etcd_servers = etcd,
-		.etcd_prefix = prefix, .token_file = tokens, .token_public_key = pubkey, .identity_key = idkey, .partition_id = partition,
+		.etcd_prefix = prefix, .token_file = tokens, .token_public_key = pubkey, .identity_key = idkey, .sa_signing_key = sa_key, .partition_id = partition,
 		.region_token_file = region_token, .region_ca_file = region_ca, .kubelet_token_file = kubelet_token,
 		.workers = (unsigned)workers, .resources = d->resources, .nresources = d->nresources,
 		.on_created = d->on_created, .etcd_write_linger_ms = linger,

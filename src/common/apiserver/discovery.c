@@ -19,6 +19,7 @@ static const struct {
 	{ SUB_BINDING, "binding", "", "v1", "Binding", { "create", NULL } },
 	{ SUB_EVICTION, "eviction", "policy", "v1", "Eviction", { "create", NULL } },
 	{ SUB_LOG, "log", "", "v1", "Pod", { "get", NULL } },
+	{ SUB_TOKEN, "token", "authentication.k8s.io", "v1", "TokenRequest", { "create", NULL } },
 };
 
 static void reply_text(struct http_reply *rp, int code, const char *ct, const char *text)
@@ -39,7 +40,7 @@ static void reply_obj(struct http_reply *rp, json_t *obj /* stolen */)
 static bool all_caches_ready(struct apiserver *s)
 {
 	for (size_t i = 0; i < s->nres; i++)
-		if (!wcache_ready(s->res[i].cache))
+		if (s->res[i].cache && !wcache_ready(s->res[i].cache))
 			return false;
 	return true;
 }
@@ -112,7 +113,8 @@ static json_t *resource_list(struct apiserver *s, const char *group, const char 
 			json_array_append_new(shorts, json_string(r->short_names[k]));
 		json_t *e = json_pack("{s:s,s:s,s:b,s:s,s:o,s:o}", "name", r->plural, "singularName", r->singular,
 				      "namespaced", r->scope == SCOPE_NAMESPACE, "kind", r->kind, "verbs",
-				      verbs_json(all_verbs, 8), "shortNames", shorts);
+				      r->ephemeral ? verbs_json((const char *const[]){ "create" }, 1) : verbs_json(all_verbs, 8),
+				      "shortNames", shorts);
 		if (strcmp(r->plural, "pods") == 0 || strcmp(r->plural, "deployments") == 0 ||
 		    strcmp(r->plural, "replicasets") == 0 || strcmp(r->plural, "services") == 0 ||
 		    strcmp(r->plural, "daemonsets") == 0)

@@ -26,12 +26,30 @@ struct served {
 	unsigned index;        /* position in the table (metrics) */
 };
 
+/* The RBAC authorizer and the thread feeding it from the RBAC kinds' watch caches (authz.c). */
+#define AUTHZ_FEEDS 4
+struct rbac;
+struct rbac_attrs;
+struct authz {
+	struct apiserver *s;
+	struct rbac *rbac;
+	struct served *sv[AUTHZ_FEEDS];
+	struct watcher *w[AUTHZ_FEEDS];
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	bool pending;
+	atomic_bool ready, stopping;
+};
+
 struct apiserver {
 	struct apiserver_options o;
+	struct authz *authz; /* NULL: the server serves no RBAC kinds (fixed rules only) */
 	struct etcd *etcd;
 	struct authn *authn;
 	struct tokcache *tokens; /* bearer tokens authn accepted lately (ursa/auth.h) */
 	struct idkey *idkey;     /* gateways' assertions; NULL: not accepted */
+	struct jwt_signer *sa_signer; /* service-account tokens; NULL: TokenRequest not served */
 	struct http_server *http;
 	struct served *res;
 	size_t nres;
@@ -41,6 +59,7 @@ struct apiserver {
 	struct metrics *metrics;
 	char *region_token; /* read from o.region_token_file */
 	char *kubelet_token; /* read from o.kubelet_token_file, else the region token's copy */
+	struct quota *quota; /* quota.c: usage followed from the caches; NULL when no ResourceQuotas are served */
 };
 
 /* One API request being answered. */
@@ -62,6 +81,7 @@ struct req {
 	json_t *(*present)(struct req *q, const json_t *obj);
 	int success_code;
 	int replied_code;  /* the HTTP code of the reply, once sent (also without an HTTP request) */
+	uint64_t quota_resv; /* quota.c: the reservation admit_quota left for this create (0: none) */
 };
 
 /* status.c: Status error replies. kind_plural/name fill details when not NULL. */
@@ -148,6 +168,60 @@ int parse_filter(struct req *q, struct req_filter *f);
 void req_filter_release(struct req_filter *f);
 bool filter_matches_cobj(const struct served *sv, const struct req_filter *f, const struct cobj *o);
 const char *cobj_field_value(const struct served *sv, const struct cobj *o, const char *label);
+
+/* authz.c ------------------------------------------------------------------------------------
+ * authz_start follows the RBAC caches when the server serves the four RBAC kinds (0, or -1 if
+ * its thread cannot start); authz_stop ends it. authz_ready: the first state of every RBAC kind
+ * has been read (always true without RBAC). */
+int authz_start(struct apiserver *s);
+void authz_stop(struct apiserver *s);
+bool authz_ready(struct apiserver *s);
+/* Decides a request that passed scope_request's fixed rules, for callers RBAC decides (not
+ * system masters, SREs or nodes). 0, or -1 with a 403 (or 503 before the authorizer is ready)
+ * sent. */
+int authorize(struct req *q);
+/* Decides for any identity (reviews): the fixed rules, then RBAC. */
+bool authz_decide(struct apiserver *s, const struct identity *id, const char *tenant, const struct rbac_attrs *at,
+		  struct buf *ret_reason);
+
+/* admission.c: the admission chain, run on every create (old NULL) and every update of the
+ * main resource, after validation and before the write: RBAC's escalation check, quotas, ...
+ * Each step may change obj (defaults, e.g. a LimitRange's) or refuse it. Requests without an
+ * HTTP request (apiserver_create, the server's own writes) are not admitted. 0, or -1 with
+ * the reply sent. */
+int admit(struct req *q, json_t *obj, const json_t *old);
+/* authz.c: creating or changing a Role or ClusterRole needs every rule it grants (or the
+ * escalate verb), a binding needs the rules of its role (or the bind verb on it). */
+int admit_rbac(struct req *q, json_t *obj, const json_t *old);
+/* quota.c: a LimitRange's defaults and bounds for a pod being created (403 past a bound);
+ * ResourceQuotas and the tenant quota for an object being created (403 with Kubernetes'
+ * message). admit_quota leaves a reservation (q->quota_resv) that the watch takes over when the
+ * object arrives; a create that fails after admission gives it back with quota_release. */
+int admit_limitrange(struct req *q, json_t *obj, const json_t *old);
+int admit_quota(struct req *q, json_t *obj, const json_t *old);
+void quota_release(struct req *q, const json_t *obj);
+/* quota.c: follows the caches and writes quota status; NULL when resourcequotas are not served.
+ * Started after the caches, stopped before them. */
+struct quota *quota_start(struct apiserver *s);
+void quota_stop(struct quota *qs);
+
+/* tokens.c (service accounts): a caller authenticated as a service account
+ * (system:serviceaccount:<ns>:<name>) whose token's service account, or the pod or secret it
+ * was bound to, no longer exists (uid compared) is refused: 0, or E_UNAUTHORIZED. Others: 0. */
+int sa_token_check(struct req *q);
+/* tokens.c: authentication.k8s.io/v1 TokenReview and SelfSubjectReview (ephemeral creates):
+ * obj is the request body; reply sent. */
+void review_token(struct req *q, json_t *obj);
+void review_self_subject(struct req *q, json_t *obj);
+/* tokens.c: POST serviceaccounts/<name>/token (TokenRequest). Replies. */
+void handle_token_request(struct req *q);
+/* reviews.c: authorization.k8s.io/v1 access reviews. */
+void review_access(struct req *q, json_t *obj);
+void review_rules(struct req *q, json_t *obj);
+
+/* reviews.c: create-only resources that are never stored (api_resource.ephemeral): access
+ * reviews, token reviews, self subject reviews. Replies. */
+void handle_ephemeral(struct req *q);
 
 /* logproxy.c: streams a bound pod's container log from its kubelet. Replies. */
 void proxy_pod_log(struct req *q, const json_t *pod);

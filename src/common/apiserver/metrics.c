@@ -125,7 +125,8 @@ void metrics_render(struct apiserver *s, struct buf *out)
 	buf_adds(out, "# HELP ursa_apiserver_cache_objects Objects in each watch cache.\n"
 		      "# TYPE ursa_apiserver_cache_objects gauge\n");
 	for (size_t i = 0; i < s->nres; i++)
-		buf_addf(out, "ursa_apiserver_cache_objects{resource=\"%s\"} %zu\n", s->res[i].r->plural,
+		if (s->res[i].cache)
+			buf_addf(out, "ursa_apiserver_cache_objects{resource=\"%s\"} %zu\n", s->res[i].r->plural,
 			 wcache_size(s->res[i].cache));
 	unsigned long long txns, ops, used, missed;
 	wcache_hint_stats(&used, &missed);
@@ -145,7 +146,8 @@ void metrics_render(struct apiserver *s, struct buf *out)
 	buf_adds(out, "# HELP ursa_apiserver_cache_tree_bytes Estimated memory of the parsed trees each watch cache "
 		      "keeps (--watch-cache-trees-mb).\n# TYPE ursa_apiserver_cache_tree_bytes gauge\n");
 	for (size_t i = 0; i < s->nres; i++)
-		buf_addf(out, "ursa_apiserver_cache_tree_bytes{resource=\"%s\"} %zu\n", s->res[i].r->plural,
+		if (s->res[i].cache)
+			buf_addf(out, "ursa_apiserver_cache_tree_bytes{resource=\"%s\"} %zu\n", s->res[i].r->plural,
 			 wcache_tree_bytes(s->res[i].cache));
 	etcd_write_stats(s->etcd, &txns, &ops);
 	buf_addf(out, "# HELP ursa_etcd_write_txns_total etcd txns carrying conditional writes.\n# TYPE ursa_etcd_write_txns_total counter\n"

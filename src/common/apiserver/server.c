@@ -31,8 +31,10 @@ static struct served *find_resource(struct apiserver *s, const struct path_info 
 static int authenticate(struct req *q)
 {
 	const char *a = http_header(q->http, IDENTITY_HEADER);
-	if (a)
-		return identity_assertion_verify(q->s->idkey, a, strlen(a), time(NULL), &q->id);
+	if (a) {
+		int rc = identity_assertion_verify(q->s->idkey, a, strlen(a), time(NULL), &q->id);
+		return rc < 0 ? rc : sa_token_check(q);
+	}
 	const char *h = http_header(q->http, "Authorization");
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0 || !q->s->authn)
 		return E_UNAUTHORIZED;
@@ -42,11 +44,11 @@ static int authenticate(struct req *q)
 	size_t len = strlen(tok);
 	time_t now = time(NULL);
 	if (tokcache_get(q->s->tokens, tok, len, now, &q->id) == 0)
-		return 0;
+		return sa_token_check(q);
 	int rc = authn_token(q->s->authn, tok, &q->id);
 	if (rc == 0)
 		tokcache_put(q->s->tokens, tok, len, &q->id, now);
-	return rc;
+	return rc < 0 ? rc : sa_token_check(q);
 }
 
 static const char *verb_of(struct req *q)
@@ -154,7 +156,9 @@ static int scope_request(struct req *q)
 		}
 	}
 	bool admin = identity_is_system_admin(&q->id);
-	bool write = strcmp(q->verb, "get") != 0 && strcmp(q->verb, "list") != 0 && strcmp(q->verb, "watch") != 0;
+	/* a review's create stores nothing: it is a question, allowed to readers */
+	bool write = strcmp(q->verb, "get") != 0 && strcmp(q->verb, "list") != 0 && strcmp(q->verb, "watch") != 0 &&
+		     !r->ephemeral;
 	bool node = identity_is_node(&q->id);
 	q->node = identity_node_name(&q->id);
 	if (node && !node_may(q, r, write)) {
@@ -212,6 +216,13 @@ static int scope_request(struct req *q)
 
 static void dispatch(struct req *q)
 {
+	if (q->res->r->ephemeral) {
+		if (strcmp(q->verb, "create") == 0 && !q->path.subresource)
+			handle_ephemeral(q);
+		else
+			reply_status(q, E_METHOD, "the server does not allow this method on the requested resource");
+		return;
+	}
 	if (q->path.subresource) {
 		handle_subresource(q);
 		return;
@@ -260,7 +271,7 @@ static void on_http(void *ud, struct http_request *hr, struct http_reply *rp)
 		reply_status(&q, E_METHOD, "the server does not allow this method on the requested resource");
 		goto out;
 	}
-	if (scope_request(&q) < 0)
+	if (scope_request(&q) < 0 || authorize(&q) < 0)
 		goto out;
 	q.table = wants_table(&q);
 	dispatch(&q);
@@ -282,6 +293,8 @@ static void served_init(struct apiserver *s)
 		sv->r = &s->o.resources[i];
 		sv->index = (unsigned)i;
 		sv->prefix = xasprintf("%s/%s/", s->o.etcd_prefix, sv->r->plural);
+		if (sv->r->ephemeral)
+			continue;
 		if (sv->r->heartbeat)
 			etcd_lazy_prefix_add(s->etcd, sv->prefix);
 		struct wcache_options wo = { .key_prefix = sv->prefix,
@@ -322,6 +335,14 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 			goto fail;
 		}
 	}
+	if (o->sa_signing_key) {
+		char *err = NULL;
+		if (jwt_signer_load(o->sa_signing_key, &s->sa_signer, &err) < 0) {
+			*ret_err = xasprintf("service-account signing key: %s", err ? err : "failed");
+			free(err);
+			goto fail;
+		}
+	}
 	if (o->region_token_file && !(s->region_token = auth_read_token_file(o->region_token_file, ret_err)))
 		goto fail;
 	if (o->kubelet_token_file) {
@@ -333,6 +354,11 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 	s->metrics = metrics_new(o->nresources);
 	atomic_store(&s->etcd_ok, etcd_healthy(s->etcd));
 	served_init(s);
+	s->quota = quota_start(s);
+	if (authz_start(s) < 0) {
+		*ret_err = xstrdup("cannot start the authorizer");
+		goto fail;
+	}
 	struct http_server_options ho = {
 		.listen = o->listen, .tls_cert = o->tls_cert, .tls_key = o->tls_key, .threads = o->workers,
 	};
@@ -355,6 +381,8 @@ void apiserver_stop(struct apiserver *s)
 		watch_ticker_stop(s);
 		http_server_stop(s->http);
 	}
+	authz_stop(s);
+	quota_stop(s->quota);
 	for (size_t i = 0; i < s->nres; i++) {
 		wcache_free(s->res[i].cache);
 		free(s->res[i].prefix);
@@ -363,6 +391,7 @@ void apiserver_stop(struct apiserver *s)
 	authn_free(s->authn);
 	tokcache_free(s->tokens);
 	idkey_free(s->idkey);
+	jwt_signer_free(s->sa_signer);
 	etcd_free(s->etcd);
 	metrics_free(s->metrics);
 	free(s->region_token);

@@ -40,8 +40,9 @@ static void reply_status_v(struct req *q, int err, const char *name, json_t *cau
 	struct buf msg = BUF_INIT;
 	buf_vaddf(&msg, fmt, ap);
 	const char *kind = q->res ? q->res->r->plural : NULL;
-	json_t *st = status_object(err, buf_cstr(&msg), name, name || causes ? kind : NULL, causes);
-	if (q->res && (err == E_INVALID) && q->res->r->group[0])
+	bool typed = name || causes || err == E_FORBIDDEN; /* a 403 names the kind, as Kubernetes' */
+	json_t *st = status_object(err, buf_cstr(&msg), name, typed ? kind : NULL, causes);
+	if (q->res && (err == E_INVALID || err == E_FORBIDDEN) && q->res->r->group[0] && json_object_get(st, "details"))
 		json_object_set_new(json_object_get(st, "details"), "group", json_string(q->res->r->group));
 	if ((err == E_UNAVAILABLE || err == E_TOO_MANY) && q->reply)
 		http_reply_header(q->reply, "Retry-After", "1");

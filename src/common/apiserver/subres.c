@@ -1,4 +1,4 @@
-/* Subresources: status, scale, binding, eviction, log. Each is an entry in one table. */
+/* Subresources: status, scale, binding, eviction, log, token (tokens.c). Each is an entry in one table. */
 #include "internal.h"
 #include "ursa/jsonutil.h"
 #include "ursa/timeutil.h"
@@ -286,6 +286,7 @@ static const struct {
 	{ "binding", SUB_BINDING, "create", do_binding },
 	{ "eviction", SUB_EVICTION, "create", do_eviction },
 	{ "log", SUB_LOG, "get", do_log },
+	{ "token", SUB_TOKEN, "create", handle_token_request },
 };
 
 void handle_subresource(struct req *q)

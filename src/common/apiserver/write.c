@@ -328,9 +328,10 @@ void do_create(struct req *q, json_t *obj)
 			     q->path.name);
 		goto out;
 	}
-	if (check_parents(q) < 0)
+	if (check_parents(q) < 0 || admit(q, obj, NULL) < 0)
 		goto out;
 	if (dry_run(q)) {
+		quota_release(q, obj);
 		reply_json(q, 201, obj);
 		goto out;
 	}
@@ -341,6 +342,7 @@ void do_create(struct req *q, json_t *obj)
 	metrics_etcd(q->s->metrics, "create", mono_us() - t0);
 	if (rc < 0) {
 		wcache_expect_cancel(q->res->cache, key, obj);
+		quota_release(q, obj);
 		reply_storage_error(q, rc, name);
 		goto out;
 	}
@@ -556,6 +558,12 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 		bump_generation(r, old, obj);
 		if (validate_mode(q, obj, old, mode == UPDATE_MAIN) < 0) {
 			rc = E_INVALID;
+			if (cached)
+				goto stale;
+			goto out;
+		}
+		if (mode == UPDATE_MAIN && admit(q, obj, old) < 0) {
+			rc = E_FORBIDDEN;
 			if (cached)
 				goto stale;
 			goto out;

@@ -14,6 +14,7 @@
 #define AUTH_TOKEN_FILE_MAX (16 * 1024 * 1024)
 #define AUTH_FIELD_MAX 1024                 /* user, uid, tenant, one group name */
 #define AUTH_GROUPS_MAX 256
+#define AUTH_AUDIENCES_MAX 32                /* entries of a token's "aud" */
 #define AUTH_JSON_DEPTH 4                   /* header and claims: {"groups":[...]} is depth 2 */
 
 /* ---- base64url (RFC 4648 section 5, no padding) ---- */
@@ -64,7 +65,8 @@ char *jwt_sign_raw(EVP_PKEY *key, const char *alg, const char *header_json, cons
 char *jwt_sign(EVP_PKEY *key, const struct identity *id, time_t now, int64_t ttl_s, char **ret_err);
 /* Why id cannot be put in a token (static text), or NULL if it can. */
 const char *jwt_check_identity(const struct identity *id);
-/* The claims of id (iss, sub, uid, tenant, groups, iat, exp when ttl_s): a new reference. */
+/* The claims of id (iss, sub, uid, tenant, groups, iat, exp when ttl_s; kubernetes.io for a
+ * service account): a new reference. */
 json_t *jwt_identity_claims(const struct identity *id, time_t now, int64_t ttl_s);
 /* Verifies token against key at time now and fills *ret (written only on success).
  * Returns 0 or E_UNAUTHORIZED. Safe to call from several threads with one key. */
@@ -72,6 +74,14 @@ int jwt_verify(EVP_PKEY *key, const char *token, size_t len, time_t now, struct 
 /* Validates decoded claims JSON (iss, sub, tenant, uid, groups, exp, nbf) at time now and fills
  * *ret (only on success). Exposed for fuzzing. Returns 0 or E_UNAUTHORIZED. */
 int jwt_claims_identity(const char *json, size_t len, time_t now, struct identity *ret);
+/* The same two for a given audience (the two above use API_AUDIENCE): claims with "aud" (a
+ * string or an array of at most AUTH_AUDIENCES_MAX strings) must list audience; claims without
+ * it are accepted for API_AUDIENCE only. A "kubernetes.io" claim makes a service-account
+ * identity: it must name the namespace and service account (name, uid) that "sub" names
+ * (SA_USER_PREFIX "<ns>:<name>"), and at most one of "pod", "secret" (name, uid). */
+int jwt_verify_for(EVP_PKEY *key, const char *token, size_t len, time_t now, const char *audience,
+		   struct identity *ret);
+int jwt_claims_identity_for(const char *json, size_t len, time_t now, const char *audience, struct identity *ret);
 
 /* ---- identity assertions ---- */
 /* A key from bytes (no length check: idkey_load enforces the minimum). */

@@ -103,18 +103,25 @@ void authn_free(struct authn *a)
 
 int authn_token(struct authn *a, const char *token, struct identity *ret)
 {
-	if (!a || !token)
+	return authn_token_for(a, token, API_AUDIENCE, ret);
+}
+
+int authn_token_for(struct authn *a, const char *token, const char *audience, struct identity *ret)
+{
+	if (!a || !token || !audience)
 		return E_UNAUTHORIZED;
 	size_t len = strnlen(token, AUTH_TOKEN_MAX + 1);
 	if (len == 0 || len > AUTH_TOKEN_MAX)
 		return E_UNAUTHORIZED;
 	const struct identity *id = tokentab_lookup(a->tokens, token, len);
+	if (id && strcmp(audience, API_AUDIENCE) != 0)
+		return E_UNAUTHORIZED;
 	if (id) {
 		identity_copy(id, ret);
 		return 0;
 	}
 	if (a->key)
-		return jwt_verify(a->key, token, len, time(NULL), ret);
+		return jwt_verify_for(a->key, token, len, time(NULL), audience, ret);
 	return E_UNAUTHORIZED;
 }
 

@@ -14,6 +14,10 @@ void identity_release(struct identity *id)
 	for (size_t i = 0; i < id->ngroups; i++)
 		free(id->groups[i]);
 	free(id->groups);
+	free(id->sa_uid);
+	free(id->bound_kind);
+	free(id->bound_name);
+	free(id->bound_uid);
 	memset(id, 0, sizeof(*id));
 }
 
@@ -29,6 +33,10 @@ void identity_copy(const struct identity *src, struct identity *ret)
 		.uid = dup_or_null(src->uid),
 		.tenant = dup_or_null(src->tenant),
 		.ngroups = src->ngroups,
+		.sa_uid = dup_or_null(src->sa_uid),
+		.bound_kind = dup_or_null(src->bound_kind),
+		.bound_name = dup_or_null(src->bound_name),
+		.bound_uid = dup_or_null(src->bound_uid),
 	};
 	if (src->ngroups) {
 		id.groups = xcalloc(src->ngroups, sizeof(*id.groups));
@@ -42,6 +50,19 @@ void identity_add_group(struct identity *id, const char *group, size_t len)
 {
 	id->groups = xrealloc(id->groups, (id->ngroups + 1) * sizeof(*id->groups));
 	id->groups[id->ngroups++] = xstrndup(group, len);
+}
+
+int sa_user_split(const char *user, char **ret_ns, char **ret_name)
+{
+	size_t plen = strlen(SA_USER_PREFIX);
+	if (!user || strncmp(user, SA_USER_PREFIX, plen) != 0)
+		return -1;
+	const char *ns = user + plen, *colon = strchr(ns, ':');
+	if (!colon || colon == ns || !colon[1] || strchr(colon + 1, ':'))
+		return -1;
+	*ret_ns = xstrndup(ns, (size_t)(colon - ns));
+	*ret_name = xstrdup(colon + 1);
+	return 0;
 }
 
 bool identity_in_group(const struct identity *id, const char *group)

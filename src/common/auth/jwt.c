@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define ES256_HALF 32
-#define ISSUER "ursa"
+#define ISSUER API_AUDIENCE
 
 /* ECDSA signatures are DER in OpenSSL and raw r||s (32 bytes each) in JWS. */
 static int der_to_raw(const unsigned char *der, size_t len, struct buf *out)
@@ -127,6 +127,30 @@ char *jwt_sign_raw(EVP_PKEY *key, const char *alg, const char *header_json, cons
 	return buf_detach(&tok, NULL);
 }
 
+static bool opt_field_ok(const char *s)
+{
+	return s && auth_field_ok(s, strlen(s));
+}
+
+static const char *check_sa(const struct identity *id)
+{
+	char *ns = NULL, *name = NULL;
+	const char *why = NULL;
+	if (!id->sa_uid) {
+		if (id->bound_kind || id->bound_name || id->bound_uid)
+			why = "only a service account's token can be bound to an object";
+	} else if (!opt_field_ok(id->sa_uid) || sa_user_split(id->user, &ns, &name) < 0) {
+		why = "a service account's token needs its uid and user " SA_USER_PREFIX "<namespace>:<name>";
+	} else if (id->bound_kind || id->bound_name || id->bound_uid) {
+		bool kind_ok = id->bound_kind && (!strcmp(id->bound_kind, "Pod") || !strcmp(id->bound_kind, "Secret"));
+		if (!kind_ok || !opt_field_ok(id->bound_name) || !opt_field_ok(id->bound_uid))
+			why = "a token is bound to a Pod or a Secret, by name and uid";
+	}
+	free(ns);
+	free(name);
+	return why;
+}
+
 const char *jwt_check_identity(const struct identity *id)
 {
 	const char *tenant = id->tenant ? id->tenant : TENANT_SYSTEM;
@@ -141,7 +165,7 @@ const char *jwt_check_identity(const struct identity *id)
 	for (size_t i = 0; i < id->ngroups; i++)
 		if (!id->groups[i] || !auth_field_ok(id->groups[i], strlen(id->groups[i])))
 			return "group names must be 1 to 1024 printable characters";
-	return NULL;
+	return check_sa(id);
 }
 
 json_t *jwt_identity_claims(const struct identity *id, time_t now, int64_t ttl_s)
@@ -161,7 +185,37 @@ json_t *jwt_identity_claims(const struct identity *id, time_t now, int64_t ttl_s
 	json_object_set_new(c, "iat", json_integer((json_int_t)now));
 	if (ttl_s)
 		json_object_set_new(c, "exp", json_integer((json_int_t)now + ttl_s));
+	char *ns = NULL, *name = NULL;
+	if (id->sa_uid && sa_user_split(id->user, &ns, &name) == 0) {
+		json_t *k = json_pack("{s:s,s:{s:s,s:s}}", "namespace", ns, "serviceaccount", "name", name, "uid",
+				      id->sa_uid);
+		if (id->bound_kind && id->bound_name && id->bound_uid)
+			json_object_set_new(k, strcmp(id->bound_kind, "Pod") == 0 ? "pod" : "secret",
+					    json_pack("{s:s,s:s}", "name", id->bound_name, "uid", id->bound_uid));
+		json_object_set_new(c, "kubernetes.io", k);
+	}
+	free(ns);
+	free(name);
 	return c;
+}
+
+/* Signs claims c (borrowed); NULL with a new message. */
+static char *sign_claims(EVP_PKEY *key, const char *alg, const json_t *c, char **ret_err)
+{
+	struct buf header = BUF_INIT, claims = BUF_INIT;
+	buf_addf(&header, "{\"alg\":\"%s\",\"typ\":\"JWT\"}", alg);
+	json_dump_buf(c, &claims);
+	char *tok = jwt_sign_raw(key, alg, header.ptr, buf_cstr(&claims));
+	buf_release(&header);
+	buf_release(&claims);
+	if (!tok) {
+		*ret_err = xstrdup("signing failed");
+	} else if (strlen(tok) > AUTH_TOKEN_MAX) {
+		free(tok);
+		tok = NULL;
+		*ret_err = xasprintf("token longer than %d bytes (too many groups?)", AUTH_TOKEN_MAX);
+	}
+	return tok;
 }
 
 char *jwt_sign(EVP_PKEY *key, const struct identity *id, time_t now, int64_t ttl_s, char **ret_err)
@@ -179,21 +233,64 @@ char *jwt_sign(EVP_PKEY *key, const struct identity *id, time_t now, int64_t ttl
 		*ret_err = xstrdup("ttl out of range");
 		return NULL;
 	}
-	struct buf header = BUF_INIT, claims = BUF_INIT;
 	json_t *c = jwt_identity_claims(id, now, ttl_s);
-	buf_addf(&header, "{\"alg\":\"%s\",\"typ\":\"JWT\"}", alg);
-	json_dump_buf(c, &claims);
+	char *tok = sign_claims(key, alg, c, ret_err);
 	json_decref(c);
-	char *tok = jwt_sign_raw(key, alg, header.ptr, buf_cstr(&claims));
-	buf_release(&header);
-	buf_release(&claims);
-	if (!tok) {
-		*ret_err = xstrdup("signing failed");
-	} else if (strlen(tok) > AUTH_TOKEN_MAX) {
-		free(tok);
-		tok = NULL;
-		*ret_err = xasprintf("token longer than %d bytes (too many groups?)", AUTH_TOKEN_MAX);
+	return tok;
+}
+
+struct jwt_signer {
+	EVP_PKEY *key;
+};
+
+int jwt_signer_load(const char *private_key_file, struct jwt_signer **ret, char **ret_err)
+{
+	EVP_PKEY *key = NULL;
+	if (auth_load_private_key(private_key_file, &key, ret_err) < 0)
+		return -1;
+	struct jwt_signer *s = xcalloc(1, sizeof(*s));
+	s->key = key;
+	*ret = s;
+	return 0;
+}
+
+void jwt_signer_free(struct jwt_signer *s)
+{
+	if (!s)
+		return;
+	EVP_PKEY_free(s->key);
+	free(s);
+}
+
+char *jwt_signer_sign(const struct jwt_signer *s, const struct identity *id, const char *const *aud, size_t naud,
+		      time_t now, int64_t ttl_s, char **ret_err)
+{
+	const char *alg = jwt_alg_for_key(s->key), *why = jwt_check_identity(id);
+	if (why || !alg) {
+		*ret_err = xstrdup(why ? why : "unsupported signing key");
+		return NULL;
 	}
+	if (ttl_s <= 0 || ttl_s > INT64_MAX / 2 || naud > AUTH_AUDIENCES_MAX) {
+		*ret_err = xstrdup(naud > AUTH_AUDIENCES_MAX ? "too many audiences" : "ttl out of range");
+		return NULL;
+	}
+	json_t *c = jwt_identity_claims(id, now, ttl_s);
+	json_object_set_new(c, "nbf", json_integer((json_int_t)now));
+	if (naud) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < naud; i++) {
+			if (!opt_field_ok(aud[i])) {
+				json_decref(a);
+				json_decref(c);
+				*ret_err = xstrdup("audiences must be 1 to 1024 printable characters");
+				return NULL;
+			}
+			json_array_append_new(a, json_string(aud[i]));
+		}
+		json_object_set_new(c, "aud", a);
+	}
+	char *tok = sign_claims(s->key, alg, c, ret_err);
+	json_decref(c);
 	return tok;
 }
 
@@ -259,7 +356,72 @@ static bool groups_ok(const json_t *g)
 	return true;
 }
 
+static bool audience_ok(const json_t *aud, const char *audience)
+{
+	if (!aud)
+		return strcmp(audience, API_AUDIENCE) == 0;
+	if (json_is_string(aud))
+		return strcmp(json_string_value(aud), audience) == 0;
+	if (!json_is_array(aud) || json_array_size(aud) > AUTH_AUDIENCES_MAX)
+		return false;
+	bool found = false;
+	size_t i;
+	json_t *v;
+	json_array_foreach(aud, i, v) {
+		if (!json_is_string(v))
+			return false;
+		if (strcmp(json_string_value(v), audience) == 0)
+			found = true;
+	}
+	return found;
+}
+
+/* name and uid of {"name":..,"uid":..} (borrowed), both valid fields, or false. */
+static bool ref_ok(const json_t *o, const char **ret_name, const char **ret_uid)
+{
+	json_t *n = json_object_get(o, "name"), *u = json_object_get(o, "uid");
+	if (!json_is_object(o) || !str_claim_ok(n, false) || !str_claim_ok(u, false))
+		return false;
+	*ret_name = json_string_value(n);
+	*ret_uid = json_string_value(u);
+	return true;
+}
+
+/* The "kubernetes.io" claim k (absent: a plain identity) into id; false if malformed or if it
+ * names another service account than sub. */
+static bool sa_claims(const json_t *k, const char *sub, struct identity *id)
+{
+	if (!k)
+		return true;
+	json_t *ns = json_object_get(k, "namespace"), *pod = json_object_get(k, "pod");
+	json_t *secret = json_object_get(k, "secret");
+	const char *name, *uid, *bname = NULL, *buid = NULL;
+	if (!json_is_object(k) || !str_claim_ok(ns, false) || !ref_ok(json_object_get(k, "serviceaccount"), &name, &uid))
+		return false;
+	if ((pod && secret) || (pod && !ref_ok(pod, &bname, &buid)) || (secret && !ref_ok(secret, &bname, &buid)))
+		return false;
+	char *want_ns = NULL, *want_name = NULL;
+	bool same = sa_user_split(sub, &want_ns, &want_name) == 0 && strcmp(want_ns, json_string_value(ns)) == 0 &&
+		    strcmp(want_name, name) == 0;
+	free(want_ns);
+	free(want_name);
+	if (!same)
+		return false;
+	id->sa_uid = xstrdup(uid);
+	if (bname) {
+		id->bound_kind = xstrdup(pod ? "Pod" : "Secret");
+		id->bound_name = xstrdup(bname);
+		id->bound_uid = xstrdup(buid);
+	}
+	return true;
+}
+
 int jwt_claims_identity(const char *json, size_t len, time_t now, struct identity *ret)
+{
+	return jwt_claims_identity_for(json, len, now, API_AUDIENCE, ret);
+}
+
+int jwt_claims_identity_for(const char *json, size_t len, time_t now, const char *audience, struct identity *ret)
 {
 	json_t *c = json_parse_limited(json, len, AUTH_JSON_DEPTH, NULL);
 	json_t *uid = json_object_get(c, "uid"), *groups = json_object_get(c, "groups");
@@ -272,7 +434,7 @@ int jwt_claims_identity(const char *json, size_t len, time_t now, struct identit
 		goto out;
 	if (uid && !json_is_null(uid) && !str_claim_ok(uid, false))
 		goto out;
-	if (!groups_ok(groups) || !time_claims_ok(c, now))
+	if (!groups_ok(groups) || !time_claims_ok(c, now) || !audience_ok(json_object_get(c, "aud"), audience))
 		goto out;
 	struct identity id = {
 		.user = xstrdup(json_str(c, "sub")),
@@ -284,6 +446,10 @@ int jwt_claims_identity(const char *json, size_t len, time_t now, struct identit
 	if (json_is_array(groups))
 		json_array_foreach(groups, i, v)
 			identity_add_group(&id, json_string_value(v), json_string_length(v));
+	if (!sa_claims(json_object_get(c, "kubernetes.io"), id.user, &id)) {
+		identity_release(&id);
+		goto out;
+	}
 	*ret = id;
 	r = 0;
 out:
@@ -292,6 +458,12 @@ out:
 }
 
 int jwt_verify(EVP_PKEY *key, const char *token, size_t len, time_t now, struct identity *ret)
+{
+	return jwt_verify_for(key, token, len, now, API_AUDIENCE, ret);
+}
+
+int jwt_verify_for(EVP_PKEY *key, const char *token, size_t len, time_t now, const char *audience,
+		   struct identity *ret)
 {
 	const char *alg = jwt_alg_for_key(key);
 	if (!alg || !token || len == 0 || len > AUTH_TOKEN_MAX)
@@ -314,7 +486,7 @@ int jwt_verify(EVP_PKEY *key, const char *token, size_t len, time_t now, struct 
 		goto out;
 	if (b64url_decode(body, &claims) < 0 || claims.len == 0)
 		goto out;
-	r = jwt_claims_identity(claims.ptr, claims.len, now, ret);
+	r = jwt_claims_identity_for(claims.ptr, claims.len, now, audience, ret);
 out:
 	json_decref(h);
 	buf_release(&sig);

@@ -1,8 +1,9 @@
-/* Arktos tenants (cluster scope, system tenant only): {spec:{finalizers, storageClusterId},
- * status:{phase}}. The spec is kept as the client gave it. */
+/* Arktos tenants (cluster scope, system tenant only): {spec:{finalizers, storageClusterId,
+ * quota:{hard}}, status:{phase, quota:{hard, used}}}. The spec is kept as the client gave it. */
 #include <stdlib.h>
 #include "kinds/kinds_common.h"
 #include "ursa/jsonutil.h"
+#include "ursa/quota.h"
 #include "ursa/xalloc.h"
 
 static void tenant_prepare_create(json_t *obj)
@@ -20,6 +21,12 @@ static void tenant_validate(const json_t *obj, const json_t *old, struct field_e
 	const json_t *sc = json_object_get(spec, "storageClusterId");
 	if (sc && !json_is_null(sc) && !json_is_string(sc))
 		field_error_type(errs, "spec.storageClusterId", "a string");
+	/* spec.quota.hard: the tenant-wide quota (region administrators; apiserver/quota.c enforces it) */
+	const json_t *quota = json_object_get(spec, "quota");
+	if (quota && !json_is_null(quota) && !json_is_object(quota))
+		field_error_type(errs, "spec.quota", "an object");
+	else
+		quota_hard_validate(json_object_get(quota, "hard"), "spec.quota.hard", false, errs);
 	validate_spec_finalizers(obj, errs);
 }
 

@@ -107,6 +107,11 @@ extern const struct pb_msg pm_deployment, pm_replica_set, pm_daemon_set, pm_stat
 extern const struct pb_msg pm_pod, pm_namespace, pm_config_map, pm_secret, pm_service_account,
 	pm_service, pm_event, pm_node, pm_binding, pm_resource_quota, pm_object_reference;
 
+/* authentication.k8s.io/v1 request bodies (schema_authn.c) */
+extern const struct pb_msg pm_token_request, pm_token_review, pm_self_subject_review;
+/* authorization.k8s.io/v1 request bodies (schema_authz.c) */
+extern const struct pb_msg pm_self_subject_access_review, pm_subject_access_review, pm_self_subject_rules_review;
+
 /* Top-level kinds, by apiVersion and kind (schema_kinds.c). NULL if unknown. */
 const struct pb_msg *pb_kind_schema(const char *api_version, const char *kind);
 

@@ -131,6 +131,13 @@ static const struct {
 	{ "rbac.authorization.k8s.io/v1", "RoleBinding", &pm_role_binding },
 	{ "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", &pm_role_binding },
 	{ "policy/v1", "PodDisruptionBudget", &pm_pdb },
+	{ "authentication.k8s.io/v1", "TokenRequest", &pm_token_request },
+	{ "authentication.k8s.io/v1", "TokenReview", &pm_token_review },
+	{ "authentication.k8s.io/v1", "SelfSubjectReview", &pm_self_subject_review },
+	{ "authorization.k8s.io/v1", "SelfSubjectAccessReview", &pm_self_subject_access_review },
+	{ "authorization.k8s.io/v1", "SubjectAccessReview", &pm_subject_access_review },
+	{ "authorization.k8s.io/v1", "LocalSubjectAccessReview", &pm_subject_access_review },
+	{ "authorization.k8s.io/v1", "SelfSubjectRulesReview", &pm_self_subject_rules_review },
 };
 
 const struct pb_msg *pb_kind_schema(const char *api_version, const char *kind)
