@@ -25,9 +25,8 @@
 #include "ursa/buf.h"
 
 #define RBAC_GROUP "rbac.authorization.k8s.io"
-/* Every authenticated caller is in this group (Kubernetes adds it); the discovery and
- * self-review roles are bound to it. */
-#define GROUP_AUTHENTICATED "system:authenticated"
+/* GROUP_AUTHENTICATED (auth.h): every authenticated caller is in it, as Kubernetes adds it; the
+ * discovery and self-review roles are bound to it. */
 /* The group ursactl gives a tenant's administrators by default; each tenant binds it to
  * cluster-admin. */
 #define GROUP_TENANT_ADMINS "ursa:tenant-admins"
@@ -93,8 +92,9 @@ void rbac_free(struct rbac *a);
  * borrowed. Thread-safe (writers exclude readers). */
 void rbac_apply(struct rbac *a, enum rbac_kind kind, const char *tenant, const char *ns, const char *name,
 		const json_t *obj);
-/* Drops every object (a relist follows). */
+/* Drops every object (a relist follows); rbac_clear_kind only those of one kind. */
 void rbac_clear(struct rbac *a);
+void rbac_clear_kind(struct rbac *a, enum rbac_kind kind);
 /* Number of bindings held (both kinds, all tenants). */
 size_t rbac_bindings(struct rbac *a);
 

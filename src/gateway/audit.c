@@ -1,4 +1,4 @@
-/* The audit log: one JSON line per mutating request, rotated to <path>.1 by size. */
+/* The audit log: one JSON line per mutating or refused request, rotated to <path>.1 by size. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +76,7 @@ void audit_close(struct audit *a)
 }
 
 void audit_log(struct audit *a, const char *user, const char *tenant, const char *verb, const char *path,
-	       int code, int64_t latency_us)
+	       int code, int64_t latency_us, const char *reason)
 {
 	if (!a)
 		return;
@@ -91,7 +91,12 @@ void audit_log(struct audit *a, const char *user, const char *tenant, const char
 	buf_add_json_str(&b, verb, strlen(verb));
 	buf_adds(&b, ",\"path\":");
 	buf_add_json_str(&b, path, strnlen(path, 4096));
-	buf_addf(&b, ",\"code\":%d,\"latencyMs\":%.3f}\n", code, (double)latency_us / 1000.0);
+	buf_addf(&b, ",\"code\":%d,\"latencyMs\":%.3f", code, (double)latency_us / 1000.0);
+	if (reason) {
+		buf_adds(&b, ",\"decision\":\"forbid\",\"reason\":");
+		buf_add_json_str(&b, reason, strnlen(reason, 4096));
+	}
+	buf_adds(&b, "}\n");
 	pthread_mutex_lock(&a->lock);
 	if (mono_ms() - a->checked_ms >= 1000) {
 		if (!path_is_fd(a))

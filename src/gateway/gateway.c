@@ -53,6 +53,7 @@ struct call {
 	char *path;
 	struct upstream_req rq;
 	struct http_deferred *deferred;
+	char *deny_reason; /* a 403's message (the gateway's or the partition's), for the audit log */
 };
 
 static void reply_status(struct http_reply *reply, int err, const char *fmt, ...)
@@ -157,9 +158,22 @@ static struct upstream_req base_req(struct call *c, const char *path)
 	};
 }
 
-static void relay(struct http_reply *reply, struct upstream_resp *resp)
+/* The message of a refusal (a Status body) for the audit log: the partition's authorizer's
+ * words. */
+static void note_refusal(struct call *c, const struct upstream_resp *resp)
 {
-	http_reply_set(reply, resp->status, ctype_intern(resp->content_type), &resp->body);
+	if (resp->status != 403 || c->deny_reason)
+		return;
+	json_t *st = json_loadb(resp->body.ptr ? resp->body.ptr : "", resp->body.len, 0, NULL);
+	const char *m = json_string_value(json_object_get(st, "message"));
+	c->deny_reason = xstrdup(m ? m : "forbidden by the partition");
+	json_decref(st);
+}
+
+static void relay(struct call *c, struct upstream_resp *resp)
+{
+	note_refusal(c, resp);
+	http_reply_set(c->reply, resp->status, ctype_intern(resp->content_type), &resp->body);
 }
 
 /* A boolean query parameter as Kubernetes reads it (Go's strconv.ParseBool): python clients
@@ -199,7 +213,7 @@ static void forward(struct call *c, struct partition *p)
 	else if (err)
 		reply_status(c->reply, E_TIMEOUT, "partition %s did not answer in time", p->id);
 	else
-		relay(c->reply, &resp);
+		relay(c, &resp);
 	upstream_resp_release(&resp);
 	free(path);
 }
@@ -425,7 +439,7 @@ static void fan_out(struct call *c, bool rm, bool annotate)
 		json_t *j = resp.status == 200 ? json_loadb(buf_cstr(&resp.body), resp.body.len, 0, NULL) : NULL;
 		if (!json_is_object(j)) {
 			json_decref(j);
-			relay(c->reply, &resp); /* an error Status (or a format we cannot merge) as is */
+			relay(c, &resp); /* an error Status (or a format we cannot merge) as is */
 			upstream_resp_release(&resp);
 			goto out;
 		}
@@ -518,13 +532,13 @@ static void create_tenant(struct call *c)
 		if (err)
 			reply_status(c->reply, E_UNAVAILABLE, "partition %s is unavailable", p->id);
 		else
-			relay(c->reply, &resp);
+			relay(c, &resp);
 	} else {
 		/* 2xx, or 409: the partition already has it, so that is where it lives. A conflict
 		 * means the reconciler confirmed it first. */
 		registry_confirm(c->g->reg, name, p->id, rev);
 		log_info("tenant placed", "tenant=\"%s\" partition=%s code=%d", name, p->id, resp.status);
-		relay(c->reply, &resp);
+		relay(c, &resp);
 	}
 	upstream_resp_release(&resp);
 out:
@@ -628,6 +642,8 @@ static void dispatch(struct call *c)
 {
 	switch (c->rt.kind) {
 	case RT_ERROR:
+		if (c->rt.err == E_FORBIDDEN)
+			c->deny_reason = xstrdup(c->rt.msg);
 		reply_status(c->reply, c->rt.err, "%s", c->rt.msg);
 		break;
 	case RT_LOCAL:
@@ -674,19 +690,21 @@ static struct call *call_new(struct gateway *g, struct http_request *req, struct
 	return c;
 }
 
-/* The audit line (mutating requests) and the debug line, then frees c. The reply must be
+/* The audit line (mutating and refused requests) and the debug line, then frees c. The reply must be
  * final and still valid. */
 static void call_end(struct call *c)
 {
 	const char *method = http_method(c->req), *path = http_path(c->req);
-	if (mutating(method))
-		audit_log(c->g->audit, c->authed ? c->id.user : NULL, c->authed ? c->id.tenant : NULL, method, path,
-			  http_reply_status(c->reply), mono_us() - http_started_us(c->req));
+	int code = http_reply_status(c->reply);
+	if (mutating(method) || code == 403)
+		audit_log(c->g->audit, c->authed ? c->id.user : NULL, c->authed ? c->id.tenant : NULL, method, path, code,
+			  mono_us() - http_started_us(c->req), code == 403 ? (c->deny_reason ? c->deny_reason : "forbidden") : NULL);
 	log_debug("request", "method=%s path=\"%s\" route=%s code=%d", method, path, route_kind_name(c->rt.kind),
 		  http_reply_status(c->reply));
 	route_release(&c->rt);
 	free(c->assertion);
 	free(c->path);
+	free(c->deny_reason);
 	partition_unref(c->p);
 	if (c->authed)
 		identity_release(&c->id);
@@ -741,7 +759,7 @@ static void on_forwarded(void *ud, int err, struct upstream_resp *resp)
 	else if (err)
 		reply_status(c->reply, E_TIMEOUT, "partition %s did not answer in time", c->p->id);
 	else
-		relay(c->reply, resp);
+		relay(c, resp);
 	struct http_deferred *d = c->deferred;
 	call_end(c);
 	http_deferred_finish(d);

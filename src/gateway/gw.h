@@ -70,8 +70,10 @@ struct audit;
 /* NULL path disables (returns NULL). max_bytes: rotate to path.1 beyond this size. */
 struct audit *audit_open(const char *path, long long max_bytes);
 void audit_close(struct audit *a);
+/* One line: time, user, tenant, verb, path, code, latency, and for a refused request (reason not
+ * NULL) why: the authorization decision's words ("authorization.k8s.io/reason"). */
 void audit_log(struct audit *a, const char *user, const char *tenant, const char *verb, const char *path,
-	       int code, int64_t latency_us);
+	       int code, int64_t latency_us, const char *reason);
 
 /* --- partitions and maps (registry.c) ------------------------------------------------------ */
 struct partition {

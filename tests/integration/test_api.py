@@ -642,7 +642,8 @@ def tamper_mac(a):
 def test_gateway_identity_assertions():
     """Partitions take the caller from X-Ursa-Identity only when its MAC verifies under the key."""
     now = int(time.time())
-    alice = {"iss": "ursa", "sub": "alice", "tenant": S["t"], "iat": now, "exp": now + 30}
+    alice = {"iss": "ursa", "sub": "alice", "tenant": S["t"], "groups": ["ursa:tenant-admins"], "iat": now,
+             "exp": now + 30}
     anon = S["api"].client()
     r = anon.get(pods_path(S["t"]), headers={"X-Ursa-Identity": assertion(alice)})
     expect_status(r, 200, "list as an asserted tenant user")

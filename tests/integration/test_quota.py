@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from ursa_harness import (ApiServer, Etcd, check, create_tenant, eq, expect_status, kubectl,  # noqa: E402
-                          pod_manifest, pods_path, run, uniq, wait_until)
+                          pod_manifest, run, uniq, wait_until)
 
 S = {}
 
@@ -24,8 +24,6 @@ def setup():
     S["t"] = uniq("quota")
     create_tenant(S["admin"], S["t"])
     S["kc"] = S["api"].kubeconfig(S["t"], "alice")
-    if os.environ.get("URSA_QUOTA_AS_SYSTEM"):  # TEMPORARY while RBAC is being wired in
-        S["t"], S["kc"] = "system", S["api"].admin_kubeconfig()
 
 
 def k(*args, input_text=None):
@@ -90,7 +88,7 @@ def test_fourth_pod_is_refused_with_kubernetes_message():
 def test_refusal_status_is_403_forbidden_with_several_resources_sorted():
     create_ns("team2")
     k_ok("create", "quota", "q2", "--hard=pods=2,requests.cpu=1", "-n", "team2")
-    c = S["api"].user_client(S["t"], "alice") if S["t"] != "system" else S["admin"]
+    c = S["api"].user_client(S["t"], "alice")
     expect_status(c.post(ns_path(S["t"], "team2", "pods"), pod("a", cpu="600m")), 201, "pod a")
     r = c.post(ns_path(S["t"], "team2", "pods"), pod("b", cpu="500m"))
     expect_status(r, 403, "pod b", reason="Forbidden")
@@ -232,13 +230,8 @@ def test_tenant_quota_across_namespaces():
     kc = S["api"].kubeconfig(t, "ops")
     c = S["api"].user_client(t, "ops")
     for ns in ("one", "two"):
-        if os.environ.get("URSA_QUOTA_AS_SYSTEM"):  # TEMPORARY while RBAC is being wired in
-            expect_status(a.post("/api/v1/tenants/%s/namespaces" % t, {"metadata": {"name": ns}}), 201, ns)
-            continue
         rc, out, err = kubectl(["create", "namespace", ns], kc)
         check(rc == 0, err)
-    if os.environ.get("URSA_QUOTA_AS_SYSTEM"):
-        c = a
     for ns, name in (("one", "a"), ("one", "b"), ("two", "c")):
         expect_status(c.post(ns_path(t, ns, "pods"), pod(name, cpu="100m")), 201, "pod %s/%s" % (ns, name))
     r = c.post(ns_path(t, "two", "pods"), pod("d", cpu="100m"))

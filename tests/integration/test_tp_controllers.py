@@ -26,7 +26,7 @@ def setup():
     S["api"] = H.ApiServer(S["etcd"]).start()
     S["admin"] = S["api"].admin()
     H.create_tenant(S["admin"], "acme")
-    S["kc"] = S["api"].kubeconfig("acme", "alice", ("system:masters",))
+    S["kc"] = S["api"].kubeconfig("acme", "alice")  # the tenant's administrator
     S["cm"] = start_cm("cm-a")
 
 

@@ -1,5 +1,5 @@
 /* Authorization: the API server's RBAC authorizer (ursa/rbac.h), fed from its own watch caches
- * of the four RBAC kinds by a thread of its own; the decision for each request that the fixed
+ * of the four RBAC kinds by a follower (follow.c); the decision for each request that the fixed
  * rules (system masters, SREs, nodes, tenant isolation: server.c) leave to RBAC; the escalation
  * check of the admission chain; the access reviews; and the default roles of every tenant. */
 #include "internal.h"
@@ -14,131 +14,61 @@
 #include <time.h>
 #include <unistd.h>
 
-#define AUTHZ_WATCH_QUEUE 1000000
-
 static const struct {
 	const char *plural;
 	enum rbac_kind kind;
-} feeds[AUTHZ_FEEDS] = {
+} feeds[] = {
 	{ "roles", RBAC_ROLE },
 	{ "clusterroles", RBAC_CLUSTER_ROLE },
 	{ "rolebindings", RBAC_ROLE_BINDING },
 	{ "clusterrolebindings", RBAC_CLUSTER_ROLE_BINDING },
 };
+#define NFEEDS (sizeof(feeds) / sizeof(feeds[0]))
 
-static void authz_notify(void *ud)
+static void feed_event(void *ud, size_t i, enum wev_type type, struct cobj *o)
 {
 	struct authz *z = ud;
-	pthread_mutex_lock(&z->mu);
-	z->pending = true;
-	pthread_cond_signal(&z->cond);
-	pthread_mutex_unlock(&z->mu);
-}
-
-static void apply_event(struct authz *z, enum rbac_kind kind, const struct wevent *ev)
-{
-	const struct cobj *o = ev->obj;
-	if (!o)
-		return;
-	if (ev->type == WEV_DELETED) {
-		rbac_apply(z->rbac, kind, o->tenant, o->ns, o->name, NULL);
+	if (type == WEV_DELETED) {
+		rbac_apply(z->rbac, feeds[i].kind, o->tenant, o->ns, o->name, NULL);
 		return;
 	}
 	json_t *obj = json_loadb(o->json, o->json_len, 0, NULL);
 	if (obj)
-		rbac_apply(z->rbac, kind, o->tenant, o->ns, o->name, obj);
+		rbac_apply(z->rbac, feeds[i].kind, o->tenant, o->ns, o->name, obj);
 	json_decref(obj);
 }
 
-static void unwatch_all(struct authz *z)
+static void feed_reset(void *ud, size_t i)
 {
-	for (size_t i = 0; i < AUTHZ_FEEDS; i++) {
-		if (z->w[i])
-			watcher_close(z->w[i]);
-		z->w[i] = NULL;
-	}
-}
-
-/* (Re)starts the four watchers from scratch, after clearing what was held. 0 or -1 (a cache
- * not ready yet). */
-static int watch_all(struct authz *z)
-{
-	unwatch_all(z);
-	rbac_clear(z->rbac);
-	for (size_t i = 0; i < AUTHZ_FEEDS; i++) {
-		struct served *sv = z->sv[i];
-		if (!wcache_ready(sv->cache) ||
-		    wcache_watch(sv->cache, &(struct wfilter){ 0 }, 0, AUTHZ_WATCH_QUEUE, authz_notify, z, &z->w[i]) < 0) {
-			unwatch_all(z);
-			return -1;
-		}
-	}
-	return 0;
+	struct authz *z = ud;
+	rbac_clear_kind(z->rbac, feeds[i].kind);
 }
 
 static void bootstrap_missing(struct apiserver *s);
 
-static void *authz_main(void *arg)
+/* The first state of every RBAC kind is held: decisions may start, and tenants without their
+ * default roles get them. */
+static void feed_synced(void *ud)
 {
-	struct authz *z = arg;
-	bool booted = false;
-	while (!atomic_load(&z->stopping)) {
-		if (!z->w[0] && watch_all(z) < 0) {
-			usleep(50000);
-			continue;
-		}
-		bool ended = false;
-		for (size_t i = 0; i < AUTHZ_FEEDS && !ended; i++) {
-			struct wevent ev;
-			int rc;
-			while ((rc = watcher_next(z->w[i], &ev)) == 1) {
-				apply_event(z, feeds[i].kind, &ev);
-				wevent_release(&ev);
-			}
-			if (rc < 0)
-				ended = true; /* a relist: start again from the caches' state */
-		}
-		if (ended) {
-			log_info("authorizer resynchronizes", "reason=\"a watch of the RBAC caches ended\"");
-			unwatch_all(z);
-			atomic_store(&z->ready, false);
-			continue;
-		}
-		atomic_store(&z->ready, true);
-		if (!booted) {
-			struct served *tenants = served_by_plural(z->s, "tenants");
-			if (!tenants || !tenants->cache || wcache_ready(tenants->cache)) {
-				bootstrap_missing(z->s);
-				booted = true;
-			}
-		}
-		pthread_mutex_lock(&z->mu);
-		if (!z->pending) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
-			pthread_cond_timedwait(&z->cond, &z->mu, &ts);
-		}
-		z->pending = false;
-		pthread_mutex_unlock(&z->mu);
-	}
-	unwatch_all(z);
-	return NULL;
+	struct authz *z = ud;
+	atomic_store(&z->ready, true);
+	struct served *tenants = served_by_plural(z->s, "tenants");
+	for (int i = 0; i < 600 && tenants && tenants->cache && !wcache_ready(tenants->cache); i++)
+		usleep(50000);
+	bootstrap_missing(z->s);
 }
 
 int authz_start(struct apiserver *s)
 {
-	for (size_t i = 0; i < AUTHZ_FEEDS; i++)
-		if (!served_by_plural(s, feeds[i].plural))
+	struct served *sv[NFEEDS];
+	for (size_t i = 0; i < NFEEDS; i++)
+		if (!(sv[i] = served_by_plural(s, feeds[i].plural)))
 			return 0; /* this server serves no RBAC: its fixed rules alone decide */
 	struct authz *z = xcalloc(1, sizeof(*z));
-	for (size_t i = 0; i < AUTHZ_FEEDS; i++)
-		z->sv[i] = served_by_plural(s, feeds[i].plural);
-	z->rbac = rbac_new();
 	z->s = s;
-	pthread_mutex_init(&z->mu, NULL);
-	pthread_cond_init(&z->cond, NULL);
-	if (pthread_create(&z->thread, NULL, authz_main, z) != 0) {
+	z->rbac = rbac_new();
+	static const struct follower_ops ops = { feed_event, feed_reset, feed_synced };
+	if (!(z->follower = follower_start(sv, NFEEDS, &ops, z))) {
 		rbac_free(z->rbac);
 		free(z);
 		return -1;
@@ -152,12 +82,8 @@ void authz_stop(struct apiserver *s)
 	struct authz *z = s->authz;
 	if (!z)
 		return;
-	atomic_store(&z->stopping, true);
-	authz_notify(z);
-	pthread_join(z->thread, NULL);
+	follower_stop(z->follower);
 	rbac_free(z->rbac);
-	pthread_mutex_destroy(&z->mu);
-	pthread_cond_destroy(&z->cond);
 	free(z);
 	s->authz = NULL;
 }

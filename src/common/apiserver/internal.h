@@ -26,20 +26,30 @@ struct served {
 	unsigned index;        /* position in the table (metrics) */
 };
 
-/* The RBAC authorizer and the thread feeding it from the RBAC kinds' watch caches (authz.c). */
-#define AUTHZ_FEEDS 4
+/* follow.c: a follower keeps a view of some of the server's watch caches on a thread of its
+ * own. event gets, for cache i, every object of its state (as WEV_ADDED), then every change
+ * (ADDED, MODIFIED, DELETED; obj borrowed for the call), in order. Before a cache's state is
+ * delivered again (its watch ended: a relist after a compaction, or a follower too far behind),
+ * reset(ud, i) forgets what cache i brought. synced (may be NULL) is called once, after every
+ * cache's first state. All callbacks run on the follower's thread. */
+struct follower_ops {
+	void (*event)(void *ud, size_t i, enum wev_type type, struct cobj *obj);
+	void (*reset)(void *ud, size_t i);
+	void (*synced)(void *ud);
+};
+struct follower;
+/* NULL if its thread cannot start. sv is copied. */
+struct follower *follower_start(struct served *const *sv, size_t n, const struct follower_ops *ops, void *ud);
+void follower_stop(struct follower *f); /* joins the thread; NULL is fine */
+
+/* The RBAC authorizer and the follower feeding it from the RBAC kinds' watch caches (authz.c). */
 struct rbac;
 struct rbac_attrs;
 struct authz {
 	struct apiserver *s;
 	struct rbac *rbac;
-	struct served *sv[AUTHZ_FEEDS];
-	struct watcher *w[AUTHZ_FEEDS];
-	pthread_t thread;
-	pthread_mutex_t mu;
-	pthread_cond_t cond;
-	bool pending;
-	atomic_bool ready, stopping;
+	struct follower *follower;
+	atomic_bool ready;
 };
 
 struct apiserver {

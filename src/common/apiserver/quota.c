@@ -2,9 +2,9 @@
  * spec.quota.hard), and LimitRange defaults and bounds for pods.
  *
  * Usage is never computed by scanning a namespace on a create. The server keeps it in memory,
- * per (tenant, namespace) and per tenant, following its own watch caches: a tracker thread
- * drains one watcher per followed resource (every namespaced or tenant-scoped resource but
- * heartbeats and ephemeral ones) and keeps object counts, and for pods the requests and limits
+ * per (tenant, namespace) and per tenant, following its own watch caches: a tracker (a
+ * follower, follow.c) of every namespaced or tenant-scoped resource but heartbeats and
+ * ephemeral ones keeps object counts, and for pods the requests and limits
  * of cpu and memory by scope class (terminal pods count for nothing). A create admitted into a
  * namespace (or tenant) with a quota leaves a reservation until the watch brings its object
  * (or the create fails: quota_release), so creates racing each other see each other. Everything
@@ -27,7 +27,6 @@
 #include "ursa/xalloc.h"
 
 #define RESV_TTL_MS 30000
-#define WATCH_QUEUE (1u << 22)
 #define STATUS_PERIOD_MS 100
 
 struct amounts {
@@ -70,11 +69,6 @@ struct resv {
 	struct podrec pod;
 	int64_t born_ms;
 };
-struct follow {
-	struct served *sv;
-	struct watcher *w;
-};
-
 struct quota {
 	struct apiserver *s;
 	pthread_mutex_t mu;
@@ -88,14 +82,11 @@ struct quota {
 	struct strmap dirty, tdirty;  /* "t/ns", "t": status to check */
 	atomic_long nquotas;
 	uint64_t next_id;
-	struct follow *f;
+	struct served **fsv;          /* the caches the tracker follows */
 	size_t nf;
+	struct follower *tracker;
 	int pods_res, rq_res, tenants_res, phase_field;
-	/* tracker wake-ups (notify may run under the caches' locks: only this small lock) */
-	pthread_mutex_t wmu;
-	pthread_cond_t wcv;
-	bool wake;
-	pthread_t tracker, writer;
+	pthread_t writer;
 	bool threads;
 	atomic_bool stop;
 };
@@ -224,14 +215,12 @@ static bool rq_parse(struct quota *qs, const char *name, const json_t *hard, con
 		ret->h[ret->nh++] = h;
 	}
 	ret->name = xstrdup(name);
-	struct buf b = BUF_INIT;
 	if (status) {
 		char *d = json_dumps(status, JSON_COMPACT | JSON_SORT_KEYS);
 		ret->status = d ? d : xstrdup("");
 	} else {
 		ret->status = xstrdup("");
 	}
-	buf_release(&b);
 	return true;
 }
 
@@ -290,9 +279,9 @@ static void pod_record(const json_t *pod, struct podrec *ret)
 }
 
 /* Applies one event of follow f (ADDED for listed objects). */
-static void on_event(struct quota *qs, struct follow *f, enum wev_type type, struct cobj *o)
+static void on_event(struct quota *qs, struct served *sv, enum wev_type type, struct cobj *o)
 {
-	int res = (int)f->sv->index;
+	int res = (int)sv->index;
 	const char *tenant = o->tenant;
 	char *nskey = o->ns && *o->ns ? xasprintf("%s/%s", o->tenant, o->ns) : NULL;
 	if (res == qs->tenants_res) {
@@ -319,7 +308,7 @@ static void on_event(struct quota *qs, struct follow *f, enum wev_type type, str
 	bool is_pod = res == qs->pods_res, parsed = false;
 	if (is_pod && type == WEV_ADDED) {
 		int64_t rv = 0;
-		json_t *t = wcache_get_tree(f->sv->cache, o->key, &rv);
+		json_t *t = wcache_get_tree(sv->cache, o->key, &rv);
 		if (!t || rv != o->rv) {
 			json_decref(t);
 			t = parse_cobj(o);
@@ -381,9 +370,9 @@ static void on_event(struct quota *qs, struct follow *f, enum wev_type type, str
 }
 
 /* Forgets what follow f brought (before a relist). */
-static void forget(struct quota *qs, struct follow *f)
+static void forget(struct quota *qs, struct served *sv)
 {
-	int res = (int)f->sv->index;
+	int res = (int)sv->index;
 	pthread_mutex_lock(&qs->mu);
 	struct strmap *maps[] = { &qs->ns, &qs->tenants };
 	for (int m = 0; m < 2; m++) {
@@ -412,85 +401,27 @@ static void forget(struct quota *qs, struct follow *f)
 	pthread_mutex_unlock(&qs->mu);
 }
 
-/* ---- the tracker thread ---------------------------------------------------------------- */
+/* ---- the tracker: a follower of the counted kinds' caches (follow.c) ---------------------- */
 
-static void notify(void *ud)
+static void track_event(void *ud, size_t i, enum wev_type type, struct cobj *o)
 {
 	struct quota *qs = ud;
-	pthread_mutex_lock(&qs->wmu);
-	qs->wake = true;
-	pthread_cond_signal(&qs->wcv);
-	pthread_mutex_unlock(&qs->wmu);
+	on_event(qs, qs->fsv[i], type, o);
 }
 
-/* Lists f's cache and watches from there. 0, or -1 when stopping. */
-static int follow_start(struct quota *qs, struct follow *f)
+static void track_reset(void *ud, size_t i)
 {
-	for (;;) {
-		if (atomic_load(&qs->stop))
-			return -1;
-		if (!wcache_ready(f->sv->cache)) {
-			struct timespec ts = { 0, 20 * 1000 * 1000 };
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		struct cobj **objs = NULL;
-		size_t n = 0;
-		int64_t rv = 0;
-		struct wfilter all = { 0 };
-		if (wcache_list(f->sv->cache, &all, &objs, &n, &rv) < 0)
-			continue;
-		for (size_t i = 0; i < n; i++) {
-			on_event(qs, f, WEV_ADDED, objs[i]);
-			cobj_unref(objs[i]);
-		}
-		free(objs);
-		if (wcache_watch(f->sv->cache, &all, rv, WATCH_QUEUE, notify, qs, &f->w) == 0)
-			return 0;
-		forget(qs, f); /* the history moved on meanwhile: again */
-	}
+	struct quota *qs = ud;
+	forget(qs, qs->fsv[i]);
 }
 
-static void *tracker_main(void *arg)
+static void track_synced(void *ud)
 {
-	struct quota *qs = arg;
-	for (size_t i = 0; i < qs->nf; i++)
-		if (follow_start(qs, &qs->f[i]) < 0)
-			return NULL;
+	struct quota *qs = ud;
 	pthread_mutex_lock(&qs->mu);
 	qs->synced = true;
 	pthread_cond_broadcast(&qs->synced_cv);
 	pthread_mutex_unlock(&qs->mu);
-	while (!atomic_load(&qs->stop)) {
-		pthread_mutex_lock(&qs->wmu);
-		if (!qs->wake) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
-			pthread_cond_timedwait(&qs->wcv, &qs->wmu, &ts);
-		}
-		qs->wake = false;
-		pthread_mutex_unlock(&qs->wmu);
-		for (size_t i = 0; i < qs->nf && !atomic_load(&qs->stop); i++) {
-			struct follow *f = &qs->f[i];
-			struct wevent ev;
-			int rc;
-			while ((rc = watcher_next(f->w, &ev)) == 1) {
-				if (ev.obj && (ev.type == WEV_ADDED || ev.type == WEV_MODIFIED || ev.type == WEV_DELETED))
-					on_event(qs, f, ev.type, ev.obj);
-				wevent_release(&ev);
-			}
-			if (rc < 0) {
-				log_msg(LOG_INFO, "quota: relisting", "resource=%s", f->sv->r->plural);
-				watcher_close(f->w);
-				f->w = NULL;
-				forget(qs, f);
-				if (follow_start(qs, f) < 0)
-					return NULL;
-			}
-		}
-	}
-	return NULL;
 }
 
 /* ---- enforcement ----------------------------------------------------------------------- */
@@ -881,8 +812,6 @@ struct quota *quota_start(struct apiserver *s)
 	qs->s = s;
 	pthread_mutex_init(&qs->mu, NULL);
 	pthread_cond_init(&qs->synced_cv, NULL);
-	pthread_mutex_init(&qs->wmu, NULL);
-	pthread_cond_init(&qs->wcv, NULL);
 	strmap_init(&qs->ns);
 	strmap_init(&qs->tenants);
 	strmap_init(&qs->pods);
@@ -899,14 +828,15 @@ struct quota *quota_start(struct apiserver *s)
 	for (size_t i = 0; i < pods->r->strategy->nfields; i++)
 		if (strcmp(pods->r->strategy->fields[i].path, "status.phase") == 0)
 			qs->phase_field = (int)i;
-	qs->f = xcalloc(s->nres, sizeof(*qs->f));
+	qs->fsv = xcalloc(s->nres, sizeof(*qs->fsv));
 	for (size_t i = 0; i < s->nres; i++) {
 		struct served *sv = &s->res[i];
 		if (!sv->cache || sv->r->heartbeat || (sv->r->scope == SCOPE_CLUSTER && (int)i != qs->tenants_res))
 			continue;
-		qs->f[qs->nf++].sv = sv;
+		qs->fsv[qs->nf++] = sv;
 	}
-	if (pthread_create(&qs->tracker, NULL, tracker_main, qs) != 0 ||
+	static const struct follower_ops ops = { track_event, track_reset, track_synced };
+	if (!(qs->tracker = follower_start(qs->fsv, qs->nf, &ops, qs)) ||
 	    pthread_create(&qs->writer, NULL, writer_main, qs) != 0)
 		abort();
 	qs->threads = true;
@@ -918,15 +848,10 @@ void quota_stop(struct quota *qs)
 	if (!qs)
 		return;
 	atomic_store(&qs->stop, true);
-	notify(qs);
-	if (qs->threads) {
-		pthread_join(qs->tracker, NULL);
+	follower_stop(qs->tracker);
+	if (qs->threads)
 		pthread_join(qs->writer, NULL);
-	}
-	for (size_t i = 0; i < qs->nf; i++)
-		if (qs->f[i].w)
-			watcher_close(qs->f[i].w);
-	free(qs->f);
+	free(qs->fsv);
 	size_t it;
 	for (struct strmap_ent *e = strmap_next(&qs->resv, NULL, &it); e; e = strmap_next(&qs->resv, e, &it)) {
 		struct resv *r = e->val;
@@ -948,7 +873,5 @@ void quota_stop(struct quota *qs)
 	strmap_release(&qs->tdirty, NULL);
 	pthread_mutex_destroy(&qs->mu);
 	pthread_cond_destroy(&qs->synced_cv);
-	pthread_mutex_destroy(&qs->wmu);
-	pthread_cond_destroy(&qs->wcv);
 	free(qs);
 }

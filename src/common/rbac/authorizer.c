@@ -442,13 +442,65 @@ out:
 	free(key);
 }
 
+void rbac_clear_kind(struct rbac *a, enum rbac_kind kind)
+{
+	static const char *const prefix[] = { [RBAC_ROLE] = "R:", [RBAC_CLUSTER_ROLE] = "C:",
+					      [RBAC_ROLE_BINDING] = "RB:", [RBAC_CLUSTER_ROLE_BINDING] = "CRB:" };
+	bool roles = kind == RBAC_ROLE || kind == RBAC_CLUSTER_ROLE;
+	size_t plen = strlen(prefix[kind]);
+	pthread_rwlock_wrlock(&a->lock);
+	size_t it = 0;
+	for (struct strmap_ent *te = strmap_next(&a->tenants, NULL, &it); te; te = strmap_next(&a->tenants, te, &it)) {
+		struct tenant *t = te->val;
+		struct strmap *m = roles ? &t->roles : &t->bindings;
+		/* the map may not change while it is walked: gather the keys first */
+		char **keys = xcalloc(m->n + 1, sizeof(char *));
+		size_t n = 0, jt = 0;
+		for (struct strmap_ent *e = strmap_next(m, NULL, &jt); e; e = strmap_next(m, e, &jt))
+			if (strncmp(e->key, prefix[kind], plen) == 0)
+				keys[n++] = xstrdup(e->key);
+		for (size_t k = 0; k < n; k++) {
+			void *val = NULL;
+			strmap_del(m, keys[k], &val);
+			if (roles) {
+				role_free(val);
+			} else if (val) {
+				index_del(t, val);
+				binding_free(val);
+				a->nbindings--;
+			}
+			free(keys[k]);
+		}
+		free(keys);
+		if (kind == RBAC_CLUSTER_ROLE)
+			aggregate(t);
+	}
+	pthread_rwlock_unlock(&a->lock);
+}
+
 /* ---- decisions ---- */
+
+/* Decisions build their look-up keys on the stack: a key longer than this is built on the heap. */
+#define KEY_STACK 256
+
+/* snprintf into buf (KEY_STACK bytes) or, when it does not fit, a new heap string in *ret_heap. */
+static const char *key_of(char *buf, char **ret_heap, const char *fmt, const char *a, const char *b)
+{
+	int n = snprintf(buf, KEY_STACK, fmt, a, b);
+	*ret_heap = NULL;
+	if (n >= 0 && n < KEY_STACK)
+		return buf;
+	*ret_heap = xasprintf(fmt, a, b);
+	return *ret_heap;
+}
 
 static const struct role *find_role(struct tenant *t, const struct binding *b)
 {
-	char *k = b->cluster_ref ? xasprintf("C:%s", b->role) : xasprintf("R:%s/%s", b->ns, b->role);
+	char buf[KEY_STACK], *heap;
+	const char *k = b->cluster_ref ? key_of(buf, &heap, "C:%s%s", b->role, "")
+				       : key_of(buf, &heap, "R:%s/%s", b->ns, b->role);
 	struct strmap_ent *e = strmap_get(&t->roles, k);
-	free(k);
+	free(heap);
 	return e ? e->val : NULL;
 }
 
@@ -459,9 +511,10 @@ typedef bool (*visit_fn)(void *ud, const struct binding *b, const char *subject,
 
 static bool walk_subject(struct tenant *t, const char *subject, const char *ns, visit_fn fn, void *ud)
 {
-	char *k = index_key(subject, ns);
+	char buf[KEY_STACK], *heap;
+	const char *k = key_of(buf, &heap, "%s\x1f%s", subject, ns);
 	struct strmap_ent *e = strmap_get(&t->subjects, k);
-	free(k);
+	free(heap);
 	if (!e)
 		return false;
 	struct bvec *v = e->val;
@@ -482,15 +535,16 @@ static bool walk_tenant(struct tenant *t, const struct identity *id, const char 
 {
 	if (!t)
 		return false;
-	char *user = xasprintf("U:%s", id->user ? id->user : "");
+	char buf[KEY_STACK], *heap;
+	const char *user = key_of(buf, &heap, "U:%s%s", id->user ? id->user : "", "");
 	bool stop = walk_subject(t, user, "", fn, ud) || (!cluster_only && ns && *ns && walk_subject(t, user, ns, fn, ud));
-	free(user);
+	free(heap);
 	for (size_t g = 0; !stop && g <= id->ngroups; g++) {
 		if (g < id->ngroups && strcmp(id->groups[g], GROUP_AUTHENTICATED) == 0)
 			continue; /* counted once, below */
-		char *grp = xasprintf("G:%s", g < id->ngroups ? id->groups[g] : GROUP_AUTHENTICATED);
+		const char *grp = key_of(buf, &heap, "G:%s%s", g < id->ngroups ? id->groups[g] : GROUP_AUTHENTICATED, "");
 		stop = walk_subject(t, grp, "", fn, ud) || (!cluster_only && ns && *ns && walk_subject(t, grp, ns, fn, ud));
-		free(grp);
+		free(heap);
 	}
 	return stop;
 }

@@ -15,6 +15,9 @@ static const char *group_prefix(const char *plural)
 		return "/apis/apps/v1";
 	if (strcmp(plural, "leases") == 0)
 		return "/apis/coordination.k8s.io/v1";
+	if (strcmp(plural, "roles") == 0 || strcmp(plural, "rolebindings") == 0 || strcmp(plural, "clusterroles") == 0 ||
+	    strcmp(plural, "clusterrolebindings") == 0)
+		return "/apis/rbac.authorization.k8s.io/v1";
 	return "/api/v1";
 }
 

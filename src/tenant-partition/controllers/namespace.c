@@ -11,8 +11,13 @@
 #include "ursa/xalloc.h"
 
 /* Workloads first, so their controllers stop recreating what goes next. */
-static const char *const contents[] = { "deployments", "replicasets", "pods",   "services", "configmaps",
-					"secrets",     "leases",      "events", "serviceaccounts" };
+static const char *const contents[] = { "deployments", "replicasets",	"pods",	   "services",
+					"configmaps",  "secrets",	"leases",  "events",
+					"serviceaccounts", "roles",	"rolebindings", "resourcequotas",
+					"limitranges" };
+/* What a tenant holds outside its namespaces, deleted with the tenant (its default roles, last:
+ * nothing acts for the tenant any more). */
+static const char *const tenant_contents[] = { "clusterrolebindings", "clusterroles" };
 
 static json_t *list_items(struct tpc *m, const char *path, int *ret_code)
 {
@@ -28,9 +33,11 @@ static json_t *list_items(struct tpc *m, const char *path, int *ret_code)
 static int purge(struct tpc *m, const char *t, const char *ns, bool force)
 {
 	int left = 0;
-	for (size_t k = 0; k < ARRAY_SIZE(contents); k++) {
+	size_t nkinds = ARRAY_SIZE(contents) + (ns ? 0 : ARRAY_SIZE(tenant_contents));
+	for (size_t k = 0; k < nkinds; k++) {
+		const char *plural = k < ARRAY_SIZE(contents) ? contents[k] : tenant_contents[k - ARRAY_SIZE(contents)];
 		struct buf path = BUF_INIT;
-		tpc_path(&path, contents[k], t, ns, NULL);
+		tpc_path(&path, plural, t, ns, NULL);
 		int code;
 		json_t *items = list_items(m, path.ptr, &code);
 		if (code != 200 && code != 404) {
@@ -45,7 +52,7 @@ static int purge(struct tpc *m, const char *t, const char *ns, bool force)
 			if (json_path(o, "metadata.deletionTimestamp") && !force)
 				continue;
 			struct buf p = BUF_INIT;
-			tpc_path(&p, contents[k], t, json_path_str(o, "metadata.namespace"),
+			tpc_path(&p, plural, t, json_path_str(o, "metadata.namespace"),
 				 json_path_str(o, "metadata.name"));
 			json_t *body = json_pack("{s:s,s:s,s:s}", "kind", "DeleteOptions", "apiVersion", "v1",
 						 "propagationPolicy", "Background");

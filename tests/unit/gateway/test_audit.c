@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,15 +67,40 @@ static void test_lines_and_rotation(void **state)
 	struct audit *a = audit_open(path, 2000);
 	assert_non_null(a);
 	for (int i = 0; i < 10; i++)
-		audit_log(a, "\"alice\"", "t1", "create", "/api/v1/tenants/t1/namespaces/default/pods", 201, 1234);
+		audit_log(a, "\"alice\"", "t1", "create", "/api/v1/tenants/t1/namespaces/default/pods", 201, 1234, NULL);
 	assert_int_equal(count_lines(path, "alice"), 10);
 	assert_int_equal(file_size(old), -1);
 	for (int i = 0; i < 30; i++)
-		audit_log(a, "bob", "t1", "delete", "/api/v1/tenants/t1/namespaces/default/pods/p", 200, 10);
+		audit_log(a, "bob", "t1", "delete", "/api/v1/tenants/t1/namespaces/default/pods/p", 200, 10, NULL);
 	assert_true(file_size(old) > 0);
 	assert_true(file_size(path) <= 2000);
 	assert_true(file_size(old) <= 2000);
 	audit_close(a);
+}
+
+static void test_refusal_carries_its_reason(void **state)
+{
+	(void)state;
+	unlink(path);
+	unlink(old);
+	struct audit *a = audit_open(path, 100000);
+	assert_non_null(a);
+	audit_log(a, "bob", "t1", "POST", "/api/v1/namespaces/team/pods", 403, 10,
+		  "pods is forbidden: User \"bob\" cannot create resource \"pods\" in API group \"\" in the namespace \"team\"");
+	audit_close(a);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	char line[8192];
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	json_t *j = json_loads(line, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "decision")), "forbid");
+	assert_string_equal(json_string_value(json_object_get(j, "reason")),
+			    "pods is forbidden: User \"bob\" cannot create resource \"pods\" in API group \"\" in the namespace \"team\"");
+	assert_int_equal(json_integer_value(json_object_get(j, "code")), 403);
+	json_decref(j);
+	unlink(path);
 }
 
 static void test_two_writers_share_rotation(void **state)
@@ -90,8 +116,8 @@ static void test_two_writers_share_rotation(void **state)
 	longpath[sizeof(longpath) - 1] = '\0';
 	/* Interleaved, one long line each (larger than stdio's buffer would write at once). */
 	for (int i = 0; i < 3; i++) {
-		audit_log(a, "writer-a", "t", "update", longpath, 200, 1);
-		audit_log(b, "writer-b", "t", "update", longpath, 200, 1);
+		audit_log(a, "writer-a", "t", "update", longpath, 200, 1, NULL);
+		audit_log(b, "writer-b", "t", "update", longpath, 200, 1, NULL);
 	}
 	/* Both rotated or followed the other's rotation; no line was cut. */
 	int na = count_lines(path, "writer-a") + count_lines(old, "writer-a");
@@ -100,8 +126,8 @@ static void test_two_writers_share_rotation(void **state)
 	/* A writer that did not rotate follows the new file within a second. */
 	sleep(1);
 	usleep(100 * 1000);
-	audit_log(a, "late-a", "t", "create", "/p", 201, 1);
-	audit_log(b, "late-b", "t", "create", "/p", 201, 1);
+	audit_log(a, "late-a", "t", "create", "/p", 201, 1, NULL);
+	audit_log(b, "late-b", "t", "create", "/p", 201, 1, NULL);
 	assert_int_equal(count_lines(path, "late-a"), 1);
 	assert_int_equal(count_lines(path, "late-b"), 1);
 	audit_close(a);
@@ -112,6 +138,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lines_and_rotation),
+		cmocka_unit_test(test_refusal_carries_its_reason),
 		cmocka_unit_test(test_two_writers_share_rotation),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
