@@ -11,9 +11,9 @@
  * indexes bindings by (tenant, subject, namespace), so a decision costs a few hash look-ups per
  * subject of the caller (user, each group) and the rules of the roles those bindings name, not
  * a scan of the tenant's bindings. Roles are looked up by name when a binding applies; an
- * aggregated ClusterRole (aggregationRule) carries its own rules and those of every ClusterRole
- * of its tenant whose labels match one of its selectors, recomputed whenever a ClusterRole of
- * the tenant changes. It is fed by rbac_apply (the API server follows its watch caches) and read
+ * aggregated ClusterRole (aggregationRule) carries the rules of every ClusterRole of its tenant
+ * whose labels match one of its selectors (its stored rules are that union, written back by its
+ * server), recomputed whenever a ClusterRole of the tenant changes. It is fed by rbac_apply (the API server follows its watch caches) and read
  * by any number of threads. */
 #ifndef URSA_RBAC_H
 #define URSA_RBAC_H
@@ -95,6 +95,14 @@ void rbac_apply(struct rbac *a, enum rbac_kind kind, const char *tenant, const c
 /* Drops every object (a relist follows); rbac_clear_kind only those of one kind. */
 void rbac_clear(struct rbac *a);
 void rbac_clear_kind(struct rbac *a, enum rbac_kind kind);
+/* Calls fn for each aggregated ClusterRole of tenant whose stored rules differ from the
+ * aggregation's (rules: the union of the rules of the ClusterRoles its selectors match, as a
+ * JSON array, borrowed for the call), so that its server writes them back, as Kubernetes'
+ * aggregation controller does. fn may call back into a. */
+void rbac_each_stale_aggregate(struct rbac *a, const char *tenant,
+				void (*fn)(void *ud, const char *name, const json_t *rules), void *ud);
+/* Calls fn with the name of each tenant that holds RBAC objects; fn may call back into a. */
+void rbac_each_tenant(struct rbac *a, void (*fn)(void *ud, const char *tenant), void *ud);
 /* Number of bindings held (both kinds, all tenants). */
 size_t rbac_bindings(struct rbac *a);
 

@@ -202,6 +202,17 @@ def test_aggregated_roles_follow_labels():
               "view aggregates widgets-view")
     _, out, _ = kubectl(["auth", "can-i", "get", "secrets/private", "-n", "team"], frank)
     eq(out.strip(), "no", "frank can-i get another secret")
+    # the aggregated roles' stored rules follow, as Kubernetes' aggregation controller writes them
+
+    def stored_rules_name(role, name):
+        r = S["admin"].get("%s/tenants/%s/clusterroles/%s" % (RBAC, S["t"], role))
+        return any(name in (x.get("resourceNames") or []) for x in r.json.get("rules") or [])
+    wait_rbac(lambda: stored_rules_name("view", "public") and stored_rules_name("edit", "public")
+              and stored_rules_name("admin", "public"), "view, edit and admin store the new rule")
+    _, out, _ = k(["describe", "clusterrole", "view"], "boss")
+    check("pods/log" in out and "public" in out, "kubectl describe clusterrole view: %s" % out[:2000])
+    k(["delete", "clusterrole", "widgets-view"], "boss")
+    wait_rbac(lambda: not stored_rules_name("admin", "public"), "the rule leaves admin with widgets-view")
 
 
 def test_cluster_role_binding_reaches_every_namespace():

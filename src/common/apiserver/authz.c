@@ -25,17 +25,57 @@ static const struct {
 };
 #define NFEEDS (sizeof(feeds) / sizeof(feeds[0]))
 
+/* ---- aggregated ClusterRoles: their rules written back, as Kubernetes' aggregation
+ * controller does (every API server of a partition may write the same rules: idempotent) ---- */
+
+static int mutate_rules(struct req *q, const json_t *cur, void *ud, json_t **ret_new)
+{
+	(void)q;
+	json_t *obj = json_copy((json_t *)cur);
+	json_object_set_new(obj, "rules", json_deep_copy(ud));
+	*ret_new = obj;
+	return 0;
+}
+
+struct writeback {
+	struct apiserver *s;
+	const char *tenant;
+};
+
+static void write_rules(void *ud, const char *name, const json_t *rules)
+{
+	struct writeback *w = ud;
+	struct req q = { .s = w->s, .verb = "update", .tenant = (char *)w->tenant };
+	q.res = served_by_plural(w->s, "clusterroles");
+	do_update(&q, name, UPDATE_MAIN, mutate_rules, (void *)rules, false, NULL);
+	if (q.replied_code >= 300 && q.replied_code != 404)
+		log_warn("cannot write an aggregated role's rules", "tenant=\"%s\" clusterrole=\"%s\" code=%d", w->tenant,
+			 name, q.replied_code);
+	else
+		log_debug("aggregated role's rules written", "tenant=\"%s\" clusterrole=\"%s\"", w->tenant, name);
+}
+
+static void write_aggregates(void *ud, const char *tenant)
+{
+	struct authz *z = ud;
+	struct writeback w = { z->s, tenant };
+	rbac_each_stale_aggregate(z->rbac, tenant, write_rules, &w);
+}
+
 static void feed_event(void *ud, size_t i, enum wev_type type, struct cobj *o)
 {
 	struct authz *z = ud;
 	if (type == WEV_DELETED) {
 		rbac_apply(z->rbac, feeds[i].kind, o->tenant, o->ns, o->name, NULL);
-		return;
+	} else {
+		json_t *obj = json_loadb(o->json, o->json_len, 0, NULL);
+		if (obj)
+			rbac_apply(z->rbac, feeds[i].kind, o->tenant, o->ns, o->name, obj);
+		json_decref(obj);
 	}
-	json_t *obj = json_loadb(o->json, o->json_len, 0, NULL);
-	if (obj)
-		rbac_apply(z->rbac, feeds[i].kind, o->tenant, o->ns, o->name, obj);
-	json_decref(obj);
+	/* only once every ClusterRole is known: before, a union would be partial */
+	if (feeds[i].kind == RBAC_CLUSTER_ROLE && atomic_load(&z->ready))
+		write_aggregates(z, o->tenant);
 }
 
 static void feed_reset(void *ud, size_t i)
@@ -56,6 +96,7 @@ static void feed_synced(void *ud)
 	for (int i = 0; i < 600 && tenants && tenants->cache && !wcache_ready(tenants->cache); i++)
 		usleep(50000);
 	bootstrap_missing(z->s);
+	rbac_each_tenant(z->rbac, write_aggregates, z);
 }
 
 int authz_start(struct apiserver *s)

@@ -215,7 +215,9 @@ static void ruleset_add(struct ruleset *s, const struct rbac_rule *r, size_t n)
 }
 
 /* Recomputes the rules of every aggregated ClusterRole of t until nothing changes (an aggregated
- * role may aggregate another: admin takes edit's, edit takes view's), at most a few rounds. */
+ * role may aggregate another: admin takes edit's, edit takes view's), at most a few rounds. An
+ * aggregated role's rules are the union of those of the roles its selectors match, whatever its
+ * stored rules say (they are the aggregation's output, written back: rbac_each_stale_aggregate). */
 static void aggregate(struct tenant *t)
 {
 	for (int round = 0; round < 4; round++) {
@@ -225,8 +227,7 @@ static void aggregate(struct tenant *t)
 			struct role *r = e->val;
 			if (!r->nsel || strncmp(e->key, "C:", 2) != 0)
 				continue;
-			struct ruleset s = { 0 };
-			ruleset_add(&s, r->own, r->nown);
+			struct ruleset s = { 0 }; /* an aggregated role's own rules are the aggregation's output */
 			size_t jt = 0;
 			for (struct strmap_ent *f = strmap_next(&t->roles, NULL, &jt); f; f = strmap_next(&t->roles, f, &jt)) {
 				struct role *src = f->val;
@@ -476,6 +477,50 @@ void rbac_clear_kind(struct rbac *a, enum rbac_kind kind)
 			aggregate(t);
 	}
 	pthread_rwlock_unlock(&a->lock);
+}
+
+void rbac_each_stale_aggregate(struct rbac *a, const char *tenant,
+				void (*fn)(void *ud, const char *name, const json_t *rules), void *ud)
+{
+	json_t *todo = json_object(); /* name -> rules, gathered under the lock, handed out after */
+	pthread_rwlock_rdlock(&a->lock);
+	struct tenant *t = tenant_get(a, tenant, false);
+	size_t it = 0;
+	for (struct strmap_ent *e = t ? strmap_next(&t->roles, NULL, &it) : NULL; e; e = strmap_next(&t->roles, e, &it)) {
+		struct role *r = e->val;
+		if (!r->nsel || !r->agg || strncmp(e->key, "C:", 2) != 0)
+			continue;
+		bool same = r->nagg == r->nown;
+		for (size_t k = 0; same && k < r->nagg; k++)
+			same = rule_eq(&r->agg[k], &r->own[k]);
+		if (same)
+			continue;
+		json_t *rules = json_array();
+		for (size_t k = 0; k < r->nagg; k++)
+			json_array_append_new(rules, rbac_rule_json(&r->agg[k]));
+		json_object_set_new(todo, e->key + 2, rules);
+	}
+	pthread_rwlock_unlock(&a->lock);
+	const char *name;
+	json_t *rules;
+	json_object_foreach(todo, name, rules)
+		fn(ud, name, rules);
+	json_decref(todo);
+}
+
+void rbac_each_tenant(struct rbac *a, void (*fn)(void *ud, const char *tenant), void *ud)
+{
+	json_t *names = json_array();
+	pthread_rwlock_rdlock(&a->lock);
+	size_t it = 0;
+	for (struct strmap_ent *e = strmap_next(&a->tenants, NULL, &it); e; e = strmap_next(&a->tenants, e, &it))
+		json_array_append_new(names, json_string(e->key));
+	pthread_rwlock_unlock(&a->lock);
+	size_t i;
+	json_t *n;
+	json_array_foreach(names, i, n)
+		fn(ud, json_string_value(n));
+	json_decref(names);
 }
 
 /* ---- decisions ---- */

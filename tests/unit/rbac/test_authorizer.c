@@ -113,6 +113,15 @@ static void test_system_tenant_bindings_are_region_wide(void **state)
 	rbac_free(a);
 }
 
+static int nstale;
+static void count_stale(void *ud, const char *name, const json_t *rules)
+{
+	(void)ud;
+	assert_true(strcmp(name, "edit") == 0 || strcmp(name, "view") == 0);
+	assert_true(json_is_array(rules));
+	nstale++;
+}
+
 static void test_aggregation_follows_labels(void **state)
 {
 	struct rbac *a = rbac_new();
@@ -133,8 +142,22 @@ static void test_aggregation_follows_labels(void **state)
 	assert_int_equal(rbac_role_rules(a, "acme", NULL, "ClusterRole", "edit", &r, &n), 0);
 	assert_int_equal(n, 1);
 	rbac_rules_free(r, n);
+	/* what the server writes back: edit and view's stored rules ([]) differ from the union */
+	nstale = 0;
+	rbac_each_stale_aggregate(a, "acme", count_stale, NULL);
+	assert_int_equal(nstale, 2);
+	/* once written back (an aggregated role's stored rules do not add to the union) */
+	put(a, RBAC_CLUSTER_ROLE, "acme", "", "edit",
+	    "{\"aggregationRule\":{\"clusterRoleSelectors\":[{\"matchLabels\":{\"agg-edit\":\"true\"}}]},"
+	    "\"rules\":[{\"apiGroups\":[\"\"],\"resources\":[\"pods\"],\"verbs\":[\"list\"]}]}");
+	nstale = 0;
+	rbac_each_stale_aggregate(a, "acme", count_stale, NULL);
+	assert_int_equal(nstale, 1); /* view */
 	put(a, RBAC_CLUSTER_ROLE, "acme", "", "pods-view", NULL);
-	assert_false(can(a, &u, "acme", "list", "pods", "team"));
+	assert_false(can(a, &u, "acme", "list", "pods", "team")); /* the stored copy grants nothing by itself */
+	nstale = 0;
+	rbac_each_stale_aggregate(a, "acme", count_stale, NULL);
+	assert_int_equal(nstale, 1); /* edit: its stored rule must go */
 	identity_release(&u);
 	rbac_free(a);
 }
