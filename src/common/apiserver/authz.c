@@ -264,14 +264,6 @@ int admit_rbac(struct req *q, json_t *obj, const json_t *old)
 
 /* ---- access reviews ---- */
 
-static void reply_review(struct req *q, json_t *obj, json_t *status /* stolen */)
-{
-	json_object_set_new(obj, "status", status);
-	json_t *meta = json_obj_child(obj, "metadata");
-	json_object_set_new(meta, "creationTimestamp", json_null());
-	reply_json(q, 201, obj);
-}
-
 /* The identity a review asks about: the caller's for a self review, spec.user and spec.groups
  * (of the caller's tenant) for a subject access review. */
 static void review_subject(struct req *q, const json_t *spec, bool self, struct identity *ret)

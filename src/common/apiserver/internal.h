@@ -232,6 +232,8 @@ void review_rules(struct req *q, json_t *obj);
 /* reviews.c: create-only resources that are never stored (api_resource.ephemeral): access
  * reviews, token reviews, self subject reviews. Replies. */
 void handle_ephemeral(struct req *q);
+/* A review's answer: obj (the request's body) with status (stolen) set, 201. */
+void reply_review(struct req *q, json_t *obj, json_t *status);
 
 /* logproxy.c: streams a bound pod's container log from its kubelet. Replies. */
 void proxy_pod_log(struct req *q, const json_t *pod);

@@ -16,6 +16,13 @@ static const struct {
 	{ "authentication.k8s.io", "selfsubjectreviews", review_self_subject },
 };
 
+void reply_review(struct req *q, json_t *obj, json_t *status)
+{
+	json_object_set_new(obj, "status", status);
+	json_object_set_new(json_obj_child(obj, "metadata"), "creationTimestamp", json_null());
+	reply_json(q, 201, obj);
+}
+
 void handle_ephemeral(struct req *q)
 {
 	const struct api_resource *r = q->res->r;

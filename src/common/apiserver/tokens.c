@@ -266,15 +266,6 @@ static json_t *user_info(const struct identity *id)
 	return u;
 }
 
-static void reply_review(struct req *q, json_t *obj, json_t *status /* stolen */)
-{
-	json_object_set_new(obj, "status", status);
-	if (!json_is_object(json_object_get(obj, "metadata")))
-		json_object_set_new(obj, "metadata", json_object());
-	json_object_set_new(json_object_get(obj, "metadata"), "creationTimestamp", json_null());
-	reply_json(q, 201, obj);
-}
-
 void review_token(struct req *q, json_t *obj)
 {
 	json_t *tok = json_path(obj, "spec.token"), *auds = json_path(obj, "spec.audiences");
