@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include "ursa/api.h"
 #include "ursa/buf.h"
 
@@ -29,6 +30,11 @@ struct pod_requests {
 /* 0, or E_INVALID with a message appended to err (may be NULL) for a bad quantity. */
 int pod_requests(const json_t *pod, struct pod_requests *ret, struct buf *err);
 
+/* The NoExecute taints of a node whose Ready condition is False (not-ready) or Unknown
+ * (unreachable); a tenant partition treats every node of a lost resource manager as unreachable. */
+#define TAINT_NOT_READY "node.kubernetes.io/not-ready"
+#define TAINT_UNREACHABLE "node.kubernetes.io/unreachable"
+
 /* Whether a toleration object matches a taint {key, value, effect} (empty key with Exists
  * tolerates everything; empty effect matches every effect). */
 bool toleration_matches(const json_t *toleration, const json_t *taint);
@@ -37,5 +43,10 @@ bool toleration_matches(const json_t *toleration, const json_t *taint);
  * when a matching toleration has none (tolerated forever), or -1 when none matches (the
  * caller applies its default). */
 int64_t toleration_deadline_ms(const json_t *pod, const json_t *taint, int64_t since_ms);
+/* The pod's status.conditions (borrowed pod) with Ready and ContainersReady set to False,
+ * reason NodeNotReady, message (when not NULL) and lastTransitionTime now, as a node that is
+ * not ready does to its pods: a new array to PATCH into status.conditions, or NULL when neither
+ * condition was other than False (nothing to write). */
+json_t *pod_conditions_not_ready(const json_t *pod, const char *message, time_t now);
 
 #endif

@@ -1,30 +1,11 @@
 /* Per-tenant token buckets: each tenant may send `rate` requests a second on average with
  * bursts of `burst`; beyond that the gateway answers 429 with Retry-After. */
-#include <math.h>
 #include <stdlib.h>
 #include "gw.h"
+#include "ursa/bucket.h"
 #include "ursa/xalloc.h"
 
 #define LIMITER_MAX_TENANTS 100000
-
-int64_t bucket_take(struct bucket *b, double rate, double burst, int64_t now_us)
-{
-	if (b->last_us == 0) {
-		b->tokens = burst;
-		b->last_us = now_us;
-	}
-	if (now_us > b->last_us) {
-		b->tokens += rate * (double)(now_us - b->last_us) / 1e6;
-		if (b->tokens > burst)
-			b->tokens = burst;
-		b->last_us = now_us;
-	}
-	if (b->tokens >= 1.0) {
-		b->tokens -= 1.0;
-		return 0;
-	}
-	return (int64_t)ceil((1.0 - b->tokens) / rate * 1e6);
-}
 
 void limiter_init(struct limiter *l, double rate, double burst)
 {
@@ -50,9 +31,11 @@ int limiter_check(struct limiter *l, const char *tenant, int64_t now_us)
 		strmap_init(&l->buckets);
 	}
 	struct strmap_ent *e = strmap_put(&l->buckets, tenant, NULL);
-	if (!e->val)
-		e->val = xcalloc(1, sizeof(struct bucket));
-	int64_t wait = bucket_take(e->val, l->rate, l->burst, now_us);
+	if (!e->val) {
+		e->val = xmalloc(sizeof(struct token_bucket));
+		token_bucket_init(e->val, l->rate, l->burst, now_us);
+	}
+	int64_t wait = token_bucket_take(e->val, now_us) ? 0 : token_bucket_wait_us(e->val, now_us);
 	pthread_mutex_unlock(&l->lock);
 	if (wait == 0)
 		return 0;

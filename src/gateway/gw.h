@@ -46,17 +46,10 @@ const char *route_kind_name(enum route_kind k);
 /* True if s is a DNS-1123 label (tenant names). */
 bool dns_label_ok(const char *s);
 
-/* --- token bucket (bucket.c) ------------------------------------------------------------- */
-struct bucket {
-	double tokens;
-	int64_t last_us;
-};
-/* Takes one token at now_us (monotonic). Returns 0, or the µs to wait until one is there. */
-int64_t bucket_take(struct bucket *b, double rate, double burst, int64_t now_us);
-
+/* --- per-tenant rate limit (bucket.c) ------------------------------------------------------- */
 struct limiter {
 	pthread_mutex_t lock;
-	struct strmap buckets; /* tenant -> struct bucket */
+	struct strmap buckets; /* tenant -> struct token_bucket (ursa/bucket.h) */
 	double rate, burst;    /* rate 0 disables */
 };
 void limiter_init(struct limiter *l, double rate, double burst);

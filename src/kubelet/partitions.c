@@ -9,6 +9,7 @@
 #include "kubelet.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
+#include "ursa/region.h"
 #include "ursa/xalloc.h"
 
 #define KL_MAX_PARTITIONS 1024
@@ -18,9 +19,9 @@
 
 struct kl_partitions {
 	struct kubelet *k;
-	pthread_mutex_t mu;
-	struct kl_partition *v[KL_MAX_PARTITIONS];
-	size_t n;
+	pthread_mutex_t mu;           /* guards rm, tps */
+	struct kl_partition *rm;      /* the RM's own pods (not in the registry) */
+	struct region_peers tps;      /* the registry's tenant partitions; val: struct kl_partition * */
 	struct informer *registry;
 };
 
@@ -126,79 +127,61 @@ struct kl_partition *kl_partition_get(struct kubelet *k, const char *name)
 	if (!ps)
 		return NULL;
 	pthread_mutex_lock(&ps->mu);
-	for (size_t i = 0; i < ps->n && !found; i++)
-		if (strcmp(ps->v[i]->name, name) == 0) {
-			found = ps->v[i];
-			atomic_fetch_add(&found->refs, 1);
-		}
+	if (ps->rm && strcmp(ps->rm->name, name) == 0) {
+		found = ps->rm;
+	} else {
+		struct region_peer *e = region_peers_find(&ps->tps, name);
+		found = e ? e->val : NULL;
+	}
+	if (found)
+		atomic_fetch_add(&found->refs, 1);
 	pthread_mutex_unlock(&ps->mu);
 	return found;
 }
 
-/* Unlinks the partition called name; returns it (the table's reference) or NULL. Lock held. */
-static struct kl_partition *unlink_locked(struct kl_partitions *ps, const char *name)
+/* Under ps->mu (region_peers_offer/remove): a partition of the registry, its informer started
+ * at once (it is linked before its first event can reach the pod worker). */
+static void *tp_open(void *ud, const char *name, const char *servers, const json_t *obj)
 {
-	for (size_t i = 0; i < ps->n; i++)
-		if (strcmp(ps->v[i]->name, name) == 0) {
-			struct kl_partition *p = ps->v[i];
-			ps->v[i] = ps->v[--ps->n];
-			return p;
-		}
-	return NULL;
+	struct kl_partitions *ps = ud;
+	if (name[0] == '@')
+		return NULL;
+	struct kl_partition *p = partition_new(ps->k, name, servers, false);
+	if (!p->rc) {
+		log_warn("tenant partition has unusable endpoints", "partition=\"%s\"", name);
+		kl_partition_put(p);
+		return NULL;
+	}
+	partition_start(p);
+	log_info("tenant partition added", "partition=\"%s\" servers=\"%s\"", name, servers);
+	return p;
 }
 
-/* "https://a,https://b" from spec.endpoints; new string or NULL. */
-static char *endpoints_of(const json_t *tp)
+/* No .close: partitions gone or moved are put by settle_unlock once ps->mu is released. */
+static const struct region_follow tp_follow = { .open = tp_open };
+
+/* Called with ps->mu held; releases it, then puts what the change closed. */
+static void settle_unlock(struct kl_partitions *ps)
 {
-	struct buf b = BUF_INIT;
-	size_t i;
-	const json_t *e;
-	json_array_foreach(json_path(tp, "spec.endpoints"), i, e) {
-		if (!json_is_string(e) || !json_string_length(e) || strchr(json_string_value(e), ','))
-			continue;
-		if (b.len)
-			buf_addch(&b, ',');
-		buf_adds(&b, json_string_value(e));
+	size_t n;
+	void **closed = region_peers_take_closed(&ps->tps, &n);
+	pthread_mutex_unlock(&ps->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct kl_partition *p = closed[i];
+		log_info("tenant partition removed", "partition=\"%s\" servers=\"%s\"", p->name, p->servers);
+		kl_partition_put(p);
 	}
-	return b.len ? buf_detach(&b, NULL) : NULL;
+	free(closed);
 }
 
 static void registry_apply(struct kl_partitions *ps, const json_t *tp, bool deleted)
 {
-	const char *name = json_path_str(tp, "metadata.name");
-	if (!name || !*name || name[0] == '@')
-		return;
-	char *servers = deleted ? NULL : endpoints_of(tp);
-	struct kl_partition *old = NULL;
 	pthread_mutex_lock(&ps->mu);
-	struct kl_partition *cur = NULL;
-	for (size_t i = 0; i < ps->n; i++)
-		if (strcmp(ps->v[i]->name, name) == 0)
-			cur = ps->v[i];
-	if (cur && servers && strcmp(cur->servers, servers) == 0) {
-		pthread_mutex_unlock(&ps->mu);
-		free(servers);
-		return;
-	}
-	if (cur)
-		old = unlink_locked(ps, name);
-	if (servers && ps->n < KL_MAX_PARTITIONS) {
-		struct kl_partition *p = partition_new(ps->k, name, servers, false);
-		if (p->rc) {
-			ps->v[ps->n++] = p;
-			partition_start(p);
-			log_info("tenant partition added", "partition=\"%s\" servers=\"%s\"", name, servers);
-		} else {
-			log_warn("tenant partition has unusable endpoints", "partition=\"%s\"", name);
-			kl_partition_put(p);
-		}
-	}
-	pthread_mutex_unlock(&ps->mu);
-	if (old) {
-		log_info("tenant partition removed", "partition=\"%s\" servers=\"%s\"", old->name, old->servers);
-		kl_partition_put(old);
-	}
-	free(servers);
+	if (deleted)
+		region_peers_remove(&ps->tps, json_path_str(tp, "metadata.name"));
+	else
+		region_peers_offer(&ps->tps, tp);
+	settle_unlock(ps);
 }
 
 static void on_tp_add(void *ud, const json_t *obj)
@@ -226,10 +209,10 @@ struct kl_partitions *kl_partitions_start(struct kubelet *k)
 	struct kl_partitions *ps = xcalloc(1, sizeof(*ps));
 	ps->k = k;
 	pthread_mutex_init(&ps->mu, NULL);
+	region_peers_init(&ps->tps, &tp_follow, ps, KL_MAX_PARTITIONS - 1);
 	pthread_mutex_lock(&ps->mu);
-	struct kl_partition *rm = partition_new(k, KL_RM_PARTITION, rest_creds_server(k->creds), true);
-	ps->v[ps->n++] = rm;
-	partition_start(rm);
+	ps->rm = partition_new(k, KL_RM_PARTITION, rest_creds_server(k->creds), true);
+	partition_start(ps->rm);
 	pthread_mutex_unlock(&ps->mu);
 	ps->registry = informer_start(k->rm, REGISTRY_PATH, NULL, &registry_handlers, ps);
 	k->parts = ps;  /* complete before the pod worker (started after us) can look at it */
@@ -242,13 +225,11 @@ void kl_partitions_stop(struct kl_partitions *ps)
 		return;
 	informer_stop(ps->registry);
 	pthread_mutex_lock(&ps->mu);
-	size_t n = ps->n;
-	struct kl_partition *v[KL_MAX_PARTITIONS];
-	memcpy(v, ps->v, n * sizeof(v[0]));
-	ps->n = 0;
-	pthread_mutex_unlock(&ps->mu);
-	for (size_t i = 0; i < n; i++)
-		kl_partition_put(v[i]);
+	struct kl_partition *rm = ps->rm;
+	ps->rm = NULL;
+	region_peers_release(&ps->tps); /* the partitions are put by settle_unlock */
+	settle_unlock(ps);
+	kl_partition_put(rm);
 	ps->k->parts = NULL;
 	pthread_mutex_destroy(&ps->mu);
 	free(ps);
@@ -257,12 +238,14 @@ void kl_partitions_stop(struct kl_partitions *ps)
 /* A referenced copy of the table; returns the count. */
 static size_t snapshot(struct kl_partitions *ps, struct kl_partition **out)
 {
+	size_t n = 0;
 	pthread_mutex_lock(&ps->mu);
-	size_t n = ps->n;
-	for (size_t i = 0; i < n; i++) {
-		out[i] = ps->v[i];
+	if (ps->rm)
+		out[n++] = ps->rm;
+	for (size_t i = 0; i < ps->tps.n; i++)
+		out[n++] = ps->tps.v[i].val;
+	for (size_t i = 0; i < n; i++)
 		atomic_fetch_add(&out[i]->refs, 1);
-	}
 	pthread_mutex_unlock(&ps->mu);
 	return n;
 }

@@ -17,11 +17,13 @@
 #include "ursa/health.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
+#include "ursa/region.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
 #define LEASE_PATH "/apis/coordination.k8s.io/v1/tenants/system/namespaces/kube-system/leases/ursa-scheduler"
 #define RM_REGISTRY "/apis/ursa.io/v1/resourcemanagers"
+#define MAX_RMS 1024
 #define RESERVE_ATTEMPTS 8
 #define MSG_MAX 1024
 /* Score for a node where the pod fits in the room we reserved ahead: enough to prefer it over
@@ -30,7 +32,7 @@
 #define RESERVED_BONUS 50
 
 struct rm_entry {
-	char *name, *endpoints;
+	char *name;
 	struct rest_client *client;
 	struct informer *inf;
 	struct sched_daemon *d;
@@ -48,12 +50,14 @@ struct sched_daemon {
 	pthread_mutex_t bind_mu;        /* guards binds */
 	pthread_cond_t bind_cond;       /* a binding ended */
 	long long binds;                /* bindings in flight: at most one per worker */
-	pthread_mutex_t mu;             /* guards cache, unsched, rms */
+	pthread_mutex_t mu;             /* guards cache, unsched, rms, opened */
 	pthread_cond_t res_cond;        /* a reservation write ended (with mu) */
 	size_t gc_cursor;               /* where the next release round starts in the node list */
 	struct sched_cache cache;
 	struct strmap unsched;          /* pods waiting for a node change */
-	struct strmap rms;              /* name -> struct rm_entry */
+	struct region_peers rms;        /* val: struct rm_entry * */
+	struct rm_entry **opened;       /* by the last change of rms: informers to start */
+	size_t nopened;
 	struct rm_entry **retired;      /* stopped RMs whose clients workers may still hold */
 	size_t nretired;
 	struct workqueue *q;
@@ -177,21 +181,6 @@ static const struct informer_handlers node_handlers = { on_node_add, on_node_upd
 
 /* The registry of resource managers ------------------------------------------------------- */
 
-static char *endpoints_of(const json_t *obj)
-{
-	struct buf b = BUF_INIT;
-	size_t i;
-	const json_t *e;
-	json_array_foreach(json_path(obj, "spec.endpoints"), i, e) {
-		if (!json_is_string(e) || i >= 16)
-			continue;
-		if (b.len)
-			buf_addch(&b, ',');
-		buf_adds(&b, json_string_value(e));
-	}
-	return b.len ? buf_detach(&b, NULL) : NULL;
-}
-
 /* Stops r's informer (with no lock held: its handlers take the mutex) and retires it. */
 static void rm_retire(struct sched_daemon *d, struct rm_entry *r)
 {
@@ -204,37 +193,51 @@ static void rm_retire(struct sched_daemon *d, struct rm_entry *r)
 	pthread_mutex_unlock(&d->mu);
 }
 
-static void rm_upsert(struct sched_daemon *d, const json_t *obj)
+/* Under the mutex (region_peers_offer/remove): a new RM, whose informer starts once the lock
+ * is released. */
+static void *rm_open(void *ud, const char *name, const char *servers, const json_t *obj)
 {
-	const char *name = json_path_str(obj, "metadata.name");
-	char *eps = endpoints_of(obj);
-	if (!name || !eps) {
-		free(eps);
-		return;
-	}
-	pthread_mutex_lock(&d->mu);
-	struct strmap_ent *e = strmap_get(&d->rms, name);
-	struct rm_entry *old = e ? e->val : NULL;
-	if (old && strcmp(old->endpoints, eps) == 0) {
-		pthread_mutex_unlock(&d->mu);
-		free(eps);
-		return;
-	}
-	if (old)
-		strmap_del(&d->rms, name, NULL);
-	pthread_mutex_unlock(&d->mu);
-	if (old)
-		rm_retire(d, old);
+	struct sched_daemon *d = ud;
 	struct rm_entry *r = xcalloc(1, sizeof(*r));
 	r->name = xstrdup(name);
-	r->endpoints = eps;
 	r->d = d;
-	r->client = rest_new_with_creds(d->creds, eps, "ursa-scheduler");
+	r->client = rest_new_with_creds(d->creds, servers, "ursa-scheduler");
+	d->opened = xrealloc(d->opened, (d->nopened + 1) * sizeof(*d->opened));
+	d->opened[d->nopened++] = r;
+	log_info("following resource manager", "rm=\"%s\" endpoints=\"%s\"", name, servers);
+	return r;
+}
+
+/* No .close: RMs gone or moved are retired by rms_settle once the lock is released. */
+static const struct region_follow rm_follow = { .open = rm_open };
+
+/* Without the lock: retires what the last change closed, then starts what it opened (a moved
+ * RM's old nodes leave the cache before the new informer brings them back). Takes the lists
+ * under the lock. */
+static void rms_settle(struct sched_daemon *d)
+{
+	size_t nclosed;
 	pthread_mutex_lock(&d->mu);
-	strmap_put(&d->rms, name, NULL)->val = r;
+	void **closed = region_peers_take_closed(&d->rms, &nclosed);
+	struct rm_entry **opened = d->opened;
+	size_t nopened = d->nopened;
+	d->opened = NULL;
+	d->nopened = 0;
 	pthread_mutex_unlock(&d->mu);
-	r->inf = informer_start(r->client, "/api/v1/nodes", NULL, &node_handlers, r);
-	log_info("following resource manager", "rm=\"%s\" endpoints=\"%s\"", name, eps);
+	for (size_t i = 0; i < nclosed; i++)
+		rm_retire(d, closed[i]);
+	for (size_t i = 0; i < nopened; i++)
+		opened[i]->inf = informer_start(opened[i]->client, "/api/v1/nodes", NULL, &node_handlers, opened[i]);
+	free(opened);
+	free(closed);
+}
+
+static void rm_upsert(struct sched_daemon *d, const json_t *obj)
+{
+	pthread_mutex_lock(&d->mu);
+	region_peers_offer(&d->rms, obj);
+	pthread_mutex_unlock(&d->mu);
+	rms_settle(d);
 }
 
 static void on_rm_add(void *ud, const json_t *obj)
@@ -252,14 +255,12 @@ static void on_rm_delete(void *ud, const json_t *obj)
 {
 	struct sched_daemon *d = ud;
 	const char *name = json_path_str(obj, "metadata.name");
-	void *v = NULL;
 	pthread_mutex_lock(&d->mu);
-	bool had = name && strmap_del(&d->rms, name, &v);
+	bool had = region_peers_remove(&d->rms, name);
 	pthread_mutex_unlock(&d->mu);
-	if (had) {
-		rm_retire(d, v);
+	rms_settle(d);
+	if (had)
 		log_info("resource manager removed", "rm=\"%s\"", name);
-	}
 }
 
 /* Reservation ------------------------------------------------------------------------------ */
@@ -295,7 +296,7 @@ static bool overcommitted(const struct sched_node *n)
 static void reservation_begin(struct sched_daemon *d, struct sched_node *n, const struct sched_res *target,
 			      struct reservation *ret)
 {
-	struct strmap_ent *e = strmap_get(&d->rms, n->rm ? n->rm : "");
+	struct region_peer *e = region_peers_find(&d->rms, n->rm ? n->rm : "");
 	struct reservation r = { NULL };
 	r.node = xstrdup(n->name);
 	r.rm = xstrdup(n->rm ? n->rm : "");
@@ -653,9 +654,8 @@ static bool caches_synced(struct sched_daemon *d)
 		return false;
 	bool all = true;
 	pthread_mutex_lock(&d->mu);
-	size_t it = 0;
-	for (struct strmap_ent *e = strmap_next(&d->rms, NULL, &it); e; e = strmap_next(&d->rms, e, &it))
-		all = all && ((struct rm_entry *)e->val)->synced;
+	for (size_t i = 0; i < d->rms.n; i++)
+		all = all && ((struct rm_entry *)d->rms.v[i].val)->synced;
 	pthread_mutex_unlock(&d->mu);
 	return all;
 }
@@ -813,10 +813,10 @@ static bool active(struct sched_daemon *d)
 static void check_rms(struct sched_daemon *d)
 {
 	struct rm_entry *v[256];
-	size_t n = 0, it = 0;
+	size_t n = 0;
 	pthread_mutex_lock(&d->mu);
-	for (struct strmap_ent *e = strmap_next(&d->rms, NULL, &it); e && n < 256; e = strmap_next(&d->rms, e, &it))
-		v[n++] = e->val;
+	for (size_t i = 0; i < d->rms.n && n < 256; i++)
+		v[n++] = d->rms.v[i].val;
 	pthread_mutex_unlock(&d->mu);
 	int64_t now = mono_ms();
 	for (size_t i = 0; i < n; i++) {
@@ -945,7 +945,7 @@ struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **re
 	d->cache.pct = o->pct;
 	d->cache.max_score_nodes = o->max_nodes;
 	strmap_init(&d->unsched);
-	strmap_init(&d->rms);
+	region_peers_init(&d->rms, &rm_follow, d, MAX_RMS);
 	d->rm_inf = informer_start(d->tp, RM_REGISTRY, NULL, &rm_handlers, d);
 	d->pods = informer_start(d->tp, "/api/v1/tenants/all/pods", NULL, &pod_handlers, d);
 	pthread_create(&d->ticker, NULL, ticker_main, d);
@@ -974,7 +974,6 @@ static void rm_free(struct rm_entry *r)
 	informer_stop(r->inf);
 	rest_free(r->client);
 	free(r->name);
-	free(r->endpoints);
 	free(r);
 }
 
@@ -993,10 +992,13 @@ void sched_daemon_stop(struct sched_daemon *d)
 	informer_stop(d->pods);
 	informer_stop(d->rm_inf);
 	log_stats(d, "stopped");
-	size_t it = 0;
-	for (struct strmap_ent *e = strmap_next(&d->rms, NULL, &it); e; e = strmap_next(&d->rms, e, &it))
-		rm_free(e->val);
-	strmap_release(&d->rms, NULL);
+	region_peers_release(&d->rms);
+	size_t nclosed;
+	void **closed = region_peers_take_closed(&d->rms, &nclosed);
+	for (size_t i = 0; i < nclosed; i++)
+		rm_free(closed[i]);
+	free(closed);
+	free(d->opened); /* empty: every change settled before the registry informer stopped */
 	for (size_t i = 0; i < d->nretired; i++)
 		rm_free(d->retired[i]);
 	free(d->retired);

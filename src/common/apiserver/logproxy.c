@@ -4,6 +4,7 @@
 #include "internal.h"
 #include "ursa/client.h"
 #include "ursa/jsonutil.h"
+#include "ursa/region.h"
 #include "ursa/xalloc.h"
 #include <curl/curl.h>
 #include <stdlib.h>
@@ -102,18 +103,6 @@ static struct rest_client *client_for(struct apiserver *s, const char *servers, 
 	return rest_new(&cfg);
 }
 
-static char *endpoints_of(const json_t *rm)
-{
-	struct buf b = BUF_INIT;
-	size_t i;
-	json_t *e;
-	json_array_foreach(json_path(rm, "spec.endpoints"), i, e) {
-		if (json_is_string(e))
-			buf_addf(&b, "%s%s", b.len ? "," : "", json_string_value(e));
-	}
-	return b.len ? buf_detach(&b, NULL) : (buf_release(&b), NULL);
-}
-
 /* The node object, asked of every registered resource manager in turn. New ref or NULL. */
 static json_t *find_node(struct apiserver *s, const char *node)
 {
@@ -131,7 +120,7 @@ static json_t *find_node(struct apiserver *s, const char *node)
 	curl_free(esc);
 	for (size_t i = 0; i < n; i++) {
 		json_t *rm = found ? NULL : json_loadb(objs[i]->json, objs[i]->json_len, 0, NULL);
-		char *eps = rm ? endpoints_of(rm) : NULL;
+		char *eps = rm ? region_endpoints(rm) : NULL;
 		struct rest_client *rc = eps ? client_for(s, eps, s->region_token) : NULL;
 		json_t *body = NULL;
 		if (rc && rest_do(rc, "GET", path, NULL, NULL, &body) == 200)

@@ -80,7 +80,7 @@ static bool has_toleration_for(const json_t *tols, const char *key)
 
 static void default_tolerations(json_t *spec)
 {
-	static const char *const keys[] = { "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable" };
+	static const char *const keys[] = { TAINT_NOT_READY, TAINT_UNREACHABLE };
 	json_t *tols = json_object_get(spec, "tolerations");
 	if (tols && !json_is_array(tols) && !json_is_null(tols))
 		return; /* validation reports it */

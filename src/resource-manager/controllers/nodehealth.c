@@ -1,6 +1,5 @@
 /* Pure decisions of the node lifecycle controller: heartbeat staleness, zone states and their
- * eviction rates, the token bucket, tolerations against NoExecute taints. */
-#include <math.h>
+ * eviction rates, tolerations against NoExecute taints. */
 #include <string.h>
 #include "rmcm.h"
 #include "ursa/jsonutil.h"
@@ -71,39 +70,6 @@ double zone_eviction_rate(enum zone_state s, int zone_size, bool all_zones_full,
 	if (s == ZONE_PARTIAL_DISRUPTION)
 		return zone_size > r->large_cluster ? r->secondary : 0;
 	return r->primary;
-}
-
-void token_bucket_init(struct token_bucket *b, double rate, int64_t now_ms)
-{
-	b->rate = rate > 0 ? rate : 0;
-	b->tokens = b->rate > 0 ? 1 : 0;
-	b->last_ms = now_ms;
-}
-
-static void refill(struct token_bucket *b, int64_t now_ms)
-{
-	if (now_ms > b->last_ms)
-		b->tokens = fmin(1.0, b->tokens + b->rate * (double)(now_ms - b->last_ms) / 1000.0);
-	b->last_ms = now_ms;
-}
-
-void token_bucket_set_rate(struct token_bucket *b, double rate, int64_t now_ms)
-{
-	refill(b, now_ms);
-	b->rate = rate > 0 ? rate : 0;
-	if (b->rate == 0)
-		b->tokens = 0;
-}
-
-bool token_bucket_take(struct token_bucket *b, int64_t now_ms)
-{
-	refill(b, now_ms);
-	if (b->rate <= 0 || b->tokens < 1.0 - 1e-9)
-		return false;
-	b->tokens -= 1.0;
-	if (b->tokens < 0)
-		b->tokens = 0;
-	return true;
 }
 
 static bool str_eq_opt(const char *a, const char *b)

@@ -176,7 +176,7 @@ static struct nl_zone *zone_get(struct nodelifecycle *nl, const char *name, int6
 	struct nl_zone *z = &nl->zones[nl->nzones++];
 	z->name = xstrdup(name);
 	z->state = ZONE_NORMAL;
-	token_bucket_init(&z->tb, nl->o->rate, now);
+	token_bucket_init(&z->tb, nl->o->rate, 1, now * 1000); /* burst 1: nodes are tainted one at a time */
 	return z;
 }
 
@@ -204,7 +204,8 @@ static void zones_update(struct nodelifecycle *nl, int64_t now)
 			log_info("zone state changed", "zone=\"%s\" from=%s to=%s ready=%d not_ready=%d", z->name,
 				 zone_state_name(z->state), zone_state_name(st[i]), z->ready, z->not_ready);
 		z->state = st[i];
-		token_bucket_set_rate(&z->tb, zone_eviction_rate(st[i], z->ready + z->not_ready, all_full, &r), now);
+		double rate = zone_eviction_rate(st[i], z->ready + z->not_ready, all_full, &r);
+		token_bucket_set_rate(&z->tb, rate, now * 1000);
 	}
 }
 
@@ -361,7 +362,7 @@ static void taint_due(struct nodelifecycle *nl, int64_t now)
 	qsort(c, nc, sizeof(*c), cand_cmp);
 	for (size_t i = 0; i < nc; i++) {
 		struct nl_zone *z = zone_get(nl, c[i].n->zone ? c[i].n->zone : "", now);
-		if (z && token_bucket_take(&z->tb, now))
+		if (z && token_bucket_take(&z->tb, now * 1000))
 			taint_node(nl, c[i].name, c[i].n, now);
 	}
 	free(c);
@@ -370,31 +371,14 @@ static void taint_due(struct nodelifecycle *nl, int64_t now)
 /* Pods of tainted nodes --------------------------------------------------------------------- */
 static void mark_pod_not_ready(struct rest_client *rc, const char *base, const json_t *pod)
 {
-	const json_t *conds = json_path(pod, "status.conditions");
-	json_t *copy = json_array();
-	bool changed = false;
-	size_t i;
-	const json_t *c;
-	json_array_foreach(conds, i, c) {
-		json_t *cc = json_deep_copy(c);
-		const char *t = json_str(c, "type"), *st = json_str(c, "status");
-		if (t && (strcmp(t, "Ready") == 0 || strcmp(t, "ContainersReady") == 0) && st &&
-		    strcmp(st, "False") != 0) {
-			json_object_set_new(cc, "status", json_string("False"));
-			json_object_set_new(cc, "reason", json_string("NodeNotReady"));
-			changed = true;
-		}
-		json_array_append_new(copy, cc);
-	}
-	if (changed) {
-		json_t *patch = json_pack("{s:{s:o}}", "status", "conditions", copy);
-		char *path = xasprintf("%s/status", base);
-		rest_do(rc, "PATCH", path, patch, "application/merge-patch+json", NULL);
-		free(path);
-		json_decref(patch);
-	} else {
-		json_decref(copy);
-	}
+	json_t *conds = pod_conditions_not_ready(pod, NULL, time(NULL));
+	if (!conds)
+		return;
+	json_t *patch = json_pack("{s:{s:o}}", "status", "conditions", conds);
+	char *path = xasprintf("%s/status", base);
+	rest_do(rc, "PATCH", path, patch, "application/merge-patch+json", NULL);
+	free(path);
+	json_decref(patch);
 }
 
 /* Evicts through the eviction subresource, deleting when the server has none. */

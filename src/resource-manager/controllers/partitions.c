@@ -4,44 +4,53 @@
 #include <stdlib.h>
 #include <string.h>
 #include "rmcm.h"
-#include "ursa/jsonutil.h"
+#include "ursa/region.h"
 #include "ursa/xalloc.h"
 
 #define REGISTRY_PATH "/apis/ursa.io/v1/tenantpartitions"
 #define MAX_PARTITIONS 1024
-
-struct tp_entry {
-	char *name, *servers;
-	struct rest_client *rc;
-	bool seen;
-};
+#define USER_AGENT "ursa-rm-controller-manager"
 
 struct tp_set {
 	const struct rest_creds *creds;
 	struct informer *registry;
-	struct tp_entry *v;
-	size_t n;
+	struct region_peers peers;    /* val: struct rest_client * */
 	struct rest_client **clients; /* views handed out by tp_set_refresh */
 	char **names;
 };
+
+static void *tp_open(void *ud, const char *name, const char *servers, const json_t *obj)
+{
+	struct tp_set *s = ud;
+	return rest_new_with_creds(s->creds, servers, USER_AGENT);
+}
+
+/* A moved partition gets a new client; the old endpoints stay when none can be made. */
+static void *tp_move(void *ud, void *val, const char *servers, const json_t *obj)
+{
+	struct rest_client *rc = tp_open(ud, NULL, servers, obj);
+	if (rc)
+		rest_free(val);
+	return rc;
+}
+
+static void tp_close(void *ud, const char *name, void *val)
+{
+	rest_free(val);
+}
+
+static const struct region_follow tp_follow = { .open = tp_open, .move = tp_move, .close = tp_close };
 
 struct tp_set *tp_set_start(struct rest_client *rm, const struct rest_creds *creds)
 {
 	static const struct informer_handlers none = { 0 };
 	struct tp_set *s = xcalloc(1, sizeof(*s));
 	s->creds = creds;
-	s->v = xcalloc(MAX_PARTITIONS, sizeof(*s->v));
+	region_peers_init(&s->peers, &tp_follow, s, MAX_PARTITIONS);
 	s->clients = xcalloc(MAX_PARTITIONS, sizeof(*s->clients));
 	s->names = xcalloc(MAX_PARTITIONS, sizeof(*s->names));
 	s->registry = informer_start(rm, REGISTRY_PATH, NULL, &none, s);
 	return s;
-}
-
-static void entry_release(struct tp_entry *e)
-{
-	free(e->name);
-	free(e->servers);
-	rest_free(e->rc);
 }
 
 void tp_set_free(struct tp_set *s)
@@ -49,84 +58,20 @@ void tp_set_free(struct tp_set *s)
 	if (!s)
 		return;
 	informer_stop(s->registry);
-	for (size_t i = 0; i < s->n; i++)
-		entry_release(&s->v[i]);
-	free(s->v);
+	region_peers_release(&s->peers);
 	free(s->clients);
 	free(s->names);
 	free(s);
 }
 
-/* "https://a,https://b" from spec.endpoints; new string or NULL. */
-static char *endpoints_of(const json_t *tp)
-{
-	struct buf b = BUF_INIT;
-	size_t i;
-	const json_t *e;
-	json_array_foreach(json_path(tp, "spec.endpoints"), i, e) {
-		const char *s = json_string_value(e);
-		if (!s || !*s || strchr(s, ','))
-			continue;
-		if (b.len)
-			buf_addch(&b, ',');
-		buf_adds(&b, s);
-	}
-	return b.len ? buf_detach(&b, NULL) : NULL;
-}
-
-static void apply_one(void *ud, const json_t *tp)
-{
-	struct tp_set *s = ud;
-	const char *name = json_path_str(tp, "metadata.name");
-	char *servers = endpoints_of(tp);
-	if (!name || !servers)
-		goto out;
-	for (size_t i = 0; i < s->n; i++) {
-		struct tp_entry *e = &s->v[i];
-		if (strcmp(e->name, name) != 0)
-			continue;
-		if (strcmp(e->servers, servers) != 0) {
-			struct rest_client *rc = rest_new_with_creds(s->creds, servers, "ursa-rm-controller-manager");
-			if (rc) {
-				rest_free(e->rc);
-				e->rc = rc;
-				free(e->servers);
-				e->servers = servers;
-				servers = NULL;
-			}
-		}
-		e->seen = true;
-		goto out;
-	}
-	if (s->n >= MAX_PARTITIONS)
-		goto out;
-	struct rest_client *rc = rest_new_with_creds(s->creds, servers, "ursa-rm-controller-manager");
-	if (!rc)
-		goto out;
-	s->v[s->n++] = (struct tp_entry){ .name = xstrdup(name), .servers = servers, .rc = rc, .seen = true };
-	servers = NULL;
-out:
-	free(servers);
-}
-
 size_t tp_set_refresh(struct tp_set *s, struct rest_client ***ret_clients, char ***ret_names)
 {
-	for (size_t i = 0; i < s->n; i++)
-		s->v[i].seen = false;
-	informer_foreach(s->registry, apply_one, s);
-	for (size_t i = 0; i < s->n;) {
-		if (s->v[i].seen) {
-			i++;
-			continue;
-		}
-		entry_release(&s->v[i]);
-		s->v[i] = s->v[--s->n];
-	}
-	for (size_t i = 0; i < s->n; i++) {
-		s->clients[i] = s->v[i].rc;
-		s->names[i] = s->v[i].name;
+	region_peers_sweep(&s->peers, s->registry);
+	for (size_t i = 0; i < s->peers.n; i++) {
+		s->clients[i] = s->peers.v[i].val;
+		s->names[i] = s->peers.v[i].name;
 	}
 	*ret_clients = s->clients;
 	*ret_names = s->names;
-	return s->n;
+	return s->peers.n;
 }

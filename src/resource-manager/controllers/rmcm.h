@@ -6,11 +6,10 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "ursa/bucket.h"
 #include "ursa/client.h"
 #include "ursa/kinds.h"
 
-#define TAINT_UNREACHABLE "node.kubernetes.io/unreachable"
-#define TAINT_NOT_READY "node.kubernetes.io/not-ready"
 #define LABEL_ZONE "topology.kubernetes.io/zone"
 #define LABEL_ZONE_BETA "failure-domain.beta.kubernetes.io/zone"
 
@@ -61,15 +60,6 @@ struct eviction_rates {
  * and larger than large_cluster nodes, 0 for a small partially disrupted zone, and 0
  * everywhere when every zone is fully disrupted (the controller is probably the one cut off). */
 double zone_eviction_rate(enum zone_state s, int zone_size, bool all_zones_full, const struct eviction_rates *r);
-
-/* A token bucket with burst 1 refilling at rate tokens per second; rate 0 never grants. */
-struct token_bucket {
-	double rate, tokens;
-	int64_t last_ms;
-};
-void token_bucket_init(struct token_bucket *b, double rate, int64_t now_ms);
-void token_bucket_set_rate(struct token_bucket *b, double rate, int64_t now_ms);
-bool token_bucket_take(struct token_bucket *b, int64_t now_ms);
 
 /* Whether one toleration matches one taint (key/operator/value/effect, Kubernetes rules). */
 /* When (wall-clock ms) the pod must go from a node with these taints: the earliest, over

@@ -15,10 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tpc.h"
-#include "ursa/kinds.h"
+#include "ursa/bucket.h"
 #include "ursa/errors.h"
+#include "ursa/kinds.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
+#include "ursa/region.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
@@ -38,47 +40,12 @@ bool tpc_rm_lost(int64_t last_ok_ms, int64_t now_ms, long long grace_s)
 
 int64_t tpc_unreachable_deadline_ms(const json_t *pod, int64_t lost_ms, long long default_tol_s)
 {
-	json_t *taint = json_pack("{s:s,s:s}", "key", TPC_TAINT_UNREACHABLE, "effect", "NoExecute");
+	json_t *taint = json_pack("{s:s,s:s}", "key", TAINT_UNREACHABLE, "effect", "NoExecute");
 	int64_t d = toleration_deadline_ms(pod, taint, lost_ms);
 	json_decref(taint);
 	if (d >= 0)
 		return d;
 	return lost_ms + (int64_t)(default_tol_s < 0 ? 0 : default_tol_s) * 1000;
-}
-
-static void refill(struct tpc_bucket *b, int64_t now_ms)
-{
-	if (now_ms > b->last_ms) {
-		b->tokens = fmin(b->burst, b->tokens + b->rate * (double)(now_ms - b->last_ms) / 1000.0);
-		b->last_ms = now_ms;
-	}
-}
-
-void tpc_bucket_init(struct tpc_bucket *b, double rate, int64_t now_ms)
-{
-	b->rate = rate > 0 ? rate : 0;
-	b->burst = b->rate > 1 ? b->rate : 1;
-	b->tokens = b->rate > 0 ? b->burst : 0;
-	b->last_ms = now_ms;
-}
-
-bool tpc_bucket_take(struct tpc_bucket *b, int64_t now_ms)
-{
-	refill(b, now_ms);
-	if (b->rate <= 0 || b->tokens < 1.0 - 1e-9)
-		return false;
-	b->tokens = fmax(0, b->tokens - 1.0);
-	return true;
-}
-
-int64_t tpc_bucket_wait_ms(struct tpc_bucket *b, int64_t now_ms)
-{
-	refill(b, now_ms);
-	if (b->rate <= 0)
-		return INT64_MAX;
-	if (b->tokens >= 1.0 - 1e-9)
-		return 0;
-	return (int64_t)ceil((1.0 - b->tokens) * 1000.0 / b->rate);
 }
 
 int tpc_parse_rate(const char *s, double *ret)
@@ -96,22 +63,22 @@ int tpc_parse_rate(const char *s, double *ret)
 /* State ----------------------------------------------------------------------------------------- */
 
 struct rm_entry {
-	char *name, *servers, *zone;
+	char *name, *zone;
 	struct rest_client *rc;
 	int64_t last_ok_ms; /* monotonic; first sight counts as contact */
 	int64_t lost_ms;    /* monotonic time it was declared lost, 0 while not lost */
 	char **nodes;       /* sorted node names from the last successful list */
 	size_t nnodes;
-	bool seen;          /* still in the registry */
 	bool listed;        /* its nodes were listed at least once */
 };
 
 struct rmloss {
 	struct rest_creds *creds;
 	struct informer *registry;
-	struct rm_entry *v;
-	size_t n;
-	struct tpc_bucket tb;
+	struct region_peers rms; /* val: struct rm_entry * */
+	int64_t now;             /* of the current sweep */
+	bool stopping;
+	struct token_bucket tb; /* evictions: burst max(1, rate), µs of mono_ms() */
 };
 
 static void free_nodes(struct rm_entry *e)
@@ -123,14 +90,57 @@ static void free_nodes(struct rm_entry *e)
 	e->nnodes = 0;
 }
 
-static void entry_release(struct rm_entry *e)
+static struct rm_entry *rm_at(const struct rmloss *r, size_t i)
 {
+	return r->rms.v[i].val;
+}
+
+/* A new RM: first sight counts as contact. */
+static void *rm_open(void *ud, const char *name, const char *servers, const json_t *obj)
+{
+	struct rmloss *r = ud;
+	struct rm_entry *e = xcalloc(1, sizeof(*e));
+	const char *zone = json_path_str(obj, "spec.zone");
+	e->name = xstrdup(name);
+	e->last_ok_ms = r->now;
+	e->rc = rest_new_with_creds(r->creds, servers, "ursa-tp-controller-manager/rmloss");
+	log_info("resource manager tracked", "rm=\"%s\" zone=\"%s\" endpoints=\"%s\"", name, zone ? zone : "",
+		 servers);
+	return e;
+}
+
+/* Moved: a new client, the same history. */
+static void *rm_move(void *ud, void *val, const char *servers, const json_t *obj)
+{
+	struct rmloss *r = ud;
+	struct rm_entry *e = val;
+	rest_free(e->rc);
+	e->rc = rest_new_with_creds(r->creds, servers, "ursa-tp-controller-manager/rmloss");
+	return e;
+}
+
+static void rm_seen(void *ud, void *val, const json_t *obj)
+{
+	struct rm_entry *e = val;
+	const char *zone = json_path_str(obj, "spec.zone");
+	free(e->zone);
+	e->zone = zone ? xstrdup(zone) : NULL;
+}
+
+static void rm_close(void *ud, const char *name, void *val)
+{
+	struct rmloss *r = ud;
+	struct rm_entry *e = val;
+	if (!r->stopping)
+		log_info("resource manager left the registry", "rm=\"%s\"", name);
 	free(e->name);
-	free(e->servers);
 	free(e->zone);
 	rest_free(e->rc);
 	free_nodes(e);
+	free(e);
 }
+
+static const struct region_follow rm_follow = { .open = rm_open, .move = rm_move, .seen = rm_seen, .close = rm_close };
 
 void tpc_rmloss_start(struct tpc *m)
 {
@@ -147,8 +157,8 @@ void tpc_rmloss_start(struct tpc *m)
 		m->rm_period_s = 2;
 	struct rmloss *r = xcalloc(1, sizeof(*r));
 	r->creds = creds;
-	r->v = xcalloc(MAX_RMS, sizeof(*r->v));
-	tpc_bucket_init(&r->tb, m->evict_rate, mono_ms());
+	region_peers_init(&r->rms, &rm_follow, r, MAX_RMS);
+	token_bucket_init(&r->tb, m->evict_rate, m->evict_rate, mono_ms() * 1000);
 	r->registry = informer_start(m->rest, REGISTRY_PATH, NULL, &none, r);
 	m->rml = r;
 	wq_add(m->wq[CTL_RMLOSS], TPC_RMLOSS_KEY);
@@ -162,97 +172,11 @@ void tpc_rmloss_stop(struct tpc *m)
 	if (!r)
 		return;
 	informer_stop(r->registry);
-	for (size_t i = 0; i < r->n; i++)
-		entry_release(&r->v[i]);
-	free(r->v);
+	r->stopping = true;
+	region_peers_release(&r->rms);
 	rest_creds_free(r->creds);
 	free(r);
 	m->rml = NULL;
-}
-
-/* "https://a,https://b" from spec.endpoints; new string or NULL. */
-static char *endpoints_of(const json_t *rm)
-{
-	struct buf b = BUF_INIT;
-	size_t i;
-	const json_t *e;
-	json_array_foreach(json_path(rm, "spec.endpoints"), i, e) {
-		const char *s = json_string_value(e);
-		if (!s || !*s || strchr(s, ',') || strlen(s) > 2048)
-			continue;
-		if (b.len)
-			buf_addch(&b, ',');
-		buf_adds(&b, s);
-	}
-	return b.len ? buf_detach(&b, NULL) : NULL;
-}
-
-struct sync_ctx {
-	struct rmloss *r;
-	int64_t now;
-};
-
-static void apply_one(void *ud, const json_t *rm)
-{
-	struct sync_ctx *c = ud;
-	struct rmloss *r = c->r;
-	const char *name = json_path_str(rm, "metadata.name");
-	char *servers = endpoints_of(rm);
-	if (!name || !servers) {
-		free(servers);
-		return;
-	}
-	const char *zone = json_path_str(rm, "spec.zone");
-	struct rm_entry *e = NULL;
-	for (size_t i = 0; i < r->n && !e; i++)
-		if (strcmp(r->v[i].name, name) == 0)
-			e = &r->v[i];
-	if (e && strcmp(e->servers, servers) != 0) {
-		rest_free(e->rc); /* moved: a new client, the same history */
-		e->rc = NULL;
-		free(e->servers);
-		e->servers = NULL;
-	}
-	if (!e) {
-		if (r->n >= MAX_RMS) {
-			free(servers);
-			return;
-		}
-		e = &r->v[r->n++];
-		memset(e, 0, sizeof(*e));
-		e->name = xstrdup(name);
-		e->last_ok_ms = c->now;
-		log_info("resource manager tracked", "rm=\"%s\" zone=\"%s\" endpoints=\"%s\"", name, zone ? zone : "",
-			 servers);
-	}
-	if (!e->servers) {
-		e->servers = servers;
-		e->rc = rest_new_with_creds(r->creds, servers, "ursa-tp-controller-manager/rmloss");
-	} else {
-		free(servers);
-	}
-	free(e->zone);
-	e->zone = zone ? xstrdup(zone) : NULL;
-	e->seen = true;
-}
-
-/* Follows the registry: new RMs get an entry, removed ones are dropped. */
-static void refresh_registry(struct rmloss *r, int64_t now)
-{
-	struct sync_ctx c = { r, now };
-	for (size_t i = 0; i < r->n; i++)
-		r->v[i].seen = false;
-	informer_foreach(r->registry, apply_one, &c);
-	size_t k = 0;
-	for (size_t i = 0; i < r->n; i++) {
-		if (r->v[i].seen) {
-			r->v[k++] = r->v[i];
-			continue;
-		}
-		log_info("resource manager left the registry", "rm=\"%s\"", r->v[i].name);
-		entry_release(&r->v[i]);
-	}
-	r->n = k;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -311,8 +235,8 @@ static bool has_node(const struct rm_entry *e, const char *node)
 static const struct rm_entry *lost_owner(struct rmloss *r, const char *node)
 {
 	const struct rm_entry *unlisted = NULL;
-	for (size_t i = 0; i < r->n; i++) {
-		const struct rm_entry *e = &r->v[i];
+	for (size_t i = 0; i < r->rms.n; i++) {
+		const struct rm_entry *e = rm_at(r, i);
 		if (e->lost_ms && has_node(e, node))
 			return e;
 		if (!e->lost_ms && (has_node(e, node) || !e->listed))
@@ -362,32 +286,10 @@ static bool ok(int code)
 /* Ready and ContainersReady go False, as the node lifecycle controller does on a lost node. */
 static void mark_not_ready(struct tpc *m, const char *base, const json_t *pod)
 {
-	const json_t *conds = json_path(pod, "status.conditions");
-	json_t *copy = json_array();
-	bool changed = false;
-	size_t i;
-	const json_t *c;
-	json_array_foreach(conds, i, c) {
-		json_t *cc = json_deep_copy(c);
-		const char *t = json_str(c, "type"), *st = json_str(c, "status");
-		if (t && (strcmp(t, "Ready") == 0 || strcmp(t, "ContainersReady") == 0) && st &&
-		    strcmp(st, "False") != 0) {
-			struct buf ts = BUF_INIT;
-			rfc3339_add(&ts, time(NULL));
-			json_object_set_new(cc, "status", json_string("False"));
-			json_object_set_new(cc, "reason", json_string("NodeNotReady"));
-			json_object_set_new(cc, "message", json_string("the resource manager of the node is lost"));
-			json_object_set_new(cc, "lastTransitionTime", json_string(buf_cstr(&ts)));
-			buf_release(&ts);
-			changed = true;
-		}
-		json_array_append_new(copy, cc);
-	}
-	if (!changed) {
-		json_decref(copy);
+	json_t *conds = pod_conditions_not_ready(pod, "the resource manager of the node is lost", time(NULL));
+	if (!conds)
 		return;
-	}
-	json_t *patch = json_pack("{s:{s:o}}", "status", "conditions", copy);
+	json_t *patch = json_pack("{s:{s:o}}", "status", "conditions", conds);
 	char *path = xasprintf("%s/status", base);
 	int code = tpc_send(m, "PATCH", path, patch, NULL);
 	if (!ok(code))
@@ -445,8 +347,9 @@ static int64_t handle_pod(struct tpc *m, const struct candidate *c, int64_t now)
 		next = due;
 		goto out;
 	}
-	if (!tpc_bucket_take(&r->tb, now)) {
-		int64_t w = tpc_bucket_wait_ms(&r->tb, now);
+	if (!token_bucket_take(&r->tb, now * 1000)) {
+		int64_t w = token_bucket_wait_us(&r->tb, now * 1000);
+		w = w == INT64_MAX ? INT64_MAX : (w + 999) / 1000;
 		next = w == INT64_MAX ? INT64_MAX : now + (w < 10 ? 10 : w);
 		goto out;
 	}
@@ -490,10 +393,11 @@ int tpc_sync_rmloss(struct tpc *m, const char *key)
 	if (!r || strcmp(key, TPC_RMLOSS_KEY) != 0)
 		return 0;
 	int64_t now = mono_ms();
-	refresh_registry(r, now);
+	r->now = now;
+	region_peers_sweep(&r->rms, r->registry); /* follows the registry: new RMs tracked, removed ones dropped */
 	bool any_lost = false;
-	for (size_t i = 0; i < r->n; i++) {
-		struct rm_entry *e = &r->v[i];
+	for (size_t i = 0; i < r->rms.n; i++) {
+		struct rm_entry *e = rm_at(r, i);
 		now = mono_ms();
 		if (check_rm(e)) {
 			if (e->lost_ms)

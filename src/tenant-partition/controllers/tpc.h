@@ -117,7 +117,6 @@ void tpc_gc_enqueue_self(struct tpc *m, const json_t *obj, const char *kind);
  * if each node carried node.kubernetes.io/unreachable:NoExecute since the RM was declared lost.
  * One key (TPC_RMLOSS_KEY) ticks through the CTL_RMLOSS queue. */
 #define TPC_RMLOSS_KEY "system/rmloss/tick"
-#define TPC_TAINT_UNREACHABLE "node.kubernetes.io/unreachable"
 /* Builds the state (m->rml) and queues the first tick; logs and leaves m->rml NULL when the
  * kubeconfig's credentials cannot be loaded. */
 void tpc_rmloss_start(struct tpc *m);
@@ -131,15 +130,6 @@ bool tpc_rm_lost(int64_t last_ok_ms, int64_t now_ms, long long grace_s);
  * of node.kubernetes.io/unreachable:NoExecute; INT64_MAX when those that match have none
  * (tolerated forever); lost_ms + default_tol_s s when none matches. */
 int64_t tpc_unreachable_deadline_ms(const json_t *pod, int64_t lost_ms, long long default_tol_s);
-/* Token bucket: rate tokens per second, burst max(1, rate), starts full. */
-struct tpc_bucket {
-	double rate, burst, tokens;
-	int64_t last_ms;
-};
-void tpc_bucket_init(struct tpc_bucket *b, double rate, int64_t now_ms);
-bool tpc_bucket_take(struct tpc_bucket *b, int64_t now_ms);
-/* Milliseconds until a token is there (0 if one is; INT64_MAX at rate 0). */
-int64_t tpc_bucket_wait_ms(struct tpc_bucket *b, int64_t now_ms);
 /* A rate "10", "0.5": E_INVALID unless a finite number in 0..1e6. */
 int tpc_parse_rate(const char *s, double *ret);
 

@@ -1,4 +1,5 @@
-/* Token buckets: burst, refill rate, Retry-After, per-tenant independence, partition records. */
+/* The per-tenant limiter: Retry-After, per-tenant independence (the bucket itself is
+ * tests/unit/util/test_bucket.c); partition records. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,23 +7,6 @@
 #include <string.h>
 #include <cmocka.h>
 #include "gw.h"
-
-static void test_burst_then_refill(void **state)
-{
-	struct bucket b = { 0 };
-	int64_t t = 1000000;
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(bucket_take(&b, 10, 5, t), 0);
-	int64_t wait = bucket_take(&b, 10, 5, t);
-	assert_in_range(wait, 99000, 100000); /* one token per 100 ms */
-	assert_int_equal(bucket_take(&b, 10, 5, t + 100000), 0);
-	assert_true(bucket_take(&b, 10, 5, t + 100000) > 0);
-	/* a long pause refills to the burst, not beyond */
-	t += 60 * 1000000LL;
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(bucket_take(&b, 10, 5, t), 0);
-	assert_true(bucket_take(&b, 10, 5, t) > 0);
-}
 
 static void test_limiter_per_tenant(void **state)
 {
@@ -60,7 +44,6 @@ static void test_partition_parse(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_burst_then_refill),
 		cmocka_unit_test(test_limiter_per_tenant),
 		cmocka_unit_test(test_partition_parse),
 	};

@@ -256,6 +256,41 @@ static void test_columns_and_fields(void **state)
 	assert_int_equal(strategy_pod.nfields, 8);
 }
 
+static void test_conditions_not_ready(void **state)
+{
+	(void)state;
+	json_t *p = J("{'status':{'conditions':[{'type':'PodScheduled','status':'True'},"
+		      "{'type':'Ready','status':'True','reason':'x'},{'type':'ContainersReady','status':'Unknown'}]}}");
+	json_t *c = pod_conditions_not_ready(p, "the node is gone", 0);
+	assert_non_null(c);
+	assert_int_equal(json_array_size(c), 3);
+	assert_string_equal(json_str(json_array_get(c, 0), "status"), "True"); /* others untouched */
+	assert_null(json_str(json_array_get(c, 0), "reason"));
+	for (size_t i = 1; i < 3; i++) {
+		const json_t *x = json_array_get(c, i);
+		assert_string_equal(json_str(x, "status"), "False");
+		assert_string_equal(json_str(x, "reason"), "NodeNotReady");
+		assert_string_equal(json_str(x, "message"), "the node is gone");
+		assert_string_equal(json_str(x, "lastTransitionTime"), "1970-01-01T00:00:00Z");
+	}
+	/* the pod itself is not changed */
+	assert_string_equal(json_str(json_array_get(json_path(p, "status.conditions"), 1), "status"), "True");
+	/* once both are False there is nothing to write */
+	json_object_set(json_object_get(p, "status"), "conditions", c);
+	assert_null(pod_conditions_not_ready(p, NULL, 0));
+	json_decref(c);
+	json_decref(p);
+	/* without a message none is set; a pod without conditions has nothing to write */
+	p = J("{'status':{'conditions':[{'type':'Ready','status':'True'}]}}");
+	c = pod_conditions_not_ready(p, NULL, 0);
+	assert_null(json_str(json_array_get(c, 0), "message"));
+	json_decref(c);
+	json_decref(p);
+	p = J("{'status':{}}");
+	assert_null(pod_conditions_not_ready(p, "m", 0));
+	json_decref(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_cells_ready_and_restarts),
 		cmocka_unit_test(test_cells_status_reasons),
 		cmocka_unit_test(test_columns_and_fields),
+		cmocka_unit_test(test_conditions_not_ready),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* The node lifecycle controller's pure decisions: heartbeat staleness, zone states and rates,
- * the token bucket, toleration expiry, taint and condition edits; and the daemonset helpers. */
+ * toleration expiry, taint and condition edits; and the daemonset helpers. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,26 +70,6 @@ static void test_zone_rate(void **state)
 	assert_true(zone_eviction_rate(ZONE_PARTIAL_DISRUPTION, 50, false, &r) == 0);
 	assert_true(zone_eviction_rate(ZONE_NORMAL, 10, true, &r) == 0);
 	assert_true(zone_eviction_rate(ZONE_FULL_DISRUPTION, 10, true, &r) == 0);
-}
-
-static void test_token_bucket(void **state)
-{
-	(void)state;
-	struct token_bucket b;
-	token_bucket_init(&b, 0.1, 0);
-	assert_true(token_bucket_take(&b, 0));   /* burst of one */
-	assert_false(token_bucket_take(&b, 0));
-	assert_false(token_bucket_take(&b, 9000));
-	assert_true(token_bucket_take(&b, 10000)); /* one token per 10 s */
-	assert_false(token_bucket_take(&b, 10001));
-	/* a long pause does not bank more than one token */
-	assert_true(token_bucket_take(&b, 1000000));
-	assert_false(token_bucket_take(&b, 1000000));
-	token_bucket_set_rate(&b, 0, 2000000);
-	assert_false(token_bucket_take(&b, 9000000));
-	token_bucket_set_rate(&b, 1, 9000000);
-	assert_false(token_bucket_take(&b, 9000500));
-	assert_true(token_bucket_take(&b, 9001000));
 }
 
 static void test_toleration_matches(void **state)
@@ -302,7 +282,6 @@ int main(void)
 		cmocka_unit_test(test_ready_and_zone),
 		cmocka_unit_test(test_zone_state),
 		cmocka_unit_test(test_zone_rate),
-		cmocka_unit_test(test_token_bucket),
 		cmocka_unit_test(test_toleration_matches),
 		cmocka_unit_test(test_eviction_time),
 		cmocka_unit_test(test_taints_replace),

@@ -1,5 +1,5 @@
 /* rmloss timing: when an RM counts as lost, when a pod of its nodes must go, the eviction
- * token bucket and the rate flag. */
+ * rate flag. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -91,36 +91,6 @@ static void test_deadline_tolerations(void **state)
 	json_decref(bare);
 }
 
-static void test_bucket(void **state)
-{
-	(void)state;
-	struct tpc_bucket b;
-	tpc_bucket_init(&b, 10, 0);
-	int taken = 0;
-	while (tpc_bucket_take(&b, 0))
-		taken++;
-	assert_int_equal(taken, 10); /* burst = rate */
-	assert_int_equal(tpc_bucket_wait_ms(&b, 0), 100);
-	assert_false(tpc_bucket_take(&b, 99));
-	assert_true(tpc_bucket_take(&b, 100));
-	assert_false(tpc_bucket_take(&b, 100));
-	/* refills to the burst, not beyond */
-	taken = 0;
-	while (tpc_bucket_take(&b, 60000))
-		taken++;
-	assert_int_equal(taken, 10);
-	/* fractional rate: burst 1, one every 2 s */
-	tpc_bucket_init(&b, 0.5, 1000);
-	assert_true(tpc_bucket_take(&b, 1000));
-	assert_false(tpc_bucket_take(&b, 2000));
-	assert_int_equal(tpc_bucket_wait_ms(&b, 2000), 1000);
-	assert_true(tpc_bucket_take(&b, 3000));
-	/* rate 0: nothing, ever */
-	tpc_bucket_init(&b, 0, 0);
-	assert_false(tpc_bucket_take(&b, 1000000));
-	assert_true(tpc_bucket_wait_ms(&b, 0) == INT64_MAX);
-}
-
 static void test_parse_rate(void **state)
 {
 	(void)state;
@@ -146,7 +116,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rm_lost),
 		cmocka_unit_test(test_deadline_tolerations),
-		cmocka_unit_test(test_bucket),
 		cmocka_unit_test(test_parse_rate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
