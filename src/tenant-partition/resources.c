@@ -49,5 +49,8 @@ const struct api_resource tp_resources[] = {
 	  false, &strategy_review, .ephemeral = true },
 	{ "authentication.k8s.io", "v1", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", SCOPE_TENANT,
 	  { NULL }, 0, false, false, &strategy_review, .ephemeral = true },
+	/* kubectl 1.27's `auth whoami` asks v1beta1 (the same object) */
+	{ "authentication.k8s.io", "v1beta1", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview",
+	  SCOPE_TENANT, { NULL }, 0, false, false, &strategy_review, .ephemeral = true },
 };
 const size_t tp_nresources = sizeof(tp_resources) / sizeof(tp_resources[0]);

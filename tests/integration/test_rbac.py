@@ -8,12 +8,13 @@ Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_rbac.py
 
 import json
 import os
+import shutil
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from ursa_harness import (ApiServer, Etcd, check, create_tenant, eq, expect_status, kubectl,  # noqa: E402
-                          pod_manifest, pods_path, run, uniq, wait_until)
+                          pod_manifest, pods_path, run, run_cmd, uniq, wait_until)
 
 S = {}
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
@@ -105,6 +106,24 @@ def test_can_i_and_whoami():
     check("selfsubjectaccessreviews.authorization.k8s.io" in out, "can-i --list shows the basic-user rules: %s" % out)
     rc, out, _ = k(["auth", "can-i", "create", "pods", "-n", "team"], "boss", ok=False)
     eq((rc, out.strip()), (0, "yes"), "tenant admin can-i create pods")
+
+
+def bundled_kubectl(version):
+    """The kubectl of that minor version bundled next to the dispatcher on PATH."""
+    d = os.path.dirname(os.path.realpath(shutil.which("kubectl") or "/usr/bin/kubectl"))
+    path = os.path.join(d, "kubectl." + version)
+    check(os.access(path, os.X_OK), "no bundled %s" % path)
+    return path
+
+
+def test_auth_commands_of_every_kubectl():
+    """whoami (v1beta1 for 1.27, v1 later) and can-i from the oldest and newest bundled kubectl."""
+    for v in ("1.27", "1.28", "1.33"):
+        k = bundled_kubectl(v)
+        rc, out, err = run_cmd([k, "--kubeconfig", S["bob"], "auth", "whoami"])
+        check(rc == 0 and "bob" in out and "devs" in out, "kubectl %s auth whoami: %s %s" % (v, out, err))
+        rc, out, err = run_cmd([k, "--kubeconfig", S["bob"], "auth", "can-i", "delete", "pods", "-n", "team"])
+        eq(out.strip(), "no", "kubectl %s auth can-i delete pods" % v)
 
 
 def test_subject_access_reviews():

@@ -74,23 +74,35 @@ static size_t groups_of(struct apiserver *s, const char **ret, size_t max)
 	return n;
 }
 
-static const char *version_of_group(struct apiserver *s, const char *g)
+/* A group's versions in table order, each once (the first is the preferred one), as
+ * GroupVersionForDiscovery objects. */
+static json_t *versions_of_group(struct apiserver *s, const char *g)
 {
-	for (size_t i = 0; i < s->nres; i++)
-		if (strcmp(s->res[i].r->group, g) == 0)
-			return s->res[i].r->version;
-	return "v1";
+	json_t *vers = json_array();
+	for (size_t i = 0; i < s->nres; i++) {
+		const struct api_resource *r = s->res[i].r;
+		if (strcmp(r->group, g) != 0)
+			continue;
+		bool seen = false;
+		size_t k;
+		json_t *v;
+		json_array_foreach(vers, k, v)
+			seen = seen || strcmp(json_string_value(json_object_get(v, "version")), r->version) == 0;
+		if (seen)
+			continue;
+		char *gv = xasprintf("%s/%s", g, r->version);
+		json_array_append_new(vers, json_pack("{s:s,s:s}", "groupVersion", gv, "version", r->version));
+		free(gv);
+	}
+	if (json_array_size(vers) == 0)
+		json_array_append_new(vers, json_pack("{s:s,s:s}", "groupVersion", g, "version", "v1"));
+	return vers;
 }
 
 static json_t *group_json(struct apiserver *s, const char *g)
 {
-	const char *v = version_of_group(s, g);
-	char *gv = xasprintf("%s/%s", g, v);
-	json_t *ver = json_pack("{s:s,s:s}", "groupVersion", gv, "version", v);
-	json_t *j = json_pack("{s:s,s:[O],s:O}", "name", g, "versions", ver, "preferredVersion", ver);
-	json_decref(ver);
-	free(gv);
-	return j;
+	json_t *vers = versions_of_group(s, g);
+	return json_pack("{s:s,s:o,s:O}", "name", g, "versions", vers, "preferredVersion", json_array_get(vers, 0));
 }
 
 static json_t *verbs_json(const char *const *v, size_t n)

@@ -134,6 +134,7 @@ static const struct {
 	{ "authentication.k8s.io/v1", "TokenRequest", &pm_token_request },
 	{ "authentication.k8s.io/v1", "TokenReview", &pm_token_review },
 	{ "authentication.k8s.io/v1", "SelfSubjectReview", &pm_self_subject_review },
+	{ "authentication.k8s.io/v1beta1", "SelfSubjectReview", &pm_self_subject_review },
 	{ "authorization.k8s.io/v1", "SelfSubjectAccessReview", &pm_self_subject_access_review },
 	{ "authorization.k8s.io/v1", "SubjectAccessReview", &pm_subject_access_review },
 	{ "authorization.k8s.io/v1", "LocalSubjectAccessReview", &pm_subject_access_review },
