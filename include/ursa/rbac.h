@@ -92,9 +92,14 @@ void rbac_free(struct rbac *a);
  * borrowed. Thread-safe (writers exclude readers). */
 void rbac_apply(struct rbac *a, enum rbac_kind kind, const char *tenant, const char *ns, const char *name,
 		const json_t *obj);
-/* Drops every object (a relist follows); rbac_clear_kind only those of one kind. */
+/* Drops every object. */
 void rbac_clear(struct rbac *a);
-void rbac_clear_kind(struct rbac *a, enum rbac_kind kind);
+/* A resync of one kind (its watch ended; its whole state is applied again): between begin and
+ * end, decisions go on with what is held, each object applied again is kept, and end drops those
+ * of the kind that were not applied since begin (deleted meanwhile). No decision ever sees the
+ * kind empty. */
+void rbac_resync_begin(struct rbac *a, enum rbac_kind kind);
+void rbac_resync_end(struct rbac *a, enum rbac_kind kind);
 /* Calls fn for each aggregated ClusterRole of tenant whose stored rules differ from the
  * aggregation's (rules: the union of the rules of the ClusterRoles its selectors match, as a
  * JSON array, borrowed for the call), so that its server writes them back, as Kubernetes'

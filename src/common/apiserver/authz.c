@@ -74,14 +74,30 @@ static void feed_event(void *ud, size_t i, enum wev_type type, struct cobj *o)
 		json_decref(obj);
 	}
 	/* only once every ClusterRole is known: before, a union would be partial */
-	if (feeds[i].kind == RBAC_CLUSTER_ROLE && atomic_load(&z->ready))
+	if (feeds[i].kind == RBAC_CLUSTER_ROLE && atomic_load(&z->ready) && !z->resyncing[i])
 		write_aggregates(z, o->tenant);
 }
 
+/* A relist: what is held keeps deciding while the new state arrives; what it does not bring
+ * again goes at its end (feed_listed). */
 static void feed_reset(void *ud, size_t i)
 {
 	struct authz *z = ud;
-	rbac_clear_kind(z->rbac, feeds[i].kind);
+	z->resyncing[i] = true;
+	rbac_resync_begin(z->rbac, feeds[i].kind);
+}
+
+static void write_aggregates(void *ud, const char *tenant);
+
+static void feed_listed(void *ud, size_t i)
+{
+	struct authz *z = ud;
+	if (!z->resyncing[i])
+		return; /* the first state: feed_synced follows */
+	z->resyncing[i] = false;
+	rbac_resync_end(z->rbac, feeds[i].kind);
+	if (feeds[i].kind == RBAC_CLUSTER_ROLE && atomic_load(&z->ready))
+		rbac_each_tenant(z->rbac, write_aggregates, z);
 }
 
 static void bootstrap_missing(struct apiserver *s);
@@ -108,7 +124,7 @@ int authz_start(struct apiserver *s)
 	struct authz *z = xcalloc(1, sizeof(*z));
 	z->s = s;
 	z->rbac = rbac_new();
-	static const struct follower_ops ops = { feed_event, feed_reset, feed_synced };
+	static const struct follower_ops ops = { feed_event, feed_reset, feed_listed, feed_synced };
 	if (!(z->follower = follower_start(sv, NFEEDS, &ops, z))) {
 		rbac_free(z->rbac);
 		free(z);

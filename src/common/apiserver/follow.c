@@ -59,8 +59,11 @@ static int start(struct follower *f, size_t i)
 			cobj_unref(objs[k]);
 		}
 		free(objs);
-		if (wcache_watch(c, &(struct wfilter){ 0 }, rv, FOLLOW_QUEUE, notify, f, &f->w[i]) == 0)
+		if (wcache_watch(c, &(struct wfilter){ 0 }, rv, FOLLOW_QUEUE, notify, f, &f->w[i]) == 0) {
+			if (f->ops.listed)
+				f->ops.listed(f->ud, i);
 			return 0;
+		}
 		f->ops.reset(f->ud, i); /* the history moved past the list meanwhile: again */
 	}
 }

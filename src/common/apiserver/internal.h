@@ -30,11 +30,14 @@ struct served {
  * own. event gets, for cache i, every object of its state (as WEV_ADDED), then every change
  * (ADDED, MODIFIED, DELETED; obj borrowed for the call), in order. Before a cache's state is
  * delivered again (its watch ended: a relist after a compaction, or a follower too far behind),
- * reset(ud, i) forgets what cache i brought. synced (may be NULL) is called once, after every
- * cache's first state. All callbacks run on the follower's thread. */
+ * reset(ud, i) says so (forget what cache i brought, or mark it to sweep what the new state does
+ * not bring again); listed (may be NULL) follows each delivery of a whole state, the first one
+ * and every one after a reset. synced (may be NULL) is called once, after every cache's first
+ * state. All callbacks run on the follower's thread. */
 struct follower_ops {
 	void (*event)(void *ud, size_t i, enum wev_type type, struct cobj *obj);
 	void (*reset)(void *ud, size_t i);
+	void (*listed)(void *ud, size_t i);
 	void (*synced)(void *ud);
 };
 struct follower;
@@ -50,6 +53,7 @@ struct authz {
 	struct rbac *rbac;
 	struct follower *follower;
 	atomic_bool ready;
+	bool resyncing[4]; /* per RBAC kind, on the follower's thread: a relist is being applied */
 };
 
 struct apiserver {

@@ -835,7 +835,7 @@ struct quota *quota_start(struct apiserver *s)
 			continue;
 		qs->fsv[qs->nf++] = sv;
 	}
-	static const struct follower_ops ops = { track_event, track_reset, track_synced };
+	static const struct follower_ops ops = { track_event, track_reset, NULL, track_synced };
 	if (!(qs->tracker = follower_start(qs->fsv, qs->nf, &ops, qs)) ||
 	    pthread_create(&qs->writer, NULL, writer_main, qs) != 0)
 		abort();

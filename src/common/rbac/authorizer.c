@@ -19,11 +19,12 @@
 struct role {
 	struct rbac_rule *own; /* the object's rules */
 	size_t nown;
-	struct rbac_rule *agg; /* own and aggregated ones, for an aggregated ClusterRole; else NULL */
+	struct rbac_rule *agg; /* the aggregation's rules, for an aggregated ClusterRole; else NULL */
 	size_t nagg;
 	json_t *labels;        /* ClusterRoles: metadata.labels (new ref) or NULL */
 	struct label_selector **sel; /* aggregationRule.clusterRoleSelectors */
 	size_t nsel;
+	unsigned gen;          /* the resync generation of its kind when last applied */
 };
 
 struct binding {
@@ -33,6 +34,7 @@ struct binding {
 	char *role;       /* roleRef.name */
 	char **subjects;  /* "U:..." / "G:..." */
 	size_t nsubjects;
+	unsigned gen;     /* the resync generation of its kind when last applied */
 };
 
 struct bvec {
@@ -48,6 +50,7 @@ struct rbac {
 	pthread_rwlock_t lock;
 	struct strmap tenants;
 	size_t nbindings;
+	unsigned gen[4]; /* per kind: bumped by rbac_resync_begin */
 };
 
 static const struct rbac_rule *role_rules(const struct role *r, size_t *ret_n)
@@ -416,6 +419,7 @@ void rbac_apply(struct rbac *a, enum rbac_kind kind, const char *tenant, const c
 		role_free(old);
 		if (role) {
 			bool created;
+			role->gen = a->gen[kind];
 			strmap_put(&t->roles, key, &created)->val = role;
 			role = NULL;
 		}
@@ -430,6 +434,7 @@ void rbac_apply(struct rbac *a, enum rbac_kind kind, const char *tenant, const c
 		}
 		if (b) {
 			bool created;
+			b->gen = a->gen[kind];
 			strmap_put(&t->bindings, key, &created)->val = b;
 			index_add(t, b);
 			a->nbindings++;
@@ -443,23 +448,34 @@ out:
 	free(key);
 }
 
-void rbac_clear_kind(struct rbac *a, enum rbac_kind kind)
+void rbac_resync_begin(struct rbac *a, enum rbac_kind kind)
+{
+	pthread_rwlock_wrlock(&a->lock);
+	a->gen[kind]++;
+	pthread_rwlock_unlock(&a->lock);
+}
+
+void rbac_resync_end(struct rbac *a, enum rbac_kind kind)
 {
 	static const char *const prefix[] = { [RBAC_ROLE] = "R:", [RBAC_CLUSTER_ROLE] = "C:",
 					      [RBAC_ROLE_BINDING] = "RB:", [RBAC_CLUSTER_ROLE_BINDING] = "CRB:" };
 	bool roles = kind == RBAC_ROLE || kind == RBAC_CLUSTER_ROLE;
 	size_t plen = strlen(prefix[kind]);
 	pthread_rwlock_wrlock(&a->lock);
+	unsigned gen = a->gen[kind];
 	size_t it = 0;
 	for (struct strmap_ent *te = strmap_next(&a->tenants, NULL, &it); te; te = strmap_next(&a->tenants, te, &it)) {
 		struct tenant *t = te->val;
 		struct strmap *m = roles ? &t->roles : &t->bindings;
-		/* the map may not change while it is walked: gather the keys first */
+		/* the map may not change while it is walked: gather the keys of what the resync did
+		 * not bring again first */
 		char **keys = xcalloc(m->n + 1, sizeof(char *));
 		size_t n = 0, jt = 0;
-		for (struct strmap_ent *e = strmap_next(m, NULL, &jt); e; e = strmap_next(m, e, &jt))
-			if (strncmp(e->key, prefix[kind], plen) == 0)
+		for (struct strmap_ent *e = strmap_next(m, NULL, &jt); e; e = strmap_next(m, e, &jt)) {
+			unsigned g = roles ? ((struct role *)e->val)->gen : ((struct binding *)e->val)->gen;
+			if (strncmp(e->key, prefix[kind], plen) == 0 && g != gen)
 				keys[n++] = xstrdup(e->key);
+		}
 		for (size_t k = 0; k < n; k++) {
 			void *val = NULL;
 			strmap_del(m, keys[k], &val);
@@ -473,7 +489,7 @@ void rbac_clear_kind(struct rbac *a, enum rbac_kind kind)
 			free(keys[k]);
 		}
 		free(keys);
-		if (kind == RBAC_CLUSTER_ROLE)
+		if (kind == RBAC_CLUSTER_ROLE && n)
 			aggregate(t);
 	}
 	pthread_rwlock_unlock(&a->lock);

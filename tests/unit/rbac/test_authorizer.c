@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include "ursa/errors.h"
 #include "ursa/rbac.h"
 #include "ursa/xalloc.h"
 
@@ -206,7 +207,7 @@ static void test_many_bindings_stay_indexed(void **state)
 	rbac_free(a);
 }
 
-static void test_clear_one_kind(void **state)
+static void test_resync_keeps_deciding(void **state)
 {
 	struct rbac *a = rbac_new();
 	struct identity u = who("u", "acme", NULL);
@@ -214,16 +215,27 @@ static void test_clear_one_kind(void **state)
 	put(a, RBAC_CLUSTER_ROLE, "acme", "", "view", READER);
 	put(a, RBAC_ROLE_BINDING, "acme", "team", "r", BIND("Role", "reader", "{\"kind\":\"User\",\"name\":\"u\"}"));
 	put(a, RBAC_CLUSTER_ROLE_BINDING, "acme", "", "c", BIND("ClusterRole", "view", "{\"kind\":\"User\",\"name\":\"u\"}"));
+	put(a, RBAC_CLUSTER_ROLE_BINDING, "acme", "", "gone", BIND("ClusterRole", "view", "{\"kind\":\"User\",\"name\":\"v\"}"));
+	assert_int_equal(rbac_bindings(a), 3);
+	/* a relist of the cluster bindings that brings "c" again but not "gone" (deleted meanwhile) */
+	rbac_resync_begin(a, RBAC_CLUSTER_ROLE_BINDING);
+	assert_true(can(a, &u, "acme", "list", "pods", "other")); /* still decided by what is held */
+	put(a, RBAC_CLUSTER_ROLE_BINDING, "acme", "", "c", BIND("ClusterRole", "view", "{\"kind\":\"User\",\"name\":\"u\"}"));
+	rbac_resync_end(a, RBAC_CLUSTER_ROLE_BINDING);
 	assert_int_equal(rbac_bindings(a), 2);
-	rbac_clear_kind(a, RBAC_CLUSTER_ROLE_BINDING); /* a relist of one kind */
-	assert_int_equal(rbac_bindings(a), 1);
-	assert_false(can(a, &u, "acme", "list", "pods", "other"));
-	assert_true(can(a, &u, "acme", "list", "pods", "team"));
-	rbac_clear_kind(a, RBAC_ROLE);
-	assert_false(can(a, &u, "acme", "list", "pods", "team"));
-	put(a, RBAC_ROLE, "acme", "team", "reader", READER); /* the relist brings it back */
-	assert_true(can(a, &u, "acme", "list", "pods", "team"));
+	assert_true(can(a, &u, "acme", "list", "pods", "other"));
+	struct identity v = who("v", "acme", NULL);
+	assert_false(can(a, &v, "acme", "list", "pods", "other"));
+	/* a relist of roles that brings nothing: the Role goes, the binding to it grants nothing */
+	rbac_resync_begin(a, RBAC_ROLE);
+	rbac_resync_end(a, RBAC_ROLE);
+	struct rbac_rule *r;
+	size_t n;
+	assert_int_equal(rbac_role_rules(a, "acme", "team", "Role", "reader", &r, &n), E_NOT_FOUND);
+	assert_int_equal(rbac_role_rules(a, "acme", NULL, "ClusterRole", "view", &r, &n), 0); /* other kinds stay */
+	rbac_rules_free(r, n);
 	identity_release(&u);
+	identity_release(&v);
 	rbac_free(a);
 }
 
@@ -306,7 +318,7 @@ int main(void)
 		cmocka_unit_test(test_aggregation_follows_labels),
 		cmocka_unit_test(test_holds_and_each_rule),
 		cmocka_unit_test(test_many_bindings_stay_indexed),
-		cmocka_unit_test(test_clear_one_kind),
+		cmocka_unit_test(test_resync_keeps_deciding),
 		cmocka_unit_test(test_bootstrap_roles),
 		cmocka_unit_test(test_forbidden_message),
 	};
