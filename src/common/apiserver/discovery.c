@@ -37,12 +37,14 @@ static void reply_obj(struct http_reply *rp, json_t *obj /* stolen */)
 	http_reply_set(rp, 200, "application/json", &b);
 }
 
+/* Every watch cache has its first state, and the authorizer holds the RBAC objects (before,
+ * requests RBAC decides would get 503). */
 static bool all_caches_ready(struct apiserver *s)
 {
 	for (size_t i = 0; i < s->nres; i++)
 		if (s->res[i].cache && !wcache_ready(s->res[i].cache))
 			return false;
-	return true;
+	return authz_ready(s);
 }
 
 static void serve_readyz(struct apiserver *s, struct http_reply *rp)
