@@ -647,6 +647,19 @@ static void drain_handlers(struct http_server *s)
 		MHD_run(s->mhd); /* the last resumed replies go out */
 }
 
+/* A reply finished just now (a deferred one resumed, a handler's last) is queued on its
+ * connection, not yet sent: stopping at once would cut it. Waits up to 500 ms while connections
+ * remain (those still sending end; idle keep-alive ones are cut after that). */
+static void drain_connections(struct http_server *s)
+{
+	for (int i = 0; i < 50; i++) {
+		const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (!info || info->num_connections == 0)
+			break;
+		pause_driving(s);
+	}
+}
+
 void http_server_stop(struct http_server *s)
 {
 	if (!s)
@@ -654,6 +667,7 @@ void http_server_stop(struct http_server *s)
 	http_server_quiesce(s); /* no new connections; the socket is ours */
 	end_streams(s);
 	drain_handlers(s);
+	drain_connections(s);
 	MHD_stop_daemon(s->mhd);
 	if (s->lsock != MHD_INVALID_SOCKET)
 		close(s->lsock);
