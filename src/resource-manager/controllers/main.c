@@ -1,5 +1,6 @@
-/* ursa-rm-controller-manager: parses flags, starts the shared informers and leader election,
- * then runs the enabled controllers from one loop on the main thread while it leads. */
+/* ursa-rm-controller-manager: parses flags, then runs the controller table below on the
+ * controller engine (ursa/controller.h): the node lifecycle controller ticks every 250 ms, also
+ * as a standby (it only observes then), the daemonset controller every second while leading. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,17 +8,29 @@
 #include <time.h>
 #include <unistd.h>
 #include "rmcm.h"
+#include "ursa/controller.h"
 #include "ursa/health.h"
 #include "ursa/log.h"
 #include "ursa/notify.h"
-#include "ursa/timeutil.h"
-#include "ursa/xalloc.h"
 
-#define LOOP_MS 250
+#define NL_PERIOD_MS 250
 #define DS_SYNC_MS 1000
 #define LEASE_PATH "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/ursa-rm-controller-manager"
 #define NODES_PATH "/api/v1/nodes"
 #define NODE_LEASES_PATH "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+#define NL_KEY "system/nodelifecycle/tick"
+#define DS_KEY "system/daemonset/tick"
+
+struct rmcm {
+	struct rmcm_options o;
+	struct rest_client *rm;
+	struct rest_creds *creds;
+	struct health_server *health;
+	struct ctl_manager *ctl;
+	struct tp_set *tps;
+	struct nodelifecycle *nl;
+	struct dscontroller *dc;
+};
 
 static volatile sig_atomic_t stopping;
 
@@ -27,105 +40,122 @@ static void on_signal(int sig)
 	stopping = 1;
 }
 
-static void on_started(void *ud)
+static void on_leading(void *ud, bool leading)
 {
-	(void)ud;
-	log_info("became leader", "lease=%s", "kube-system/ursa-rm-controller-manager");
+	struct rmcm *r = ud;
+	health_set_leader(r->health, leading);
+	if (leading)
+		log_info("became leader", "lease=%s", "kube-system/ursa-rm-controller-manager");
+	else
+		log_warn("lost leadership", "lease=%s", "kube-system/ursa-rm-controller-manager");
 }
 
-static void on_stopped(void *ud)
+static int nl_start(void *ud)
 {
-	(void)ud;
-	log_warn("lost leadership", "lease=%s", "kube-system/ursa-rm-controller-manager");
+	struct rmcm *r = ud;
+	r->tps = tp_set_start(r->rm, r->creds);
+	r->nl = nodelifecycle_new(&r->o, r->rm, ctl_manager_informer(r->ctl, NODES_PATH),
+				  ctl_manager_informer(r->ctl, NODE_LEASES_PATH), r->tps);
+	return 0;
 }
 
-static void sleep_ms(long ms)
+static void nl_stop(void *ud)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
+	struct rmcm *r = ud;
+	nodelifecycle_free(r->nl);
+	tp_set_free(r->tps);
 }
+
+/* Observes (and, leading, acts) once both informers have listed. */
+static int nl_sync(void *ud, const char *key)
+{
+	struct rmcm *r = ud;
+	(void)key;
+	if (informer_synced(ctl_manager_informer(r->ctl, NODES_PATH)) &&
+	    informer_synced(ctl_manager_informer(r->ctl, NODE_LEASES_PATH)))
+		nodelifecycle_tick(r->nl, ctl_manager_leading(r->ctl));
+	return 0;
+}
+
+static int ds_start(void *ud)
+{
+	struct rmcm *r = ud;
+	r->dc = dscontroller_new(r->rm, ctl_manager_informer(r->ctl, NODES_PATH));
+	return 0;
+}
+
+static void ds_stop(void *ud)
+{
+	dscontroller_free(((struct rmcm *)ud)->dc);
+}
+
+static int ds_sync(void *ud, const char *key)
+{
+	(void)key;
+	dscontroller_sync(((struct rmcm *)ud)->dc);
+	return 0;
+}
+
+static const struct ctl_def controllers[] = {
+	{ "nodelifecycle", { { NODES_PATH, 0, ctl_key_none }, { NODE_LEASES_PATH, 0, ctl_key_none } }, nl_sync,
+	  .tick_key = NL_KEY, .period_ms = NL_PERIOD_MS, .standby = true, .start = nl_start, .stop = nl_stop },
+	{ "daemonset", { { NODES_PATH, 0, ctl_key_none } }, ds_sync, .tick_key = DS_KEY, .period_ms = DS_SYNC_MS,
+	  .start = ds_start, .stop = ds_stop },
+};
 
 int main(int argc, char **argv)
 {
-	struct rmcm_options o;
-	if (rmcm_options_parse(&o, argc, argv) != 0)
+	static struct rmcm r;
+	if (rmcm_options_parse(&r.o, argc, argv) != 0)
 		return 2;
 	log_set_component("ursa-rm-controller-manager");
-	log_set_level_name(o.log_level);
+	log_set_level_name(r.o.log_level);
 	char *err = NULL;
-	struct rest_client *rm = rest_from_kubeconfig(o.kubeconfig, &err);
-	struct rest_creds *creds = rm ? rest_creds_from_kubeconfig(o.kubeconfig, &err) : NULL;
-	if (!rm || !creds) {
+	r.rm = rest_from_kubeconfig(r.o.kubeconfig, &err);
+	r.creds = r.rm ? rest_creds_from_kubeconfig(r.o.kubeconfig, &err) : NULL;
+	if (!r.rm || !r.creds) {
 		fprintf(stderr, "ursa-rm-controller-manager: %s\n", err ? err : "bad kubeconfig");
 		free(err);
-		rest_free(rm);
+		rest_free(r.rm);
 		return 1;
 	}
-	struct health_server *health = NULL;
-	if (o.health_listen && *o.health_listen &&
-	    !(health = health_start(o.health_listen, "ursa-rm-controller-manager", NULL, NULL, &err))) {
-		fprintf(stderr, "ursa-rm-controller-manager: --health-listen %s: %s\n", o.health_listen, err);
+	struct ctl_config cc = { .defs = controllers, .ndefs = sizeof(controllers) / sizeof(controllers[0]),
+				 .controllers = r.o.controllers, .workers = 1, .rest = r.rm, .ud = &r,
+				 .leader_elect = r.o.leader_elect, .lease_path = LEASE_PATH, .identity = r.o.identity,
+				 .on_leading = on_leading };
+	if (ctl_manager_new(&cc, &r.ctl) < 0) {
+		fprintf(stderr, "ursa-rm-controller-manager: unknown controller in --controllers %s\n",
+			r.o.controllers);
+		rest_creds_free(r.creds);
+		rest_free(r.rm);
+		return 2;
+	}
+	if (r.o.health_listen && *r.o.health_listen &&
+	    !(r.health = health_start(r.o.health_listen, "ursa-rm-controller-manager", NULL, NULL, &err))) {
+		fprintf(stderr, "ursa-rm-controller-manager: --health-listen %s: %s\n", r.o.health_listen, err);
 		free(err);
-		rest_creds_free(creds);
-		rest_free(rm);
+		ctl_manager_free(r.ctl);
+		rest_creds_free(r.creds);
+		rest_free(r.rm);
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 
-	bool run_nl = rmcm_controller_enabled(o.controllers, "nodelifecycle");
-	bool run_ds = rmcm_controller_enabled(o.controllers, "daemonset");
-	static const struct informer_handlers none = { 0 };
-	struct informer *nodes = informer_start(rm, NODES_PATH, NULL, &none, NULL);
-	struct informer *leases = run_nl ? informer_start(rm, NODE_LEASES_PATH, NULL, &none, NULL) : NULL;
-	struct tp_set *tps = run_nl ? tp_set_start(rm, creds) : NULL;
-	struct nodelifecycle *nl = run_nl ? nodelifecycle_new(&o, rm, nodes, leases, tps) : NULL;
-	struct dscontroller *dc = run_ds ? dscontroller_new(rm, nodes) : NULL;
-
-	char *identity = o.identity ? xstrdup(o.identity) : NULL;
-	if (!identity) {
-		char host[256] = "host";
-		gethostname(host, sizeof(host) - 1);
-		host[sizeof(host) - 1] = '\0';
-		identity = xasprintf("%s_%ld", host, (long)getpid());
-	}
-	struct leader_elector *le = NULL;
-	if (o.leader_elect) {
-		struct leader_config lc = { .lease_path = LEASE_PATH, .identity = identity, .on_started = on_started,
-					    .on_stopped = on_stopped };
-		le = leader_start(rm, &lc);
-	}
+	ctl_manager_start(r.ctl);
 	log_info("started", "identity=\"%s\" nodelifecycle=%d daemonset=%d grace_s=%lld period_s=%lld "
 			    "default_toleration_s=%lld eviction_rate=%g secondary_rate=%g threshold=%g",
-		 identity, run_nl, run_ds, o.grace_s, o.period_s, o.default_tol_s, o.rate, o.secondary, o.threshold);
+		 ctl_manager_identity(r.ctl), ctl_manager_enabled(r.ctl, "nodelifecycle"),
+		 ctl_manager_enabled(r.ctl, "daemonset"), r.o.grace_s, r.o.period_s, r.o.default_tol_s, r.o.rate,
+		 r.o.secondary, r.o.threshold);
 	notify_ready(); /* started: leader or standby */
-
-	int64_t last_ds = 0;
-	while (!stopping) {
-		bool leader = !le || leader_is_leader(le);
-		health_set_leader(health, leader);
-		bool synced = informer_synced(nodes) && (!leases || informer_synced(leases));
-		if (nl && synced)
-			nodelifecycle_tick(nl, leader);
-		if (dc && leader && mono_ms() - last_ds >= DS_SYNC_MS) {
-			last_ds = mono_ms();
-			dscontroller_sync(dc);
-		}
-		sleep_ms(LOOP_MS);
-	}
-	log_info("stopping", "identity=\"%s\"", identity);
-	if (le)
-		leader_stop(le);
-	health_stop(health);
-	dscontroller_free(dc);
-	nodelifecycle_free(nl);
-	tp_set_free(tps);
-	if (leases)
-		informer_stop(leases);
-	informer_stop(nodes);
-	rest_creds_free(creds);
-	rest_free(rm);
-	free(identity);
+	while (!stopping)
+		usleep(100 * 1000);
+	log_info("stopping", "identity=\"%s\"", ctl_manager_identity(r.ctl));
+	ctl_manager_free(r.ctl);
+	health_stop(r.health);
+	rest_creds_free(r.creds);
+	rest_free(r.rm);
 	return 0;
 }

@@ -75,24 +75,3 @@ int rmcm_options_parse(struct rmcm_options *o, int argc, char **argv)
 	}
 	return 0;
 }
-
-bool rmcm_controller_enabled(const char *list, const char *name)
-{
-	bool on = false;
-	size_t n = strlen(name);
-	const char *p = list ? list : "*";
-	while (*p) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		if (len == 1 && *p == '*')
-			on = true;
-		else if (len == n && strncmp(p, name, n) == 0)
-			on = true;
-		else if (len == n + 1 && *p == '-' && strncmp(p + 1, name, n) == 0)
-			return false;
-		p += len;
-		if (*p == ',')
-			p++;
-	}
-	return on;
-}

@@ -33,8 +33,6 @@ struct rmcm_options {
 
 /* Fills o with defaults, then parses argv. 0, or -1 after printing the error. */
 int rmcm_options_parse(struct rmcm_options *o, int argc, char **argv);
-/* Whether controller name is enabled by a --controllers list ("*", "a,b", "*,-b"). */
-bool rmcm_controller_enabled(const char *list, const char *name);
 
 /* Node health (nodehealth.c): pure functions ----------------------------------------------- */
 enum node_ready { NODE_READY_TRUE, NODE_READY_FALSE, NODE_READY_UNKNOWN };

@@ -49,7 +49,8 @@ void tpc_gc_enqueue_owners(struct tpc *m, const json_t *obj)
 		/* owner alive and not being deleted in the local cache: nothing to do */
 		enum tpc_inf inf = strcmp(kind, "Deployment") == 0 ? INF_DEPLOY : INF_RS;
 		char *k = xasprintf("%s/%s/%s", t, ns, name);
-		json_t *o = m->inf[inf] ? informer_get(m->inf[inf], k) : NULL;
+		struct informer *in = tpc_informer(m, inf);
+		json_t *o = in ? informer_get(in, k) : NULL;
 		free(k);
 		const char *ouid = json_path_str(o, "metadata.uid");
 		bool alive = o && ouid && strcmp(ouid, uid) == 0 && !json_path(o, "metadata.deletionTimestamp");

@@ -16,7 +16,6 @@
 
 static volatile sig_atomic_t stopping;
 static struct tpc mgr;
-static volatile int started;
 static struct health_server *health;
 
 static void on_signal(int sig)
@@ -25,19 +24,14 @@ static void on_signal(int sig)
 	stopping = 1;
 }
 
-static void on_started(void *ud)
+static void on_leading(void *ud, bool leading)
 {
 	(void)ud;
-	log_info("became leader", "%s", "");
-	health_set_leader(health, true);
-	tpc_start(&mgr);
-	started = 1;
-}
-
-static void on_stopped(void *ud)
-{
-	(void)ud;
-	health_set_leader(health, false);
+	health_set_leader(health, leading);
+	if (leading) {
+		log_info("became leader", "%s", "");
+		return;
+	}
 	if (stopping)
 		return;
 	log_error("lost leadership; exiting", "%s", "");
@@ -56,7 +50,8 @@ int main(int argc, char **argv)
 		{ "identity", OPT_STRING, &identity, "leader election identity (default hostname_pid)" },
 		{ "workers", OPT_INT, &workers, "worker threads per controller" },
 		{ "controllers", OPT_STRING, &controllers,
-		  "comma list: tenant,namespace,replicaset,deployment,garbagecollector,rmloss (default * = all)" },
+		  "comma list of tenant,namespace,replicaset,deployment,garbagecollector,rmloss "
+		  "(* = all, -name disables one)" },
 		{ "node-monitor-grace-period", OPT_INT, &grace,
 		  "rmloss: seconds a resource manager may be unreachable before its nodes count as unreachable" },
 		{ "default-unreachable-toleration-seconds", OPT_INT, &default_tol,
@@ -83,11 +78,6 @@ int main(int argc, char **argv)
 		free(err);
 		return 2;
 	}
-	if (tpc_parse_controllers(&mgr, controllers) < 0) {
-		fprintf(stderr, "ursa-tp-controller-manager: unknown controller in --controllers %s\n", controllers);
-		return 2;
-	}
-	mgr.workers = workers < 1 ? 1 : workers > 64 ? 64 : (int)workers;
 	if (grace < 1 || grace > 86400 || default_tol < 0 || default_tol > 86400 * 365 || rm_period < 1 ||
 	    rm_period > 3600 || tpc_parse_rate(evict_rate, &mgr.evict_rate) < 0) {
 		fprintf(stderr, "ursa-tp-controller-manager: --node-monitor-grace-period, "
@@ -112,28 +102,25 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	char host[128] = "host";
-	gethostname(host, sizeof(host) - 1);
-	char *id = identity ? xstrdup(identity) : xasprintf("%s_%d", host, (int)getpid());
-	struct leader_elector *le = NULL;
-	if (leader_elect) {
-		struct leader_config lc = { .lease_path = LEASE_PATH, .identity = id, .lease_duration_s = 15,
-					    .renew_deadline_s = 10, .retry_period_s = 2, .on_started = on_started,
-					    .on_stopped = on_stopped };
-		le = leader_start(mgr.rest, &lc);
-		log_info("campaigning for leadership", "identity=\"%s\"", id);
-	} else {
-		on_started(NULL);
+	struct ctl_config cc = { .controllers = controllers,
+				 .workers = workers < 1 ? 1 : workers > 64 ? 64 : (int)workers,
+				 .rest = mgr.rest, .leader_elect = leader_elect, .lease_path = LEASE_PATH,
+				 .identity = identity, .lease_duration_s = 15, .renew_deadline_s = 10,
+				 .retry_period_s = 2, .start_on_leading = true, .on_leading = on_leading };
+	if (tpc_manager_new(&mgr, &cc) < 0) {
+		fprintf(stderr, "ursa-tp-controller-manager: unknown controller in --controllers %s\n", controllers);
+		health_stop(health);
+		rest_free(mgr.rest);
+		return 2;
 	}
+	if (leader_elect)
+		log_info("campaigning for leadership", "identity=\"%s\"", ctl_manager_identity(mgr.ctl));
+	ctl_manager_start(mgr.ctl);
 	notify_ready(); /* started: leader or standby */
 	while (!stopping)
 		usleep(100 * 1000);
-	if (le)
-		leader_stop(le);
+	ctl_manager_free(mgr.ctl);
 	health_stop(health);
-	if (started)
-		tpc_stop(&mgr);
 	rest_free(mgr.rest);
-	free(id);
 	return 0;
 }

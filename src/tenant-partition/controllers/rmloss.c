@@ -161,7 +161,6 @@ void tpc_rmloss_start(struct tpc *m)
 	token_bucket_init(&r->tb, m->evict_rate, m->evict_rate, mono_ms() * 1000);
 	r->registry = informer_start(m->rest, REGISTRY_PATH, NULL, &none, r);
 	m->rml = r;
-	wq_add(m->wq[CTL_RMLOSS], TPC_RMLOSS_KEY);
 	log_info("rmloss started", "grace_s=%lld default_toleration_s=%lld period_s=%lld eviction_rate=%g", m->grace_s,
 		 m->default_tol_s, m->rm_period_s, m->evict_rate);
 }
@@ -373,7 +372,7 @@ static int64_t handle_lost_pods(struct tpc *m)
 {
 	struct rmloss *r = m->rml;
 	struct collect c = { .r = r };
-	informer_foreach(m->inf[INF_PODS], collect_pod, &c);
+	informer_foreach(tpc_informer(m, INF_PODS), collect_pod, &c);
 	int64_t next = INT64_MAX;
 	for (size_t i = 0; i < c.n; i++) {
 		int64_t n = handle_pod(m, &c.v[i], mono_ms());
@@ -418,7 +417,7 @@ int tpc_sync_rmloss(struct tpc *m, const char *key)
 		any_lost |= e->lost_ms != 0;
 	}
 	int64_t delay = m->rm_period_s * 1000;
-	if (any_lost && informer_synced(m->inf[INF_PODS])) {
+	if (any_lost && informer_synced(tpc_informer(m, INF_PODS))) {
 		int64_t next = handle_lost_pods(m);
 		int64_t now2 = mono_ms();
 		if (next != INT64_MAX && next - now2 < delay)

@@ -13,6 +13,7 @@
 #include <time.h>
 #include "ursa/buf.h"
 #include "ursa/client.h"
+#include "ursa/controller.h"
 
 /* logic.c: pure functions ------------------------------------------------------------------ */
 #define TPC_HASH_LABEL "pod-template-hash"
@@ -88,10 +89,8 @@ enum tpc_ctl { CTL_TENANT, CTL_NAMESPACE, CTL_RS, CTL_DEPLOY, CTL_GC, CTL_RMLOSS
 struct rmloss;
 struct tpc {
 	struct rest_client *rest;
-	struct informer *inf[INF__N];
-	struct workqueue *wq[CTL__N];
-	bool enabled[CTL__N];
-	int workers;
+	struct ctl_manager *ctl;
+	struct workqueue *wq[CTL__N]; /* the controllers' queues (borrowed from ctl), NULL when disabled */
 	/* rmloss: the kubeconfig whose credentials reach the RMs (borrowed), its settings and state */
 	const char *kubeconfig;
 	long long grace_s;       /* --node-monitor-grace-period */
@@ -117,7 +116,7 @@ void tpc_gc_enqueue_self(struct tpc *m, const json_t *obj, const char *kind);
  * if each node carried node.kubernetes.io/unreachable:NoExecute since the RM was declared lost.
  * One key (TPC_RMLOSS_KEY) ticks through the CTL_RMLOSS queue. */
 #define TPC_RMLOSS_KEY "system/rmloss/tick"
-/* Builds the state (m->rml) and queues the first tick; logs and leaves m->rml NULL when the
+/* Builds the state (m->rml; the engine queues the first tick); logs and leaves m->rml NULL when the
  * kubeconfig's credentials cannot be loaded. */
 void tpc_rmloss_start(struct tpc *m);
 void tpc_rmloss_stop(struct tpc *m); /* after the workers stopped; NULL-safe */
@@ -133,11 +132,12 @@ int64_t tpc_unreachable_deadline_ms(const json_t *pod, int64_t lost_ms, long lon
 /* A rate "10", "0.5": E_INVALID unless a finite number in 0..1e6. */
 int tpc_parse_rate(const char *s, double *ret);
 
-/* Starts informers and workers; returns once started. */
-void tpc_start(struct tpc *m);
-void tpc_stop(struct tpc *m);
-/* Parses a comma list of controller names ("*" or "" = all) into m->enabled; E_INVALID on an
- * unknown name. */
-int tpc_parse_controllers(struct tpc *m, const char *list);
+/* The controller table (manager.c): fills cfg's defs, ndefs and ud, creates m->ctl (started by
+ * the caller with ctl_manager_start, freed with ctl_manager_free) and m->wq. E_INVALID on a bad
+ * --controllers list in cfg. */
+int tpc_manager_new(struct tpc *m, struct ctl_config *cfg);
+/* The shared informer of one collection (borrowed), NULL before it started or when no enabled
+ * controller watches it. */
+struct informer *tpc_informer(struct tpc *m, enum tpc_inf i);
 
 #endif

@@ -206,18 +206,6 @@ static void test_conditions_unknown(void **state)
 	json_decref(c3);
 }
 
-static void test_controllers_flag(void **state)
-{
-	(void)state;
-	assert_true(rmcm_controller_enabled("*", "daemonset"));
-	assert_true(rmcm_controller_enabled("nodelifecycle,daemonset", "daemonset"));
-	assert_false(rmcm_controller_enabled("nodelifecycle", "daemonset"));
-	assert_false(rmcm_controller_enabled("*,-daemonset", "daemonset"));
-	assert_true(rmcm_controller_enabled("*,-daemonset", "nodelifecycle"));
-	assert_false(rmcm_controller_enabled("daemonsetx,daemon", "daemonset"));
-	assert_false(rmcm_controller_enabled("", "daemonset"));
-}
-
 static void test_ds_wants_node(void **state)
 {
 	(void)state;
@@ -286,7 +274,6 @@ int main(void)
 		cmocka_unit_test(test_eviction_time),
 		cmocka_unit_test(test_taints_replace),
 		cmocka_unit_test(test_conditions_unknown),
-		cmocka_unit_test(test_controllers_flag),
 		cmocka_unit_test(test_ds_wants_node),
 		cmocka_unit_test(test_ds_pod_name),
 	};
