@@ -35,6 +35,17 @@ struct apiserver_options {
 	void (*on_created)(struct apiserver *s, const struct api_resource *r, const json_t *obj);
 };
 
+/* The authentication reviews every API server serves, as rows of its resource table: TokenReview
+ * and SelfSubjectReview (v1, and v1beta1, which kubectl 1.27's `auth whoami` asks), create-only,
+ * in the tenant's cluster scope (SCOPE_TENANT: short paths reach the caller's tenant). */
+#define APISERVER_AUTHN_REVIEWS                                                                                       \
+	{ "authentication.k8s.io", "v1", "tokenreviews", "tokenreview", "TokenReview", SCOPE_TENANT, { NULL }, 0,     \
+	  false, false, &strategy_review, .ephemeral = true },                                                        \
+	{ "authentication.k8s.io", "v1", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview",             \
+	  SCOPE_TENANT, { NULL }, 0, false, false, &strategy_review, .ephemeral = true },                             \
+	{ "authentication.k8s.io", "v1beta1", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview",        \
+	  SCOPE_TENANT, { NULL }, 0, false, false, &strategy_review, .ephemeral = true }
+
 struct apiserver;
 /* Connects, starts the caches and the HTTP server. NULL with *ret_err (new string) on failure. */
 struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_err);

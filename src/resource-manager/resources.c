@@ -16,12 +16,6 @@ const struct api_resource rm_resources[] = {
 	  &strategy_lease, .heartbeat = true },
 	{ URSA_GROUP, "v1", "tenantpartitions", "tenantpartition", "TenantPartition", SCOPE_CLUSTER, { "tp", NULL }, 0,
 	  false, true, &strategy_tenantpartition },
-	{ "authentication.k8s.io", "v1", "tokenreviews", "tokenreview", "TokenReview", SCOPE_TENANT, { NULL }, 0, false,
-	  false, &strategy_review, .ephemeral = true },
-	{ "authentication.k8s.io", "v1", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", SCOPE_TENANT,
-	  { NULL }, 0, false, false, &strategy_review, .ephemeral = true },
-	/* kubectl 1.27's `auth whoami` asks v1beta1 (the same object) */
-	{ "authentication.k8s.io", "v1beta1", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview",
-	  SCOPE_TENANT, { NULL }, 0, false, false, &strategy_review, .ephemeral = true },
+	APISERVER_AUTHN_REVIEWS,
 };
 const size_t rm_nresources = sizeof(rm_resources) / sizeof(rm_resources[0]);

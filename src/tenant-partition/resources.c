@@ -44,13 +44,6 @@ const struct api_resource tp_resources[] = {
 	  "LocalSubjectAccessReview", SCOPE_NAMESPACE, { NULL }, 0, false, false, &strategy_review, .ephemeral = true },
 	{ URSA_GROUP, "v1", "resourcemanagers", "resourcemanager", "ResourceManager", SCOPE_CLUSTER, { "rm", NULL }, 0,
 	  false, true, &strategy_resourcemanager },
-	/* reviews live in the tenant's cluster scope (SCOPE_TENANT), so short paths reach the caller's tenant */
-	{ "authentication.k8s.io", "v1", "tokenreviews", "tokenreview", "TokenReview", SCOPE_TENANT, { NULL }, 0, false,
-	  false, &strategy_review, .ephemeral = true },
-	{ "authentication.k8s.io", "v1", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview", SCOPE_TENANT,
-	  { NULL }, 0, false, false, &strategy_review, .ephemeral = true },
-	/* kubectl 1.27's `auth whoami` asks v1beta1 (the same object) */
-	{ "authentication.k8s.io", "v1beta1", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview",
-	  SCOPE_TENANT, { NULL }, 0, false, false, &strategy_review, .ephemeral = true },
+	APISERVER_AUTHN_REVIEWS,
 };
 const size_t tp_nresources = sizeof(tp_resources) / sizeof(tp_resources[0]);
