@@ -100,6 +100,11 @@ struct api_resource {
 extern const struct api_strategy strategy_tenant, strategy_namespace, strategy_pod, strategy_configmap,
 	strategy_secret, strategy_serviceaccount, strategy_event, strategy_service, strategy_deployment,
 	strategy_replicaset, strategy_lease, strategy_resourcequota, strategy_limitrange;
+/* src/common/kinds/job.c, cronjob.c: batch/v1. */
+extern const struct api_strategy strategy_job, strategy_cronjob;
+/* src/common/kinds/endpoints.c, endpointslice.c, network.c: v1 Endpoints, discovery.k8s.io/v1
+ * EndpointSlice, arktos.futurewei.com/v1 Network (ursa/ipnet.h has its address helpers). */
+extern const struct api_strategy strategy_endpoints, strategy_endpointslice, strategy_network;
 /* src/common/kinds/rbac.c: the RBAC kinds, and the create-only reviews (no stored state). */
 extern const struct api_strategy strategy_role, strategy_clusterrole, strategy_rolebinding,
 	strategy_clusterrolebinding, strategy_review;

@@ -344,9 +344,14 @@ struct gw_options {
 	long long threads;
 	long long workers;         /* processes serving --listen together (workers.c); 1: this one */
 	long long resync_s, sweep_s, pending_grace_s;
-	const char *log_level;
 };
-int gw_options_parse(struct gw_options *o, int argc, char **argv);
+struct opt;
+extern const char gw_summary[];
+/* Sets o to the defaults and returns the flag table over its fields (new array of *ret_n;
+ * --log-level is the daemon skeleton's). */
+struct opt *gw_options_flags(struct gw_options *o, int *ret_n);
+/* -1 (message printed) when the parsed flags are out of range or incomplete. */
+int gw_options_check(const struct gw_options *o);
 
 struct gateway;
 struct gateway *gateway_start(const struct gw_options *o, char **ret_err);
@@ -358,7 +363,7 @@ void gateway_stop(struct gateway *g);
 typedef int gw_serve_fn(const struct gw_options *o, int ready_fd);
 /* The master of --workers N: forks N workers running serve, sends READY=1 when all of them
  * serve, restarts one that dies, passes SIGTERM and SIGINT on, and returns the exit status.
- * Call before any thread exists, with SIGINT, SIGTERM and SIGCHLD blocked. */
+ * Call before any thread exists, with SIGINT and SIGTERM blocked (it blocks SIGCHLD). */
 int gw_workers_run(const struct gw_options *o, gw_serve_fn *serve);
 
 #endif

@@ -1,67 +1,86 @@
-/* ursa-gateway: the region's front door (gw.h). Partitions are recorded in its etcd by
- * `ursactl register --gateway-etcd`. */
+/* ursa-gateway on the daemon skeleton (ursa/daemon.h): the region's front door (gw.h).
+ * Partitions are recorded in its etcd by `ursactl register --gateway-etcd`. With --workers N
+ * the master (workers.c) forks N workers, each of which runs the skeleton's daemon_serve. */
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "gw.h"
+#include "ursa/daemon.h"
 #include "ursa/log.h"
 #include "ursa/notify.h"
-#include "ursa/options.h"
 
-/* Serves until SIGINT or SIGTERM (blocked by main): this process alone, or one worker of
- * --workers (workers.c), which reports to its master through ready_fd instead of to systemd. */
-static int serve(const struct gw_options *o, int ready_fd)
+struct gw_main {
+	struct gw_options o;
+	struct daemon *dm;
+	int ready_fd; /* a worker's pipe to its master, -1: tell systemd */
+	struct gateway *g;
+};
+
+static struct gw_main gm = { .ready_fd = -1 };
+
+static int check(void *ud)
 {
-	char *err = NULL;
-	struct gateway *g = gateway_start(o, &err);
-	if (!g) {
-		log_error("cannot start", "error=\"%s\"", err ? err : "");
-		free(err);
-		return 1;
-	}
-	if (ready_fd >= 0) {
-		if (write(ready_fd, "r", 1) != 1)
-			log_warn("cannot tell the master this worker serves", "error=\"%s\"", strerror(errno));
-		close(ready_fd);
-	} else {
+	return gw_options_check(&((struct gw_main *)ud)->o);
+}
+
+static int start(void *ud, struct daemon *dm, char **ret_err)
+{
+	struct gw_main *m = ud;
+	m->g = gateway_start(&m->o, ret_err);
+	return m->g ? 0 : 1;
+}
+
+static void ready(void *ud)
+{
+	struct gw_main *m = ud;
+	if (m->ready_fd < 0) {
 		notify_ready();
+		return;
 	}
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	int sig;
-	do {
-		sig = sigwaitinfo(&set, NULL);
-	} while (sig != SIGINT && sig != SIGTERM);
-	log_info("shutting down", "signal=%d streams=%ld upstream_connections_made=%ld", sig, upstream_streams_open(),
+	if (write(m->ready_fd, "r", 1) != 1)
+		log_warn("cannot tell the master this worker serves", "error=\"%s\"", strerror(errno));
+	close(m->ready_fd);
+	m->ready_fd = -1;
+}
+
+static void stop(void *ud)
+{
+	struct gw_main *m = ud;
+	log_info("stopping", "streams=%ld upstream_connections_made=%ld", upstream_streams_open(),
 		 upstream_connections_made());
 	/* libmicrohttpd aborts when stopped with suspended (streaming) connections: with streams
 	 * open, leave without the orderly stop (the kernel closes every socket). */
 	if (upstream_streams_open() > 0)
 		_exit(0);
-	gateway_stop(g);
-	return 0;
+	gateway_stop(m->g);
+}
+
+/* One worker of --workers (forked by the master, signals still blocked): serves like a single
+ * gateway but tells the master, not systemd, that it serves. */
+static int serve_worker(const struct gw_options *o, int ready_fd)
+{
+	(void)o;
+	gm.ready_fd = ready_fd;
+	return daemon_serve(gm.dm);
+}
+
+static int run(void *ud, struct daemon *dm)
+{
+	struct gw_main *m = ud;
+	m->dm = dm;
+	return m->o.workers > 1 ? gw_workers_run(&m->o, serve_worker) : daemon_serve(dm);
 }
 
 int main(int argc, char **argv)
 {
-	struct gw_options o;
-	if (gw_options_parse(&o, argc, argv) != 0)
-		return 2;
-	log_set_component("ursa-gateway");
-	log_set_level_name(o.log_level);
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGPIPE);
-	if (o.workers > 1)
-		sigaddset(&set, SIGCHLD);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	return o.workers > 1 ? gw_workers_run(&o, serve) : serve(&o, -1);
+	int n;
+	struct opt *flags = gw_options_flags(&gm.o, &n);
+	const struct daemon_def def = {
+		.program = "ursa-gateway", .summary = gw_summary, .component = "ursa-gateway", .opts = flags,
+		.nopts = n, .check = check, .start = start, .ready = ready, .stop = stop, .run = run,
+	};
+	int rc = daemon_main(&def, &gm, argc, argv);
+	free(flags);
+	return rc;
 }

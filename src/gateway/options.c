@@ -1,23 +1,24 @@
 /* ursa-gateway's flag table. */
 #include <stdio.h>
+#include <string.h>
 #include "gw.h"
 #include "ursa/options.h"
 #include "ursa/xalloc.h"
 
-static const char summary[] =
+const char gw_summary[] =
 	"The Ursa region gateway: authenticates requests, authorizes them by tenant and forwards them to the "
 	"tenant partition of their tenant (or the resource manager of their node), with the tenant -> "
 	"partition map held in memory and kept current from the gateway's etcd. Stateless: run several "
 	"behind HAProxy. Partitions are recorded in the gateway's etcd with `ursactl register "
 	"--gateway-etcd URL`.";
 
-int gw_options_parse(struct gw_options *o, int argc, char **argv)
+struct opt *gw_options_flags(struct gw_options *o, int *ret_n)
 {
 	*o = (struct gw_options){
 		.listen = "127.0.0.1:7001", .etcd_servers = "http://127.0.0.1:23991", .etcd_prefix = "/ursa/gateway",
 		.audit_max_mb = 100, .tenant_qps = 100, .tenant_burst = 200, .threads = 32, .workers = 1, .resync_s = 10,
 		.sweep_s = 300,
-		.pending_grace_s = 30, .log_level = "info",
+		.pending_grace_s = 30,
 	};
 	const struct opt opts[] = {
 		{ "listen", OPT_STRING, &o->listen, "address:port to serve on" },
@@ -48,10 +49,15 @@ int gw_options_parse(struct gw_options *o, int argc, char **argv)
 		  "to adopt tenants made on a partition directly and drop placements of deleted tenants" },
 		{ "pending-grace-seconds", OPT_INT, &o->pending_grace_s,
 		  "age after which an unfinished tenant placement is undone when its partition lacks the tenant" },
-		{ "log-level", OPT_STRING, &o->log_level, "debug, info, warn or error" },
 	};
-	if (opts_parse("ursa-gateway", summary, opts, (int)ARRAY_SIZE(opts), argc, argv) != 0)
-		return -1;
+	*ret_n = (int)ARRAY_SIZE(opts);
+	struct opt *r = xmalloc(sizeof(opts));
+	memcpy(r, opts, sizeof(opts));
+	return r;
+}
+
+int gw_options_check(const struct gw_options *o)
+{
 	if (o->tenant_qps < 0 || o->tenant_burst < 1 || o->threads < 1 || o->threads > 512 || o->workers < 1 || o->workers > 64 ||
 	    o->resync_s < 1 || o->sweep_s < 1 ||
 	    o->pending_grace_s < 1 || o->audit_max_mb < 1) {

@@ -187,6 +187,7 @@ int gw_workers_run(const struct gw_options *o, gw_serve_fn *serve)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL); /* the workers unblock SIGCHLD */
 	if (pipe2(fds, O_CLOEXEC) != 0 || (m.sigfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
 		log_error("cannot start workers", "error=\"%s\"", strerror(errno));
 		return 1;

@@ -37,11 +37,15 @@ struct kl_options {
 	long long hollow_nodes;
 	const char *hollow_prefix;
 	long long status_report_s, lease_s;
-	const char *log_level;
 };
 
-/* Parses argv into o (defaults first). 0, or -1 after printing the problem to stderr. */
-int kl_options_parse(struct kl_options *o, int argc, char **argv);
+struct opt;
+extern const char kl_summary[];
+/* Sets o to the defaults and returns the flag table over its fields (new array of *ret_n;
+ * --log-level is the daemon skeleton's). */
+struct opt *kl_options_flags(struct kl_options *o, int *ret_n);
+/* 0, or -1 after printing what is wrong with the parsed flags to stderr. */
+int kl_options_check(const struct kl_options *o);
 
 /* Conditions a node reports besides Ready. */
 enum kl_pressure { KL_MEMORY_PRESSURE, KL_DISK_PRESSURE, KL_PID_PRESSURE, KL_NPRESSURE };

@@ -1,10 +1,11 @@
-/* ursa-kubelet: parse options, build the kubelet, start its threads, wait for a signal.
- * `ursa-kubelet shim ...` runs the process runtime's container shim instead. */
+/* ursa-kubelet on the daemon skeleton (ursa/daemon.h): builds the kubelet, starts its threads,
+ * runs until SIGINT/SIGTERM. `ursa-kubelet shim ...` runs the process runtime's container shim
+ * instead (a subcommand of the skeleton's table). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/rand.h>
-#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,7 +16,7 @@
 #include "ursa/errors.h"
 #include "ursa/kinds.h"
 #include "ursa/log.h"
-#include "ursa/notify.h"
+#include "ursa/daemon.h"
 #include "ursa/timeutil.h"
 #include "ursa/auth.h"
 #include "ursa/xalloc.h"
@@ -112,7 +113,7 @@ static char *hostname(void)
 }
 
 /* Waits until the node names are ours to use; -1 if another live kubelet holds one. */
-static int wait_unique(struct kubelet *k, sigset_t *sigs)
+static int wait_unique(struct kubelet *k, struct daemon *dm)
 {
 	for (int attempt = 0;; attempt++) {
 		char *err = NULL;
@@ -127,8 +128,7 @@ static int wait_unique(struct kubelet *k, sigset_t *sigs)
 		}
 		if (attempt % 10 == 0)
 			log_warn("resource manager not reachable, retrying", "err=%s", err_reason(rc));
-		struct timespec ts = { 1, 0 };
-		if (sigtimedwait(sigs, NULL, &ts) > 0)
+		if (daemon_sleep(dm, 1000))
 			return -1;
 	}
 }
@@ -144,29 +144,96 @@ static struct runtime *make_runtime(struct kubelet *k)
 	return rt;
 }
 
-static int run(struct kubelet *k, sigset_t *sigs)
+/* The kubelet and its server for /healthz and /containerLogs. */
+struct kl_main {
+	struct kubelet k;
+	struct kl_logs *logs;
+	bool nodes; /* kl_nodes_init done */
+};
+
+static int check(void *ud)
 {
-	struct kl_logs *logs = NULL;
+	struct kl_main *m = ud;
+	if (kl_options_check(&m->k.opt) != 0)
+		return -1;
+	m->k.hollow = m->k.opt.hollow_nodes > 0;
+	return capacity(&m->k);
+}
+
+/* Frees what start built (in any state). */
+static void release(struct kl_main *m)
+{
+	struct kubelet *k = &m->k;
+	if (k->rt)
+		k->rt_ops->destroy(k->rt);
+	if (m->nodes)
+		kl_nodes_release(k);
+	rest_free(k->rm);
+	rest_creds_free(k->creds);
+	free(k->kubelet_id);
+	free(k->hostname);
+}
+
+/* The kubelet server (/healthz, /containerLogs), unless --port 0. */
+static int start_server(struct kl_main *m)
+{
+	struct kubelet *k = &m->k;
+	if (k->opt.port <= 0)
+		return 0;
+	char *listen = xasprintf("%s:%lld", k->opt.address, k->opt.port);
 	char *err = NULL;
-	if (wait_unique(k, sigs) != 0)
-		return 1;
-	if (k->opt.port > 0) {
-		char *listen = xasprintf("%s:%lld", k->opt.address, k->opt.port);
-		char *terr = NULL;
-		char *token = k->opt.client_token_file ? auth_read_token_file(k->opt.client_token_file, &terr) : NULL;
-		if (k->opt.client_token_file && !token) {
-			fprintf(stderr, "ursa-kubelet: --client-token-file: %s\n", terr);
-			free(terr);
-			return -1;
-		}
-		logs = kl_logs_start(listen, k->opt.tls_cert, k->opt.tls_key, token, k->rt_ops, k->rt, &err);
-		free(token);
+	char *token = k->opt.client_token_file ? auth_read_token_file(k->opt.client_token_file, &err) : NULL;
+	if (k->opt.client_token_file && !token) {
+		fprintf(stderr, "ursa-kubelet: --client-token-file: %s\n", err);
+		free(err);
 		free(listen);
-		if (!logs) {
-			fprintf(stderr, "ursa-kubelet: kubelet server: %s\n", err);
-			free(err);
-			return 1;
-		}
+		return -1;
+	}
+	m->logs = kl_logs_start(listen, k->opt.tls_cert, k->opt.tls_key, token, k->rt_ops, k->rt, &err);
+	free(token);
+	free(listen);
+	if (!m->logs) {
+		fprintf(stderr, "ursa-kubelet: kubelet server: %s\n", err);
+		free(err);
+		return -1;
+	}
+	return 0;
+}
+
+static int start(void *ud, struct daemon *dm, char **ret_err)
+{
+	struct kl_main *m = ud;
+	struct kubelet *k = &m->k;
+	char *err = NULL;
+	(void)ret_err;
+	k->hostname = hostname();
+	k->boot_unix = now_ms() / 1000;
+	if (!(k->creds = rest_creds_from_kubeconfig(k->opt.kubeconfig, &err))) {
+		fprintf(stderr, "ursa-kubelet: %s\n", err);
+		free(err);
+		release(m);
+		return 1;
+	}
+	k->rm = rest_new_with_creds(k->creds, rest_creds_server(k->creds), "ursa-kubelet");
+	if (!k->rm || mkdir_p(k->opt.root_dir) != 0) {
+		fprintf(stderr, "ursa-kubelet: cannot use server \"%s\" or create --root-dir \"%s\"\n",
+			rest_creds_server(k->creds), k->opt.root_dir);
+		release(m);
+		return 1;
+	}
+	k->kubelet_id = load_kubelet_id(k->opt.root_dir);
+	k->rt_ops = k->hollow || strcmp(k->opt.runtime, "fake") == 0 ? &runtime_fake : &runtime_process;
+	k->rt = make_runtime(k);
+	if (!k->rt) {
+		fprintf(stderr, "ursa-kubelet: cannot create the %s runtime under %s\n", k->rt_ops->name, k->opt.root_dir);
+		release(m);
+		return 1;
+	}
+	kl_nodes_init(k);
+	m->nodes = true;
+	if (wait_unique(k, dm) != 0 || start_server(m) != 0) {
+		release(m);
+		return 1;
 	}
 	k->wq = wq_new();
 	kl_partitions_start(k);  /* its handlers only enqueue; the worker starts after it */
@@ -174,65 +241,36 @@ static int run(struct kubelet *k, sigset_t *sigs)
 	k->hb = kl_heartbeat_start(k);
 	log_info("kubelet started", "nodes=%zu first=\"%s\" runtime=%s id=%s port=%lld", k->nnodes, k->nodes[0].name,
 		 k->rt_ops->name, k->kubelet_id, k->opt.port);
-	notify_ready();
-	int sig = 0;
-	sigwait(sigs, &sig);
-	log_info("kubelet stopping", "signal=%d", sig);
-	kl_heartbeat_stop(k->hb);
-	kl_pods_stop(k->pods);   /* first: it holds partition references */
-	kl_partitions_stop(k->parts);
-	kl_logs_stop(logs);
-	wq_free(k->wq);
 	return 0;
 }
 
+static void stop(void *ud)
+{
+	struct kl_main *m = ud;
+	struct kubelet *k = &m->k;
+	kl_heartbeat_stop(k->hb);
+	kl_pods_stop(k->pods);   /* first: it holds partition references */
+	kl_partitions_stop(k->parts);
+	kl_logs_stop(m->logs);
+	wq_free(k->wq);
+	release(m);
+}
+
+static const struct daemon_command commands[] = {
+	{ "shim", shim_main },
+	{ NULL, NULL },
+};
+
 int main(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "shim") == 0)
-		return shim_main(argc - 1, argv + 1);
-	struct kubelet k = { .hollow = false };
-	if (kl_options_parse(&k.opt, argc, argv) != 0)
-		return 2;
-	log_set_component("ursa-kubelet");
-	log_set_level_name(k.opt.log_level);
-	k.hollow = k.opt.hollow_nodes > 0;
-	k.hostname = hostname();
-	k.boot_unix = now_ms() / 1000;
-	if (capacity(&k) != 0)
-		return 2;
-	char *err = NULL;
-	if (!(k.creds = rest_creds_from_kubeconfig(k.opt.kubeconfig, &err))) {
-		fprintf(stderr, "ursa-kubelet: %s\n", err);
-		return 1;
-	}
-	k.rm = rest_new_with_creds(k.creds, rest_creds_server(k.creds), "ursa-kubelet");
-	if (!k.rm || mkdir_p(k.opt.root_dir) != 0) {
-		fprintf(stderr, "ursa-kubelet: cannot use server \"%s\" or create --root-dir \"%s\"\n", rest_creds_server(k.creds),
-			k.opt.root_dir);
-		return 1;
-	}
-	k.kubelet_id = load_kubelet_id(k.opt.root_dir);
-	k.rt_ops = k.hollow || strcmp(k.opt.runtime, "fake") == 0 ? &runtime_fake : &runtime_process;
-	k.rt = make_runtime(&k);
-	if (!k.rt) {
-		fprintf(stderr, "ursa-kubelet: cannot create the %s runtime under %s\n", k.rt_ops->name, k.opt.root_dir);
-		return 1;
-	}
-	kl_nodes_init(&k);
-
-	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);  /* before any thread starts: all inherit it */
-	signal(SIGPIPE, SIG_IGN);
-
-	int rc = run(&k, &sigs);
-	k.rt_ops->destroy(k.rt);
-	kl_nodes_release(&k);
-	rest_free(k.rm);
-	rest_creds_free(k.creds);
-	free(k.kubelet_id);
-	free(k.hostname);
+	static struct kl_main m;
+	int n;
+	struct opt *flags = kl_options_flags(&m.k.opt, &n);
+	const struct daemon_def def = {
+		.program = "ursa-kubelet", .summary = kl_summary, .component = "ursa-kubelet", .opts = flags,
+		.nopts = n, .commands = commands, .check = check, .start = start, .stop = stop,
+	};
+	int rc = daemon_main(&def, &m, argc, argv);
+	free(flags);
 	return rc;
 }

@@ -5,17 +5,17 @@
 #include "ursa/options.h"
 #include "ursa/xalloc.h"
 
-static const char summary[] =
+const char kl_summary[] =
 	"The Ursa node agent: registers its node with a resource manager, renews its lease, runs the pods "
 	"bound to it from every tenant partition and reports their status. `ursa-kubelet shim ...` is the "
 	"process runtime's container shim.";
 
-int kl_options_parse(struct kl_options *o, int argc, char **argv)
+struct opt *kl_options_flags(struct kl_options *o, int *ret_n)
 {
 	*o = (struct kl_options){
 		.region = "local", .runtime = "process", .root_dir = "/var/lib/ursa-kubelet",
 		.address = "127.0.0.1", .port = 10250, .max_pods = 110, .hollow_nodes = 0,
-		.hollow_prefix = "hollow-node", .status_report_s = 300, .lease_s = 40, .log_level = "info",
+		.hollow_prefix = "hollow-node", .status_report_s = 300, .lease_s = 40,
 	};
 	const struct opt opts[] = {
 		{ "kubeconfig", OPT_STRING, &o->kubeconfig,
@@ -40,10 +40,15 @@ int kl_options_parse(struct kl_options *o, int argc, char **argv)
 		{ "node-status-report-seconds", OPT_INT, &o->status_report_s,
 		  "post node status at least this often (and on every change)" },
 		{ "lease-seconds", OPT_INT, &o->lease_s, "node lease duration; renewed every quarter of it" },
-		{ "log-level", OPT_STRING, &o->log_level, "debug, info, warn or error" },
 	};
-	if (opts_parse("ursa-kubelet", summary, opts, (int)ARRAY_SIZE(opts), argc, argv) != 0)
-		return -1;
+	*ret_n = (int)ARRAY_SIZE(opts);
+	struct opt *r = xmalloc(sizeof(opts));
+	memcpy(r, opts, sizeof(opts));
+	return r;
+}
+
+int kl_options_check(const struct kl_options *o)
+{
 	if (!o->kubeconfig) {
 		fprintf(stderr, "ursa-kubelet: --kubeconfig is required\n");
 		return -1;

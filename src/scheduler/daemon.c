@@ -63,7 +63,7 @@ struct sched_daemon {
 	struct workqueue *q;
 	struct informer *pods, *rm_inf;
 	struct leader_elector *le;
-	struct health_server *health; /* or NULL */
+	struct health_server *health; /* borrowed from the daemon skeleton, or NULL */
 	pthread_t *workers, ticker, gc;
 	size_t nworkers;
 	pthread_mutex_t start_mu;
@@ -770,7 +770,7 @@ static void log_stats(struct sched_daemon *d, const char *msg)
 }
 
 /* /metrics: the counters log_stats prints, for Prometheus. */
-static void metrics(void *ud, struct buf *out)
+void sched_daemon_metrics(void *ud, struct buf *out)
 {
 	struct sched_daemon *d = ud;
 	static const struct {
@@ -893,11 +893,10 @@ static void *gc_main(void *arg)
 static const struct informer_handlers pod_handlers = { on_pod_add, on_pod_update, on_pod_delete, NULL };
 static const struct informer_handlers rm_handlers = { on_rm_add, on_rm_update, on_rm_delete, NULL };
 
-/* Undoes the first steps of sched_daemon_start (queue, health server, partition client) when
- * a later one fails. */
+/* Undoes the first steps of sched_daemon_start (queue, partition client) when a later one
+ * fails. */
 static struct sched_daemon *start_failed(struct sched_daemon *d)
 {
-	health_stop(d->health);
 	rest_free(d->tp);
 	wq_free(d->q);
 	pthread_mutex_destroy(&d->mu);
@@ -907,7 +906,7 @@ static struct sched_daemon *start_failed(struct sched_daemon *d)
 	return NULL;
 }
 
-struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **ret_err)
+struct sched_daemon *sched_daemon_start(const struct sched_options *o, struct health_server *health, char **ret_err)
 {
 	struct sched_daemon *d = xcalloc(1, sizeof(*d));
 	d->o = *o;
@@ -920,16 +919,8 @@ struct sched_daemon *sched_daemon_start(const struct sched_options *o, char **re
 	d->identity = o->identity ? xstrdup(o->identity) : xasprintf("%s_%ld", host, (long)getpid());
 	d->q = wq_new();
 	pthread_mutex_init(&d->mu, NULL);
-	if (o->health_listen && *o->health_listen) {
-		char *err = NULL;
-		d->health = health_start(o->health_listen, "ursa-scheduler", metrics, d, &err);
-		if (!d->health) {
-			*ret_err = xasprintf("--health-listen %s: %s", o->health_listen, err ? err : "cannot listen");
-			free(err);
-			return start_failed(d);
-		}
-		health_set_leader(d->health, !o->leader_elect);
-	}
+	d->health = health;
+	health_set_leader(d->health, !o->leader_elect);
 	d->tp = rest_new_with_creds(d->creds, rest_creds_server(d->creds), "ursa-scheduler");
 	d->tp_async = d->tp ? rest_async_start(d->tp, (unsigned)o->workers) : NULL;
 	if (!d->tp_async) {
@@ -988,7 +979,7 @@ void sched_daemon_stop(struct sched_daemon *d)
 		leader_stop(d->le);
 	pthread_join(d->ticker, NULL);
 	pthread_join(d->gc, NULL);
-	health_stop(d->health); /* its scrapes read the queue and the cache */
+	/* the skeleton stopped the health server, whose scrapes read the queue and the cache */
 	informer_stop(d->pods);
 	informer_stop(d->rm_inf);
 	log_stats(d, "stopped");

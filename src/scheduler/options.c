@@ -3,19 +3,18 @@
 #include <string.h>
 #include <unistd.h>
 #include "daemon.h"
-#include "ursa/health.h"
 #include "ursa/options.h"
 #include "ursa/xalloc.h"
 
-static const char summary[] =
+const char sched_summary[] =
 	"The Ursa scheduler of one tenant partition: places the partition's pending pods (all tenants) on "
 	"the nodes of every resource manager of the region, reserving room on each node in its resource "
 	"manager before binding so that schedulers of several partitions never overcommit a node.";
 
-int sched_options_parse(struct sched_options *o, int argc, char **argv)
+struct opt *sched_options_flags(struct sched_options *o, int *ret_n)
 {
 	*o = (struct sched_options){
-		.scheduler_name = "default-scheduler", .partition = "tp-1", .log_level = "info",
+		.scheduler_name = "default-scheduler", .partition = "tp-1",
 		.leader_elect = true, .scheduled_events = true, .workers = 64, .pct = 0, .max_nodes = 500,
 		.lease_s = 6, .renew_s = 4, .retry_s = 1, .gc_s = 1, .stats_s = 10, .rm_down_s = 10,
 		.chunk = 16, .idle_ms = 2000,
@@ -50,12 +49,15 @@ int sched_options_parse(struct sched_options *o, int argc, char **argv)
 		  "a resource manager failing its health checks this long has its nodes taken out of scheduling" },
 		{ "stats-seconds", OPT_INT, &o->stats_s, "how often to log the counters (0: never)" },
 		{ "scheduled-events", OPT_BOOL, &o->scheduled_events, "record a Scheduled event for every bound pod" },
-		{ "health-listen", OPT_STRING, &o->health_listen,
-		  HEALTH_LISTEN_HELP("127.0.0.1:10259") },
-		{ "log-level", OPT_STRING, &o->log_level, "debug, info, warn or error" },
 	};
-	if (opts_parse("ursa-scheduler", summary, opts, (int)ARRAY_SIZE(opts), argc, argv) != 0)
-		return -1;
+	*ret_n = (int)ARRAY_SIZE(opts);
+	struct opt *r = xmalloc(sizeof(opts));
+	memcpy(r, opts, sizeof(opts));
+	return r;
+}
+
+int sched_options_check(const struct sched_options *o)
+{
 	if (!o->kubeconfig) {
 		fprintf(stderr, "ursa-scheduler: --kubeconfig is required\n");
 		return -1;

@@ -74,6 +74,7 @@ struct apiserver {
 	char *region_token; /* read from o.region_token_file */
 	char *kubelet_token; /* read from o.kubelet_token_file, else the region token's copy */
 	struct quota *quota; /* quota.c: usage followed from the caches; NULL when no ResourceQuotas are served */
+	struct svcip *svcip; /* svcip.c: services' cluster IPs followed from the caches; NULL when not served */
 };
 
 /* One API request being answered. */
@@ -96,6 +97,7 @@ struct req {
 	int success_code;
 	int replied_code;  /* the HTTP code of the reply, once sent (also without an HTTP request) */
 	uint64_t quota_resv; /* quota.c: the reservation admit_quota left for this create (0: none) */
+	uint32_t svcip_resv; /* svcip.c: the cluster IP admit_service reserved for this write (0: none) */
 };
 
 /* status.c: Status error replies. kind_plural/name fill details when not NULL. */
@@ -214,6 +216,16 @@ int admit_rbac(struct req *q, json_t *obj, const json_t *old);
 int admit_limitrange(struct req *q, json_t *obj, const json_t *old);
 int admit_quota(struct req *q, json_t *obj, const json_t *old);
 void quota_release(struct req *q, const json_t *obj);
+/* svcip.c: a Service's cluster IP from its tenant's range (and the NodePort/LoadBalancer refusal
+ * for tenants); the address is reserved (q->svcip_resv) until the watch brings the service, and
+ * svcip_release gives it back when the write fails after admission. svcip_start follows the
+ * services and networks caches (NULL when services are not served); started after the caches,
+ * stopped before them. */
+int admit_service(struct req *q, json_t *obj, const json_t *old);
+void svcip_release(struct req *q, const json_t *obj);
+struct svcip;
+struct svcip *svcip_start(struct apiserver *s);
+void svcip_stop(struct svcip *a);
 /* quota.c: follows the caches and writes quota status; NULL when resourcequotas are not served.
  * Started after the caches, stopped before them. */
 struct quota *quota_start(struct apiserver *s);

@@ -355,6 +355,7 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 	atomic_store(&s->etcd_ok, etcd_healthy(s->etcd));
 	served_init(s);
 	s->quota = quota_start(s);
+	s->svcip = svcip_start(s);
 	if (authz_start(s) < 0) {
 		*ret_err = xstrdup("cannot start the authorizer");
 		goto fail;
@@ -383,6 +384,7 @@ void apiserver_stop(struct apiserver *s)
 	}
 	authz_stop(s);
 	quota_stop(s->quota);
+	svcip_stop(s->svcip);
 	for (size_t i = 0; i < s->nres; i++) {
 		wcache_free(s->res[i].cache);
 		free(s->res[i].prefix);

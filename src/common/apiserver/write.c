@@ -332,6 +332,7 @@ void do_create(struct req *q, json_t *obj)
 		goto out;
 	if (dry_run(q)) {
 		quota_release(q, obj);
+		svcip_release(q, obj);
 		reply_json(q, 201, obj);
 		goto out;
 	}
@@ -343,6 +344,7 @@ void do_create(struct req *q, json_t *obj)
 	if (rc < 0) {
 		wcache_expect_cancel(q->res->cache, key, obj);
 		quota_release(q, obj);
+		svcip_release(q, obj);
 		reply_storage_error(q, rc, name);
 		goto out;
 	}

@@ -89,4 +89,15 @@ void workload_template_defaults(json_t *obj);
 bool validate_int_or_percent(const json_t *v, const char *field, bool cap100, struct field_errors *errs);
 void workload_validate(const json_t *obj, const json_t *old, const char *what, struct field_errors *errs);
 
+/* ---- batch: Job and CronJob (job.c) ---- */
+/* Defaults of a Job spec (completions and parallelism 1 when both unset, backoffLimit 6,
+ * completionMode NonIndexed, suspend false, the template's pod spec). spec may be a non-object. */
+void job_spec_defaults(json_t *spec);
+/* Validates a Job spec at prefix ("spec", "spec.jobTemplate.spec"); old_spec (NULL on create)
+ * makes selector and completionMode immutable. need_selector: the selector is required and must
+ * match the template's labels (a Job's; a CronJob's template has none). Template restartPolicy
+ * must be Never or OnFailure. */
+void job_spec_validate(const json_t *spec, const json_t *old_spec, const char *prefix, bool need_selector,
+		       struct field_errors *errs);
+
 #endif

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kinds/kinds_common.h"
+#include "ursa/ipnet.h"
 #include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
 
@@ -145,6 +146,14 @@ static void service_validate(const json_t *obj, const json_t *old, struct field_
 	else if (!strcmp(type, "ExternalName") && dns1123_subdomain_error(ext))
 		field_error_invalid(errs, "spec.externalName", ext, "%s", dns1123_subdomain_error(ext));
 	const char *cip = json_str(spec, "clusterIP"), *old_cip = json_path_str(old, "spec.clusterIP");
+	uint32_t ip;
+	if (cip && *cip && strcmp(cip, "None") && ipv4_parse(cip, &ip) < 0)
+		field_error_invalid(errs, "spec.clusterIP", cip, "must be empty, 'None', or a valid IPv4 address");
+	const char *first = json_string_value(json_array_get(json_object_get(spec, "clusterIPs"), 0));
+	if (cip && *cip && first && *first && strcmp(cip, first))
+		field_error_invalid(errs, "spec.clusterIPs[0]", first, "must be the same value as spec.clusterIP");
+	if (!strcmp(type, "ExternalName") && cip && *cip && strcmp(cip, "None"))
+		field_error_forbidden(errs, "spec.clusterIP", "may not be set for ExternalName services");
 	if (old && cip && *cip && old_cip && *old_cip && strcmp(cip, old_cip))
 		field_error_invalid(errs, "spec.clusterIP", cip, "field is immutable");
 }

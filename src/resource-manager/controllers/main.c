@@ -1,17 +1,13 @@
-/* ursa-rm-controller-manager: parses flags, then runs the controller table below on the
- * controller engine (ursa/controller.h): the node lifecycle controller ticks every 250 ms, also
+/* ursa-rm-controller-manager on the daemon skeleton (ursa/daemon.h): runs the controller table
+ * below on the controller engine (ursa/controller.h): the node lifecycle controller ticks every 250 ms, also
  * as a standby (it only observes then), the daemonset controller every second while leading. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include "rmcm.h"
 #include "ursa/controller.h"
-#include "ursa/health.h"
+#include "ursa/daemon.h"
 #include "ursa/log.h"
-#include "ursa/notify.h"
+#include "ursa/xalloc.h"
 
 #define NL_PERIOD_MS 250
 #define DS_SYNC_MS 1000
@@ -25,25 +21,17 @@ struct rmcm {
 	struct rmcm_options o;
 	struct rest_client *rm;
 	struct rest_creds *creds;
-	struct health_server *health;
+	struct daemon *dm;
 	struct ctl_manager *ctl;
 	struct tp_set *tps;
 	struct nodelifecycle *nl;
 	struct dscontroller *dc;
 };
 
-static volatile sig_atomic_t stopping;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stopping = 1;
-}
-
 static void on_leading(void *ud, bool leading)
 {
 	struct rmcm *r = ud;
-	health_set_leader(r->health, leading);
+	daemon_set_leader(r->dm, leading);
 	if (leading)
 		log_info("became leader", "lease=%s", "kube-system/ursa-rm-controller-manager");
 	else
@@ -103,59 +91,64 @@ static const struct ctl_def controllers[] = {
 	  .start = ds_start, .stop = ds_stop },
 };
 
+static int check(void *ud)
+{
+	return rmcm_options_check(&((struct rmcm *)ud)->o);
+}
+
+static int start(void *ud, struct daemon *dm, char **ret_err)
+{
+	struct rmcm *r = ud;
+	char *err = NULL;
+	r->dm = dm;
+	r->rm = rest_from_kubeconfig(r->o.kubeconfig, &err);
+	r->creds = r->rm ? rest_creds_from_kubeconfig(r->o.kubeconfig, &err) : NULL;
+	if (!r->rm || !r->creds) {
+		fprintf(stderr, "ursa-rm-controller-manager: %s\n", err ? err : "bad kubeconfig");
+		free(err);
+		rest_free(r->rm);
+		return 1;
+	}
+	struct ctl_config cc = { .defs = controllers, .ndefs = ARRAY_SIZE(controllers),
+				 .controllers = r->o.controllers, .workers = 1, .rest = r->rm, .ud = r,
+				 .leader_elect = r->o.leader_elect, .lease_path = LEASE_PATH, .identity = r->o.identity,
+				 .on_leading = on_leading };
+	if (ctl_manager_new(&cc, &r->ctl) < 0) {
+		*ret_err = xasprintf("unknown controller in --controllers %s", r->o.controllers);
+		rest_creds_free(r->creds);
+		rest_free(r->rm);
+		return 2;
+	}
+	daemon_set_leader(dm, !r->o.leader_elect);
+	ctl_manager_start(r->ctl);
+	log_info("started", "identity=\"%s\" nodelifecycle=%d daemonset=%d grace_s=%lld period_s=%lld "
+			    "default_toleration_s=%lld eviction_rate=%g secondary_rate=%g threshold=%g",
+		 ctl_manager_identity(r->ctl), ctl_manager_enabled(r->ctl, "nodelifecycle"),
+		 ctl_manager_enabled(r->ctl, "daemonset"), r->o.grace_s, r->o.period_s, r->o.default_tol_s, r->o.rate,
+		 r->o.secondary, r->o.threshold);
+	return 0;
+}
+
+static void stop(void *ud)
+{
+	struct rmcm *r = ud;
+	log_info("stopping", "identity=\"%s\"", ctl_manager_identity(r->ctl));
+	ctl_manager_free(r->ctl);
+	rest_creds_free(r->creds);
+	rest_free(r->rm);
+}
+
 int main(int argc, char **argv)
 {
 	static struct rmcm r;
-	if (rmcm_options_parse(&r.o, argc, argv) != 0)
-		return 2;
-	log_set_component("ursa-rm-controller-manager");
-	log_set_level_name(r.o.log_level);
-	char *err = NULL;
-	r.rm = rest_from_kubeconfig(r.o.kubeconfig, &err);
-	r.creds = r.rm ? rest_creds_from_kubeconfig(r.o.kubeconfig, &err) : NULL;
-	if (!r.rm || !r.creds) {
-		fprintf(stderr, "ursa-rm-controller-manager: %s\n", err ? err : "bad kubeconfig");
-		free(err);
-		rest_free(r.rm);
-		return 1;
-	}
-	struct ctl_config cc = { .defs = controllers, .ndefs = sizeof(controllers) / sizeof(controllers[0]),
-				 .controllers = r.o.controllers, .workers = 1, .rest = r.rm, .ud = &r,
-				 .leader_elect = r.o.leader_elect, .lease_path = LEASE_PATH, .identity = r.o.identity,
-				 .on_leading = on_leading };
-	if (ctl_manager_new(&cc, &r.ctl) < 0) {
-		fprintf(stderr, "ursa-rm-controller-manager: unknown controller in --controllers %s\n",
-			r.o.controllers);
-		rest_creds_free(r.creds);
-		rest_free(r.rm);
-		return 2;
-	}
-	if (r.o.health_listen && *r.o.health_listen &&
-	    !(r.health = health_start(r.o.health_listen, "ursa-rm-controller-manager", NULL, NULL, &err))) {
-		fprintf(stderr, "ursa-rm-controller-manager: --health-listen %s: %s\n", r.o.health_listen, err);
-		free(err);
-		ctl_manager_free(r.ctl);
-		rest_creds_free(r.creds);
-		rest_free(r.rm);
-		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGTERM, on_signal);
-	signal(SIGINT, on_signal);
-
-	ctl_manager_start(r.ctl);
-	log_info("started", "identity=\"%s\" nodelifecycle=%d daemonset=%d grace_s=%lld period_s=%lld "
-			    "default_toleration_s=%lld eviction_rate=%g secondary_rate=%g threshold=%g",
-		 ctl_manager_identity(r.ctl), ctl_manager_enabled(r.ctl, "nodelifecycle"),
-		 ctl_manager_enabled(r.ctl, "daemonset"), r.o.grace_s, r.o.period_s, r.o.default_tol_s, r.o.rate,
-		 r.o.secondary, r.o.threshold);
-	notify_ready(); /* started: leader or standby */
-	while (!stopping)
-		usleep(100 * 1000);
-	log_info("stopping", "identity=\"%s\"", ctl_manager_identity(r.ctl));
-	ctl_manager_free(r.ctl);
-	health_stop(r.health);
-	rest_creds_free(r.creds);
-	rest_free(r.rm);
-	return 0;
+	int n;
+	struct opt *flags = rmcm_options_flags(&r.o, &n);
+	const struct daemon_def def = {
+		.program = "ursa-rm-controller-manager", .summary = rmcm_summary,
+		.component = "ursa-rm-controller-manager", .opts = flags, .nopts = n,
+		.health_example = "127.0.0.1:10258", .check = check, .start = start, .stop = stop,
+	};
+	int rc = daemon_main(&def, &r, argc, argv);
+	free(flags);
+	return rc;
 }

@@ -3,12 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "rmcm.h"
-#include "ursa/health.h"
 #include "ursa/options.h"
+#include "ursa/xalloc.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-static const char summary[] =
+const char rmcm_summary[] =
 	"The controllers of an Ursa resource manager: node lifecycle (Ready=Unknown, NoExecute taints and "
 	"rate-limited eviction of the node's pods in every tenant partition) and daemonsets of the system "
 	"tenant. Active-standby through a Lease.";
@@ -26,12 +24,12 @@ static int parse_rate(const char *s, double *ret)
 	return 0;
 }
 
-int rmcm_options_parse(struct rmcm_options *o, int argc, char **argv)
+struct opt *rmcm_options_flags(struct rmcm_options *o, int *ret_n)
 {
 	*o = (struct rmcm_options){
 		.grace_s = 50, .period_s = 5, .default_tol_s = 300, .eviction_rate = "0.1",
 		.secondary_rate = "0.01", .unhealthy_threshold = "0.55", .large_cluster = 50, .leader_elect = true,
-		.controllers = "*", .log_level = "info",
+		.controllers = "*",
 	};
 	const struct opt opts[] = {
 		{ "kubeconfig", OPT_STRING, &o->kubeconfig,
@@ -53,12 +51,15 @@ int rmcm_options_parse(struct rmcm_options *o, int argc, char **argv)
 		{ "identity", OPT_STRING, &o->identity, "leader election identity (default hostname_pid)" },
 		{ "controllers", OPT_STRING, &o->controllers,
 		  "controllers to run: '*' or a comma list of nodelifecycle,daemonset ('-name' disables one)" },
-		{ "health-listen", OPT_STRING, &o->health_listen,
-		  HEALTH_LISTEN_HELP("127.0.0.1:10258") },
-		{ "log-level", OPT_STRING, &o->log_level, "debug, info, warn or error" },
 	};
-	if (opts_parse("ursa-rm-controller-manager", summary, opts, (int)ARRAY_SIZE(opts), argc, argv) != 0)
-		return -1;
+	*ret_n = (int)ARRAY_SIZE(opts);
+	struct opt *r = xmalloc(sizeof(opts));
+	memcpy(r, opts, sizeof(opts));
+	return r;
+}
+
+int rmcm_options_check(struct rmcm_options *o)
+{
 	if (!o->kubeconfig) {
 		fprintf(stderr, "ursa-rm-controller-manager: --kubeconfig is required\n");
 		return -1;

@@ -25,14 +25,17 @@ struct rmcm_options {
 	bool leader_elect;
 	const char *identity;
 	const char *controllers;    /* "*", or a comma list: nodelifecycle,daemonset, "-name" disables */
-	const char *log_level;
 	/* parsed */
 	double rate, secondary, threshold;
-	const char *health_listen;    /* --health-listen, or NULL */
 };
 
-/* Fills o with defaults, then parses argv. 0, or -1 after printing the error. */
-int rmcm_options_parse(struct rmcm_options *o, int argc, char **argv);
+struct opt;
+extern const char rmcm_summary[];
+/* Sets o to the defaults and returns the flag table over its fields (new array of *ret_n;
+ * --health-listen and --log-level are the daemon skeleton's). */
+struct opt *rmcm_options_flags(struct rmcm_options *o, int *ret_n);
+/* Checks the parsed flags and parses the rates; 0, or -1 after printing the error. */
+int rmcm_options_check(struct rmcm_options *o);
 
 /* Node health (nodehealth.c): pure functions ----------------------------------------------- */
 enum node_ready { NODE_READY_TRUE, NODE_READY_FALSE, NODE_READY_UNKNOWN };

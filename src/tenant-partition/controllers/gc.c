@@ -1,7 +1,7 @@
 /* Garbage collector over ownerReferences: dependents of a vanished owner are deleted
  * (background), an owner marked "orphan" has its references removed from its dependents, and
  * an owner marked "foregroundDeletion" goes only after its dependents are gone. Owners known:
- * Deployment and ReplicaSet; dependents seen: ReplicaSets and Pods. Keys are
+ * Deployment, ReplicaSet, CronJob and Job; dependents seen: ReplicaSets, Jobs and Pods. Keys are
  * "tenant/namespace/Kind:name:uid". */
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +19,10 @@ static const char *plural_of(const char *kind)
 		return "replicasets";
 	if (strcmp(kind, "Pod") == 0)
 		return "pods";
+	if (strcmp(kind, "Job") == 0)
+		return "jobs";
+	if (strcmp(kind, "CronJob") == 0)
+		return "cronjobs";
 	return NULL;
 }
 
@@ -47,7 +51,10 @@ void tpc_gc_enqueue_owners(struct tpc *m, const json_t *obj)
 		if (!kind || !name || !uid || !t || !ns || !plural_of(kind))
 			continue;
 		/* owner alive and not being deleted in the local cache: nothing to do */
-		enum tpc_inf inf = strcmp(kind, "Deployment") == 0 ? INF_DEPLOY : INF_RS;
+		enum tpc_inf inf = strcmp(kind, "Deployment") == 0 ? INF_DEPLOY
+				   : strcmp(kind, "Job") == 0	      ? INF_JOBS
+				   : strcmp(kind, "CronJob") == 0     ? INF_CRONJOBS
+								      : INF_RS;
 		char *k = xasprintf("%s/%s/%s", t, ns, name);
 		struct informer *in = tpc_informer(m, inf);
 		json_t *o = in ? informer_get(in, k) : NULL;
@@ -90,7 +97,7 @@ static void collect(void *ud, const json_t *obj)
  * or NULL if a list failed. */
 static json_t *dependents(struct tpc *m, const char *t, const char *ns, const char *uid)
 {
-	static const char *const plurals[] = { "replicasets", "pods" };
+	static const char *const plurals[] = { "replicasets", "jobs", "pods" };
 	struct scan s = { t, ns, uid, NULL, json_array() };
 	for (size_t k = 0; k < sizeof(plurals) / sizeof(plurals[0]); k++) {
 		struct buf path = BUF_INIT;

@@ -13,6 +13,12 @@ static const char *group_prefix(const char *plural)
 {
 	if (strcmp(plural, "deployments") == 0 || strcmp(plural, "replicasets") == 0)
 		return "/apis/apps/v1";
+	if (strcmp(plural, "jobs") == 0 || strcmp(plural, "cronjobs") == 0)
+		return "/apis/batch/v1";
+	if (strcmp(plural, "endpointslices") == 0)
+		return "/apis/discovery.k8s.io/v1";
+	if (strcmp(plural, "networks") == 0)
+		return "/apis/arktos.futurewei.com/v1";
 	if (strcmp(plural, "leases") == 0)
 		return "/apis/coordination.k8s.io/v1";
 	if (strcmp(plural, "roles") == 0 || strcmp(plural, "rolebindings") == 0 || strcmp(plural, "clusterroles") == 0 ||

@@ -1,126 +1,133 @@
-/* ursa-tp-controller-manager: the controllers of one tenant partition, active-standby through
- * a Lease. Exits when leadership is lost (a supervisor restarts it as a standby). */
-#include <signal.h>
+/* ursa-tp-controller-manager on the daemon skeleton (ursa/daemon.h): the controllers of one
+ * tenant partition, active-standby through a Lease. Exits 1 when leadership is lost (a
+ * supervisor restarts it as a standby). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 #include "tpc.h"
-#include "ursa/health.h"
+#include "ursa/daemon.h"
 #include "ursa/log.h"
-#include "ursa/notify.h"
-#include "ursa/options.h"
 #include "ursa/xalloc.h"
 
 #define LEASE_PATH "/apis/coordination.k8s.io/v1/tenants/system/namespaces/kube-system/leases/ursa-tp-controller-manager"
 
-static volatile sig_atomic_t stopping;
-static struct tpc mgr;
-static struct health_server *health;
+/* The flags and the running manager. */
+struct tpcm {
+	const char *kubeconfig, *identity, *controllers, *evict_rate;
+	bool leader_elect;
+	long long workers, grace, default_tol, rm_period;
+	struct tpc mgr;
+	struct daemon *dm;
+	atomic_bool stopping, lost;
+};
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	stopping = 1;
-}
+static struct tpcm cm = {
+	.controllers = "*", .evict_rate = "10", .leader_elect = true, .workers = 2, .grace = 50, .default_tol = 300,
+	.rm_period = 2,
+};
 
+/* ud is the struct tpc (tpc_manager_new's): the manager is this file's one cm. */
 static void on_leading(void *ud, bool leading)
 {
+	struct tpcm *c = &cm;
 	(void)ud;
-	health_set_leader(health, leading);
+	daemon_set_leader(c->dm, leading);
 	if (leading) {
 		log_info("became leader", "%s", "");
 		return;
 	}
-	if (stopping)
+	if (atomic_load(&c->stopping))
 		return;
 	log_error("lost leadership; exiting", "%s", "");
-	_exit(1);
+	atomic_store(&c->lost, true);
+}
+
+static int check(void *ud)
+{
+	struct tpcm *c = ud;
+	if (!c->kubeconfig) {
+		fprintf(stderr, "ursa-tp-controller-manager: --kubeconfig is required\n");
+		return -1;
+	}
+	if (c->grace < 1 || c->grace > 86400 || c->default_tol < 0 || c->default_tol > 86400 * 365 || c->rm_period < 1 ||
+	    c->rm_period > 3600 || tpc_parse_rate(c->evict_rate, &c->mgr.evict_rate) < 0) {
+		fprintf(stderr, "ursa-tp-controller-manager: --node-monitor-grace-period, "
+				"--default-unreachable-toleration-seconds, --rm-monitor-period or --rmloss-eviction-rate "
+				"out of range\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int start(void *ud, struct daemon *dm, char **ret_err)
+{
+	struct tpcm *c = ud;
+	char *err = NULL;
+	c->dm = dm;
+	c->mgr.rest = rest_from_kubeconfig(c->kubeconfig, &err);
+	if (!c->mgr.rest) {
+		*ret_err = err ? err : xstrdup("bad kubeconfig");
+		return 2;
+	}
+	c->mgr.kubeconfig = c->kubeconfig;
+	c->mgr.grace_s = c->grace;
+	c->mgr.default_tol_s = c->default_tol;
+	c->mgr.rm_period_s = c->rm_period;
+	daemon_set_leader(dm, !c->leader_elect);
+	struct ctl_config cc = { .controllers = c->controllers,
+				 .workers = c->workers < 1 ? 1 : c->workers > 64 ? 64 : (int)c->workers,
+				 .rest = c->mgr.rest, .leader_elect = c->leader_elect, .lease_path = LEASE_PATH,
+				 .identity = c->identity, .lease_duration_s = 15, .renew_deadline_s = 10,
+				 .retry_period_s = 2, .start_on_leading = true, .on_leading = on_leading };
+	if (tpc_manager_new(&c->mgr, &cc) < 0) {
+		*ret_err = xasprintf("unknown controller in --controllers %s", c->controllers);
+		rest_free(c->mgr.rest);
+		return 2;
+	}
+	if (c->leader_elect)
+		log_info("campaigning for leadership", "identity=\"%s\"", ctl_manager_identity(c->mgr.ctl));
+	ctl_manager_start(c->mgr.ctl);
+	return 0;
+}
+
+static bool lost(void *ud)
+{
+	return atomic_load(&((struct tpcm *)ud)->lost);
+}
+
+static void stop(void *ud)
+{
+	struct tpcm *c = ud;
+	atomic_store(&c->stopping, true);
+	ctl_manager_free(c->mgr.ctl);
+	rest_free(c->mgr.rest);
 }
 
 int main(int argc, char **argv)
 {
-	const char *kubeconfig = NULL, *identity = NULL, *controllers = "*", *level = "info", *health_listen = NULL;
-	bool leader_elect = true;
-	long long workers = 2, grace = 50, default_tol = 300, rm_period = 2;
-	const char *evict_rate = "10";
 	const struct opt opts[] = {
-		{ "kubeconfig", OPT_STRING, &kubeconfig, "kubeconfig of the tenant partition's admin (system:masters)" },
-		{ "leader-elect", OPT_BOOL, &leader_elect, "campaign for the Lease kube-system/ursa-tp-controller-manager" },
-		{ "identity", OPT_STRING, &identity, "leader election identity (default hostname_pid)" },
-		{ "workers", OPT_INT, &workers, "worker threads per controller" },
-		{ "controllers", OPT_STRING, &controllers,
-		  "comma list of tenant,namespace,replicaset,deployment,garbagecollector,rmloss "
-		  "(* = all, -name disables one)" },
-		{ "node-monitor-grace-period", OPT_INT, &grace,
+		{ "kubeconfig", OPT_STRING, &cm.kubeconfig, "kubeconfig of the tenant partition's admin (system:masters)" },
+		{ "leader-elect", OPT_BOOL, &cm.leader_elect, "campaign for the Lease kube-system/ursa-tp-controller-manager" },
+		{ "identity", OPT_STRING, &cm.identity, "leader election identity (default hostname_pid)" },
+		{ "workers", OPT_INT, &cm.workers, "worker threads per controller" },
+		{ "controllers", OPT_STRING, &cm.controllers,
+		  "comma list of tenant,namespace,replicaset,deployment,garbagecollector,rmloss,job,cronjob,endpoints,"
+		  "endpointslice,network (* = all, -name disables one)" },
+		{ "node-monitor-grace-period", OPT_INT, &cm.grace,
 		  "rmloss: seconds a resource manager may be unreachable before its nodes count as unreachable" },
-		{ "default-unreachable-toleration-seconds", OPT_INT, &default_tol,
+		{ "default-unreachable-toleration-seconds", OPT_INT, &cm.default_tol,
 		  "rmloss: how long a pod without a toleration of node.kubernetes.io/unreachable stays" },
-		{ "rm-monitor-period", OPT_INT, &rm_period, "rmloss: seconds between health checks of the resource managers" },
-		{ "rmloss-eviction-rate", OPT_STRING, &evict_rate, "rmloss: pods per second this partition evicts at most" },
-		{ "health-listen", OPT_STRING, &health_listen,
-		  HEALTH_LISTEN_HELP("127.0.0.1:10257") },
-		{ "log-level", OPT_STRING, &level, "debug, info, warn or error" },
+		{ "rm-monitor-period", OPT_INT, &cm.rm_period, "rmloss: seconds between health checks of the resource managers" },
+		{ "rmloss-eviction-rate", OPT_STRING, &cm.evict_rate, "rmloss: pods per second this partition evicts at most" },
+		{ "job-backoff-base-ms", OPT_INT, &cm.mgr.job_backoff_base_ms,
+		  "job: first pod failure back-off in ms, doubling up to 36 times it (default 10000; tests shorten it)" },
+		{ "cronjob-now-offset", OPT_INT, &cm.mgr.cronjob_now_offset_s,
+		  "cronjob: seconds added to the clock the schedules are run by (tests; default 0)" },
 	};
-	if (opts_parse("ursa-tp-controller-manager", "Controllers of a tenant partition.", opts, ARRAY_SIZE(opts), argc,
-		       argv) < 0)
-		return 2;
-	log_set_component("tp-controller-manager");
-	log_set_level_name(level);
-	if (!kubeconfig) {
-		fprintf(stderr, "ursa-tp-controller-manager: --kubeconfig is required\n");
-		return 2;
-	}
-	char *err = NULL;
-	mgr.rest = rest_from_kubeconfig(kubeconfig, &err);
-	if (!mgr.rest) {
-		fprintf(stderr, "ursa-tp-controller-manager: %s\n", err ? err : "bad kubeconfig");
-		free(err);
-		return 2;
-	}
-	if (grace < 1 || grace > 86400 || default_tol < 0 || default_tol > 86400 * 365 || rm_period < 1 ||
-	    rm_period > 3600 || tpc_parse_rate(evict_rate, &mgr.evict_rate) < 0) {
-		fprintf(stderr, "ursa-tp-controller-manager: --node-monitor-grace-period, "
-				"--default-unreachable-toleration-seconds, --rm-monitor-period or --rmloss-eviction-rate "
-				"out of range\n");
-		return 2;
-	}
-	mgr.kubeconfig = kubeconfig;
-	mgr.grace_s = grace;
-	mgr.default_tol_s = default_tol;
-	mgr.rm_period_s = rm_period;
-	if (health_listen && *health_listen) {
-		health = health_start(health_listen, "ursa-tp-controller-manager", NULL, NULL, &err);
-		if (!health) {
-			fprintf(stderr, "ursa-tp-controller-manager: --health-listen %s: %s\n", health_listen, err);
-			free(err);
-			rest_free(mgr.rest);
-			return 1;
-		}
-		health_set_leader(health, !leader_elect);
-	}
-	signal(SIGTERM, on_signal);
-	signal(SIGINT, on_signal);
-	signal(SIGPIPE, SIG_IGN);
-	struct ctl_config cc = { .controllers = controllers,
-				 .workers = workers < 1 ? 1 : workers > 64 ? 64 : (int)workers,
-				 .rest = mgr.rest, .leader_elect = leader_elect, .lease_path = LEASE_PATH,
-				 .identity = identity, .lease_duration_s = 15, .renew_deadline_s = 10,
-				 .retry_period_s = 2, .start_on_leading = true, .on_leading = on_leading };
-	if (tpc_manager_new(&mgr, &cc) < 0) {
-		fprintf(stderr, "ursa-tp-controller-manager: unknown controller in --controllers %s\n", controllers);
-		health_stop(health);
-		rest_free(mgr.rest);
-		return 2;
-	}
-	if (leader_elect)
-		log_info("campaigning for leadership", "identity=\"%s\"", ctl_manager_identity(mgr.ctl));
-	ctl_manager_start(mgr.ctl);
-	notify_ready(); /* started: leader or standby */
-	while (!stopping)
-		usleep(100 * 1000);
-	ctl_manager_free(mgr.ctl);
-	health_stop(health);
-	rest_free(mgr.rest);
-	return 0;
+	const struct daemon_def def = {
+		.program = "ursa-tp-controller-manager", .summary = "Controllers of a tenant partition.",
+		.component = "tp-controller-manager", .opts = opts, .nopts = (int)ARRAY_SIZE(opts),
+		.health_example = "127.0.0.1:10257", .check = check, .start = start, .lost = lost, .stop = stop,
+	};
+	return daemon_main(&def, &cm, argc, argv);
 }

@@ -11,10 +11,15 @@
 #define PODS "/api/v1/tenants/all/pods"
 #define REPLICASETS "/apis/apps/v1/tenants/all/replicasets"
 #define DEPLOYMENTS "/apis/apps/v1/tenants/all/deployments"
+#define JOBS "/apis/batch/v1/tenants/all/jobs"
+#define CRONJOBS "/apis/batch/v1/tenants/all/cronjobs"
+#define SERVICES "/api/v1/tenants/all/services"
+#define NETWORKS "/apis/arktos.futurewei.com/v1/tenants/all/networks"
 
 static const char *const inf_paths[INF__N] = {
 	[INF_TENANTS] = TENANTS, [INF_NAMESPACES] = NAMESPACES, [INF_PODS] = PODS, [INF_RS] = REPLICASETS,
-	[INF_DEPLOY] = DEPLOYMENTS,
+	[INF_DEPLOY] = DEPLOYMENTS, [INF_JOBS] = JOBS, [INF_CRONJOBS] = CRONJOBS,
+	[INF_SERVICES] = SERVICES,
 };
 
 struct informer *tpc_informer(struct tpc *m, enum tpc_inf i)
@@ -52,6 +57,18 @@ static void deploy_owner(void *ud, struct workqueue *q, const json_t *o)
 {
 	(void)ud;
 	add_key(q, owner_key(o, "Deployment"));
+}
+
+static void job_owner(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)ud;
+	add_key(q, owner_key(o, "Job"));
+}
+
+static void cronjob_owner(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)ud;
+	add_key(q, owner_key(o, "CronJob"));
 }
 
 /* Namespaces are keyed "tenant//name" by the informer; controllers use "tenant/name/". */
@@ -117,6 +134,68 @@ static void gc_deploy_gone(void *ud, struct workqueue *q, const json_t *o)
 	tpc_gc_enqueue_self(ud, o, "Deployment");
 }
 
+static void gc_job(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)q;
+	tpc_gc_enqueue_owners(ud, o);
+	if (json_path(o, "metadata.deletionTimestamp"))
+		tpc_gc_enqueue_self(ud, o, "Job");
+}
+
+static void gc_job_gone(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)q;
+	tpc_gc_enqueue_owners(ud, o);
+	tpc_gc_enqueue_self(ud, o, "Job");
+}
+
+static void gc_cronjob(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)q;
+	if (json_path(o, "metadata.deletionTimestamp"))
+		tpc_gc_enqueue_self(ud, o, "CronJob");
+}
+
+static void gc_cronjob_gone(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)q;
+	tpc_gc_enqueue_self(ud, o, "CronJob");
+}
+
+/* Endpoints and slices: a pod queues the services of its namespace that select it (a pod whose
+ * labels stopped matching is caught by the period's resync of every service). */
+struct pod_svc {
+	struct workqueue *q;
+	const json_t *pod;
+	const char *t, *ns;
+};
+
+static void svc_if_selects(void *ud, const json_t *svc)
+{
+	struct pod_svc *c = ud;
+	const char *t = json_path_str(svc, "metadata.tenant"), *ns = json_path_str(svc, "metadata.namespace");
+	if (t && ns && !strcmp(t, c->t) && !strcmp(ns, c->ns) && tpc_service_selects(svc, c->pod))
+		ctl_key_self(NULL, c->q, svc);
+}
+
+static void pod_services(void *ud, struct workqueue *q, const json_t *o)
+{
+	struct informer *inf = tpc_informer(ud, INF_SERVICES);
+	struct pod_svc c = { q, o, json_path_str(o, "metadata.tenant"), json_path_str(o, "metadata.namespace") };
+	if (inf && c.t && c.ns)
+		informer_foreach(inf, svc_if_selects, &c);
+}
+
+/* A deleted kube-dns service queues its tenant's default network (which makes it again). */
+static void dns_network(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)ud;
+	const char *t = json_path_str(o, "metadata.tenant"), *ns = json_path_str(o, "metadata.namespace");
+	const char *n = json_path_str(o, "metadata.name");
+	if (t && ns && n && !strcmp(ns, "kube-system") && !strcmp(n, "kube-dns"))
+		add_key(q, xasprintf("%s//default", t));
+}
+
 /* Table ------------------------------------------------------------------------------------ */
 
 #define SYNC(fn)                                                    \
@@ -127,6 +206,11 @@ SYNC(tpc_sync_replicaset)
 SYNC(tpc_sync_deployment)
 SYNC(tpc_sync_gc)
 SYNC(tpc_sync_rmloss)
+SYNC(tpc_sync_job)
+SYNC(tpc_sync_cronjob)
+SYNC(tpc_sync_endpoints)
+SYNC(tpc_sync_endpointslices)
+SYNC(tpc_sync_network)
 
 static int rmloss_start(void *ud)
 {
@@ -150,10 +234,22 @@ static const struct ctl_def controllers[CTL__N] = {
 			 tpc_sync_deployment_ud },
 	[CTL_GC] = { "garbagecollector",
 		     { { PODS, 0, gc_pod }, { REPLICASETS, UPSERT, gc_rs }, { REPLICASETS, CTL_DELETE, gc_rs_gone },
-		       { DEPLOYMENTS, UPSERT, gc_deploy }, { DEPLOYMENTS, CTL_DELETE, gc_deploy_gone } },
+		       { DEPLOYMENTS, UPSERT, gc_deploy }, { DEPLOYMENTS, CTL_DELETE, gc_deploy_gone },
+		       { JOBS, UPSERT, gc_job }, { JOBS, CTL_DELETE, gc_job_gone }, { CRONJOBS, UPSERT, gc_cronjob },
+		       { CRONJOBS, CTL_DELETE, gc_cronjob_gone } },
 		     tpc_sync_gc_ud },
 	[CTL_RMLOSS] = { "rmloss", { { PODS, 0, ctl_key_none } }, tpc_sync_rmloss_ud, .tick_key = TPC_RMLOSS_KEY,
 			 .start = rmloss_start, .stop = rmloss_stop },
+	[CTL_JOB] = { "job", { { JOBS, UPSERT, ctl_key_self }, { PODS, 0, job_owner } }, tpc_sync_job_ud,
+		      .period_ms = 30000 },
+	[CTL_CRONJOB] = { "cronjob", { { CRONJOBS, UPSERT, ctl_key_self }, { JOBS, 0, cronjob_owner } },
+			  tpc_sync_cronjob_ud, .period_ms = 10000 },
+	[CTL_ENDPOINTS] = { "endpoints", { { SERVICES, 0, ctl_key_self }, { PODS, 0, pod_services } },
+			    tpc_sync_endpoints_ud, .period_ms = 30000 },
+	[CTL_SLICES] = { "endpointslice", { { SERVICES, 0, ctl_key_self }, { PODS, 0, pod_services } },
+			 tpc_sync_endpointslices_ud, .period_ms = 30000 },
+	[CTL_NETWORK] = { "network", { { NETWORKS, 0, ctl_key_self }, { SERVICES, CTL_DELETE, dns_network } },
+			  tpc_sync_network_ud },
 };
 
 int tpc_manager_new(struct tpc *m, struct ctl_config *cfg)

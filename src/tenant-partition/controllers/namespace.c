@@ -5,19 +5,20 @@
 #include <string.h>
 #include "tpc.h"
 #include "ursa/errors.h"
+#include "ursa/ipnet.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
 /* Workloads first, so their controllers stop recreating what goes next. */
-static const char *const contents[] = { "deployments", "replicasets",	"pods",	   "services",
+static const char *const contents[] = { "cronjobs", "jobs", "deployments", "replicasets",	"pods",	   "services", "endpoints", "endpointslices",
 					"configmaps",  "secrets",	"leases",  "events",
 					"serviceaccounts", "roles",	"rolebindings", "resourcequotas",
 					"limitranges" };
 /* What a tenant holds outside its namespaces, deleted with the tenant (its default roles, last:
  * nothing acts for the tenant any more). */
-static const char *const tenant_contents[] = { "clusterrolebindings", "clusterroles" };
+static const char *const tenant_contents[] = { "networks", "clusterrolebindings", "clusterroles" };
 
 static json_t *list_items(struct tpc *m, const char *path, int *ret_code)
 {
@@ -164,6 +165,16 @@ int tpc_sync_tenant(struct tpc *m, const char *key)
 					 std[i]));
 			buf_release(&p);
 		}
+		/* the tenant's network (its controller makes the DNS service) */
+		struct buf np = BUF_INIT, nc = BUF_INIT;
+		tpc_path(&np, "networks", t, NULL, "default");
+		tpc_path(&nc, "networks", t, NULL, NULL);
+		ensure(m, np.ptr, nc.ptr,
+		       json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s}}", "apiVersion", "arktos.futurewei.com/v1", "kind",
+				 "Network", "metadata", "name", "default", "spec", "type", "flat", "serviceCIDR",
+				 IPNET_DEFAULT_SERVICE_CIDR));
+		buf_release(&np);
+		buf_release(&nc);
 		goto out;
 	}
 	if (strcmp(t, "system") == 0)

@@ -69,6 +69,32 @@ long long tpc_next_batch(long long prev, long long remaining);
 /* The controller owner reference of obj (borrowed) or NULL. */
 const json_t *tpc_controller_ref(const json_t *obj);
 
+/* svclogic.c: a Service's endpoints from the service and its pods (all borrowed) ------------ */
+#define TPC_SLICE_SERVICE_LABEL "kubernetes.io/service-name"
+#define TPC_SLICE_MANAGED_BY_LABEL "endpointslice.kubernetes.io/managed-by"
+#define TPC_SLICE_MANAGER "endpointslice-controller.k8s.io"
+#define TPC_SLICE_MAX 100 /* endpoints per slice, as Kubernetes' default */
+/* Whether svc's spec.selector (a non-empty map) picks pod by its labels. */
+bool tpc_service_selects(const json_t *svc, const json_t *pod);
+/* The ports pod serves for svc, in spec.ports order, as Endpoints ports ({name (absent when
+ * unnamed), port, protocol, appProtocol?}): a targetPort number as is, a name resolved to the
+ * containerPort of that name and protocol, absent the service port; a name the pod does not
+ * define leaves that port out. New array. */
+json_t *tpc_endpoint_ports(const json_t *svc, const json_t *pod);
+/* Endpoints subsets (new array) from the pods svc selects that have status.podIP and have not
+ * ended: ready pods (Ready condition True) in addresses, others in notReadyAddresses, every
+ * address with nodeName and a targetRef to its pod; terminating pods are left out; with
+ * spec.publishNotReadyAddresses every pod is ready and terminating ones stay. Pods serving
+ * the same ports share a subset; addresses sorted by IP, subsets in order of their first pod
+ * by name. A pod that serves none of the service's ports is left out. */
+json_t *tpc_endpoints_subsets(const json_t *svc, const json_t *pods);
+/* The EndpointSlices (new array of whole objects) for svc: one per distinct port list (chunks
+ * of TPC_SLICE_MAX endpoints), named "<service>-<fnv32 of the ports, hex>[-chunk]", labelled
+ * TPC_SLICE_SERVICE_LABEL and TPC_SLICE_MANAGED_BY_LABEL, owned by the service; endpoints with
+ * conditions ready (Ready and not terminating), serving (Ready), terminating
+ * (deletionTimestamp set); an empty placeholder slice when no pod backs the service. */
+json_t *tpc_endpoint_slices(const json_t *svc, const json_t *pods);
+
 /* kube.c: API helpers ---------------------------------------------------------------------- */
 struct tpc;
 /* Collection path of a kind in tenant/namespace ("pods", "replicasets", ...), appended. */
@@ -83,8 +109,11 @@ void tpc_event(struct tpc *m, const json_t *obj, const char *type, const char *r
 bool tpc_split_key(const char *key, char **ret_t, char **ret_ns, char **ret_name);
 
 /* manager.c -------------------------------------------------------------------------------- */
-enum tpc_inf { INF_TENANTS, INF_NAMESPACES, INF_PODS, INF_RS, INF_DEPLOY, INF__N };
-enum tpc_ctl { CTL_TENANT, CTL_NAMESPACE, CTL_RS, CTL_DEPLOY, CTL_GC, CTL_RMLOSS, CTL__N };
+enum tpc_inf { INF_TENANTS, INF_NAMESPACES, INF_PODS, INF_RS, INF_DEPLOY, INF_JOBS, INF_CRONJOBS, INF_SERVICES, INF__N };
+enum tpc_ctl {
+	CTL_TENANT, CTL_NAMESPACE, CTL_RS, CTL_DEPLOY, CTL_GC, CTL_RMLOSS, CTL_JOB, CTL_CRONJOB, CTL_ENDPOINTS, CTL_SLICES,
+	CTL_NETWORK, CTL__N
+};
 
 struct rmloss;
 struct tpc {
@@ -98,6 +127,8 @@ struct tpc {
 	long long rm_period_s;   /* --rm-monitor-period */
 	double evict_rate;       /* --rmloss-eviction-rate, pods per second */
 	struct rmloss *rml;
+	long long job_backoff_base_ms;  /* --job-backoff-base-ms: the pod failure back-off's base (0: 10 s) */
+	long long cronjob_now_offset_s; /* --cronjob-now-offset: seconds added to the cronjob clock (tests) */
 };
 /* Each controller's sync: 0 when done, else an E_* code and the key is retried with back-off. */
 int tpc_sync_tenant(struct tpc *m, const char *key);
@@ -106,6 +137,11 @@ int tpc_sync_replicaset(struct tpc *m, const char *key);
 int tpc_sync_deployment(struct tpc *m, const char *key);
 int tpc_sync_gc(struct tpc *m, const char *key);
 int tpc_sync_rmloss(struct tpc *m, const char *key);
+int tpc_sync_job(struct tpc *m, const char *key);     /* job.c */
+int tpc_sync_cronjob(struct tpc *m, const char *key); /* cronjob.c */
+int tpc_sync_endpoints(struct tpc *m, const char *key);      /* endpoints.c */
+int tpc_sync_endpointslices(struct tpc *m, const char *key); /* endpoints.c */
+int tpc_sync_network(struct tpc *m, const char *key);        /* network.c */
 /* GC: enqueue the owners named by obj's ownerReferences / obj itself as an owner. */
 void tpc_gc_enqueue_owners(struct tpc *m, const json_t *obj);
 void tpc_gc_enqueue_self(struct tpc *m, const json_t *obj, const char *kind);
