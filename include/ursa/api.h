@@ -105,6 +105,12 @@ extern const struct api_strategy strategy_job, strategy_cronjob;
 /* src/common/kinds/endpoints.c, endpointslice.c, network.c: v1 Endpoints, discovery.k8s.io/v1
  * EndpointSlice, arktos.futurewei.com/v1 Network (ursa/ipnet.h has its address helpers). */
 extern const struct api_strategy strategy_endpoints, strategy_endpointslice, strategy_network;
+/* src/common/kinds/pdb.c: policy/v1 PodDisruptionBudget (ursa/pdb.h has its budget arithmetic). */
+extern const struct api_strategy strategy_pdb;
+/* src/common/kinds/statefulset.c, volume.c: apps/v1 StatefulSet and ControllerRevision, v1
+ * PersistentVolumeClaim and PersistentVolume. */
+extern const struct api_strategy strategy_statefulset, strategy_controllerrevision, strategy_persistentvolumeclaim,
+	strategy_persistentvolume;
 /* src/common/kinds/rbac.c: the RBAC kinds, and the create-only reviews (no stored state). */
 extern const struct api_strategy strategy_role, strategy_clusterrole, strategy_rolebinding,
 	strategy_clusterrolebinding, strategy_review;

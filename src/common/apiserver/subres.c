@@ -1,6 +1,7 @@
 /* Subresources: status, scale, binding, eviction, log, token (tokens.c). Each is an entry in one table. */
 #include "internal.h"
 #include "ursa/jsonutil.h"
+#include "ursa/pdb.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 #include <stdlib.h>
@@ -237,24 +238,160 @@ out:
 	json_decref(body);
 }
 
+/* eviction: a policy/v1 Eviction deletes the pod unless that would break its PodDisruptionBudget
+ * (ursa/pdb.h): the budget's status is charged first, conditional on its revision (a conflict
+ * is judged again on a fresh read), then the pod goes. ---------------------------------------- */
+struct evict_pdb {
+	const json_t *pod;
+	const char *pod_name;
+	enum pdb_verdict verdict; /* of the last copy judged */
+	json_t *pdb;              /* that copy (new reference) */
+};
+
+static int mutate_pdb_charge(struct req *q, const json_t *cur, void *ud, json_t **ret_new)
+{
+	(void)q;
+	struct evict_pdb *e = ud;
+	json_decref(e->pdb);
+	e->pdb = json_deep_copy(cur);
+	e->verdict = pdb_eviction_verdict(cur, e->pod);
+	if (e->verdict != PDB_EVICT_CONSUME)
+		return E_TOO_MANY; /* no reply: the caller answers from e */
+	json_t *obj = json_deep_copy(cur);
+	json_object_set_new(obj, "status", pdb_status_after_eviction(cur, e->pod_name, time(NULL)));
+	json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
+	*ret_new = obj;
+	return 0;
+}
+
+/* The PodDisruptionBudgets of q's namespace selecting pod (new array), or NULL when the
+ * cache is not ready. */
+static json_t *pdbs_of_pod(struct req *q, struct served *ps, const json_t *pod)
+{
+	struct wfilter wf = { .tenant = q->tenant, .ns = q->ns };
+	struct cobj **objs = NULL;
+	size_t n = 0;
+	int64_t rv;
+	if (wcache_list(ps->cache, &wf, &objs, &n, &rv) < 0)
+		return NULL;
+	json_t *out = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_t *pdb = json_loadb(objs[i]->json, objs[i]->json_len, 0, NULL);
+		if (pdb && pdb_selects(pdb, pod))
+			json_array_append(out, pdb);
+		json_decref(pdb);
+		cobj_unref(objs[i]);
+	}
+	free(objs);
+	return out;
+}
+
+static void reply_budget_429(struct req *q, const json_t *pdb, bool stale)
+{
+	const char *name = json_path_str(pdb, "metadata.name");
+	struct buf msg = BUF_INIT;
+	if (stale)
+		buf_addf(&msg, "The disruption budget %s is still being processed by the server.", name ? name : "");
+	else
+		buf_addf(&msg, "The disruption budget %s needs %lld healthy pods and has %lld currently",
+			 name ? name : "", (long long)json_integer_value(json_path(pdb, "status.desiredHealthy")),
+			 (long long)json_integer_value(json_path(pdb, "status.currentHealthy")));
+	json_t *causes = json_pack("[{s:s,s:s}]", "type", PDB_CAUSE, "message", buf_cstr(&msg));
+	json_t *st = status_object(E_TOO_MANY, PDB_EVICT_MESSAGE, NULL, NULL, causes);
+	if (stale)
+		json_object_set_new(json_object_get(st, "details"), "retryAfterSeconds", json_integer(10));
+	if (q->reply)
+		http_reply_header(q->reply, "Retry-After", stale ? "10" : "1");
+	reply_json(q, err_http_code(E_TOO_MANY), st);
+	json_decref(st);
+	buf_release(&msg);
+}
+
+/* 0 when the pod may go (its budget charged if it has one), else replied. */
+static int check_budget(struct req *q, const json_t *pod)
+{
+	struct served *ps = served_by_plural(q->s, "poddisruptionbudgets");
+	if (!ps)
+		return 0;
+	json_t *pdbs = pdbs_of_pod(q, ps, pod);
+	if (!pdbs) {
+		reply_status(q, E_UNAVAILABLE, "the watch cache is not ready yet; please retry");
+		return E_UNAVAILABLE;
+	}
+	int rc = 0;
+	if (json_array_size(pdbs) > 1) {
+		reply_status(q, E_INTERNAL, "Internal error occurred: This pod has more than one PodDisruptionBudget, "
+					    "which the eviction subresource does not support.");
+		rc = E_INTERNAL;
+		goto out;
+	}
+	if (json_array_size(pdbs) == 0)
+		goto out;
+	struct evict_pdb e = { .pod = pod, .pod_name = q->path.name,
+			       .verdict = pdb_eviction_verdict(json_array_get(pdbs, 0), pod) };
+	const char *dr = http_query(q->http, "dryRun");
+	if (e.verdict == PDB_EVICT_IGNORE || (e.verdict == PDB_EVICT_CONSUME && dr && *dr))
+		goto out;
+	struct req pq = { .s = q->s, .verb = "update", .res = ps, .tenant = q->tenant, .ns = q->ns };
+	const char *pdb_name = json_path_str(json_array_get(pdbs, 0), "metadata.name");
+	int urc = do_update(&pq, pdb_name, UPDATE_STATUS, mutate_pdb_charge, &e, false, NULL);
+	if (urc == E_TOO_MANY && e.verdict == PDB_EVICT_IGNORE) {
+		rc = 0;
+	} else if (urc == E_TOO_MANY && (e.verdict == PDB_EVICT_DENY || e.verdict == PDB_EVICT_STALE)) {
+		reply_budget_429(q, e.pdb, e.verdict == PDB_EVICT_STALE);
+		rc = E_TOO_MANY;
+	} else if (urc == E_TOO_MANY && e.verdict == PDB_EVICT_FORBIDDEN) {
+		bool negative = json_integer_value(json_path(e.pdb, "status.disruptionsAllowed")) < 0;
+		reply_status(q, E_FORBIDDEN, "poddisruptionbudgets.policy \"%s\" is forbidden: %s", pdb_name,
+			     negative ? "pdb disruptions allowed is negative"
+				      : "DisruptedPods map too big - too many evictions not confirmed by PDB controller");
+		rc = E_FORBIDDEN;
+	} else if (urc == E_NOT_FOUND) {
+		rc = 0; /* the budget went meanwhile */
+	} else if (urc < 0) {
+		reply_status(q, urc == E_CONFLICT ? E_TOO_MANY : urc,
+			     "the pod's disruption budget could not be updated; please retry");
+		rc = urc;
+	}
+	json_decref(e.pdb);
+out:
+	json_decref(pdbs);
+	return rc;
+}
+
 static void do_eviction(struct req *q)
 {
-	json_t *body = parse_body(q);
+	json_t *body = parse_body(q), *pod = NULL;
 	if (!body)
 		return;
-	if (check_type_meta(q, body, "Eviction", "policy/v1") == 0) {
-		int rc = delete_object(q, q->path.name, false);
-		if (rc == E_NOT_FOUND)
-			reply_not_found(q, q->path.name);
-		else if (rc < 0)
-			reply_status(q, rc, "the pod could not be evicted");
-		else {
-			q->success_code = 201;
-			json_t *s = status_success(q, NULL);
-			reply_json(q, 201, s);
-			json_decref(s);
-		}
+	if (check_type_meta(q, body, "Eviction", "policy/v1") < 0)
+		goto out;
+	char *key = store_key(q->res, q->tenant, q->ns, q->path.name);
+	int rc = store_get(q->s, key, &pod, NULL);
+	free(key);
+	if (rc == E_NOT_FOUND) {
+		reply_not_found(q, q->path.name);
+		goto out;
 	}
+	if (rc < 0) {
+		reply_status(q, rc, "storage error");
+		goto out;
+	}
+	if (check_budget(q, pod) < 0)
+		goto out;
+	rc = delete_object(q, q->path.name, false);
+	if (rc == E_NOT_FOUND)
+		reply_not_found(q, q->path.name);
+	else if (rc < 0)
+		reply_status(q, rc, "the pod could not be evicted");
+	else {
+		q->success_code = 201;
+		json_t *s = status_success(q, NULL);
+		reply_json(q, 201, s);
+		json_decref(s);
+	}
+out:
+	json_decref(pod);
 	json_decref(body);
 }
 

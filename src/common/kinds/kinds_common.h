@@ -89,6 +89,11 @@ void workload_template_defaults(json_t *obj);
 bool validate_int_or_percent(const json_t *v, const char *field, bool cap100, struct field_errors *errs);
 void workload_validate(const json_t *obj, const json_t *old, const char *what, struct field_errors *errs);
 
+/* ---- volumes (volume.c) ---- */
+/* Validates a PersistentVolumeClaim spec at prefix ("spec", "spec.volumeClaimTemplates[0].spec"):
+ * accessModes (known, at least one), resources.requests.storage (a positive quantity), volumeMode. */
+void pvc_spec_validate(const json_t *spec, const char *prefix, struct field_errors *errs);
+
 /* ---- batch: Job and CronJob (job.c) ---- */
 /* Defaults of a Job spec (completions and parallelism 1 when both unset, backoffLimit 6,
  * completionMode NonIndexed, suspend false, the template's pod spec). spec may be a non-object. */

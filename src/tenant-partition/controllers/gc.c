@@ -1,7 +1,8 @@
 /* Garbage collector over ownerReferences: dependents of a vanished owner are deleted
  * (background), an owner marked "orphan" has its references removed from its dependents, and
  * an owner marked "foregroundDeletion" goes only after its dependents are gone. Owners known:
- * Deployment, ReplicaSet, CronJob and Job; dependents seen: ReplicaSets, Jobs and Pods. Keys are
+ * Deployment, ReplicaSet, CronJob, Job and StatefulSet; dependents seen: ReplicaSets, Jobs, Pods and
+ * ControllerRevisions. Keys are
  * "tenant/namespace/Kind:name:uid". */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@ static const char *plural_of(const char *kind)
 		return "jobs";
 	if (strcmp(kind, "CronJob") == 0)
 		return "cronjobs";
+	if (strcmp(kind, "StatefulSet") == 0)
+		return "statefulsets";
 	return NULL;
 }
 
@@ -54,6 +57,7 @@ void tpc_gc_enqueue_owners(struct tpc *m, const json_t *obj)
 		enum tpc_inf inf = strcmp(kind, "Deployment") == 0 ? INF_DEPLOY
 				   : strcmp(kind, "Job") == 0	      ? INF_JOBS
 				   : strcmp(kind, "CronJob") == 0     ? INF_CRONJOBS
+				   : strcmp(kind, "StatefulSet") == 0 ? INF_STS
 								      : INF_RS;
 		char *k = xasprintf("%s/%s/%s", t, ns, name);
 		struct informer *in = tpc_informer(m, inf);
@@ -97,7 +101,7 @@ static void collect(void *ud, const json_t *obj)
  * or NULL if a list failed. */
 static json_t *dependents(struct tpc *m, const char *t, const char *ns, const char *uid)
 {
-	static const char *const plurals[] = { "replicasets", "jobs", "pods" };
+	static const char *const plurals[] = { "replicasets", "jobs", "pods", "controllerrevisions" };
 	struct scan s = { t, ns, uid, NULL, json_array() };
 	for (size_t k = 0; k < sizeof(plurals) / sizeof(plurals[0]); k++) {
 		struct buf path = BUF_INIT;

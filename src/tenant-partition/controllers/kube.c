@@ -11,10 +11,13 @@
 
 static const char *group_prefix(const char *plural)
 {
-	if (strcmp(plural, "deployments") == 0 || strcmp(plural, "replicasets") == 0)
+	if (strcmp(plural, "deployments") == 0 || strcmp(plural, "replicasets") == 0 ||
+	    strcmp(plural, "statefulsets") == 0 || strcmp(plural, "controllerrevisions") == 0)
 		return "/apis/apps/v1";
 	if (strcmp(plural, "jobs") == 0 || strcmp(plural, "cronjobs") == 0)
 		return "/apis/batch/v1";
+	if (strcmp(plural, "poddisruptionbudgets") == 0)
+		return "/apis/policy/v1";
 	if (strcmp(plural, "endpointslices") == 0)
 		return "/apis/discovery.k8s.io/v1";
 	if (strcmp(plural, "networks") == 0)

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "tpc.h"
 #include "ursa/jsonutil.h"
+#include "ursa/pdb.h"
 #include "ursa/xalloc.h"
 
 #define TENANTS "/api/v1/tenants"
@@ -15,11 +16,14 @@
 #define CRONJOBS "/apis/batch/v1/tenants/all/cronjobs"
 #define SERVICES "/api/v1/tenants/all/services"
 #define NETWORKS "/apis/arktos.futurewei.com/v1/tenants/all/networks"
+#define STATEFULSETS "/apis/apps/v1/tenants/all/statefulsets"
+#define CONTROLLERREVISIONS "/apis/apps/v1/tenants/all/controllerrevisions"
+#define PDBS "/apis/policy/v1/tenants/all/poddisruptionbudgets"
 
 static const char *const inf_paths[INF__N] = {
 	[INF_TENANTS] = TENANTS, [INF_NAMESPACES] = NAMESPACES, [INF_PODS] = PODS, [INF_RS] = REPLICASETS,
 	[INF_DEPLOY] = DEPLOYMENTS, [INF_JOBS] = JOBS, [INF_CRONJOBS] = CRONJOBS,
-	[INF_SERVICES] = SERVICES,
+	[INF_SERVICES] = SERVICES, [INF_STS] = STATEFULSETS, [INF_PDBS] = PDBS,
 };
 
 struct informer *tpc_informer(struct tpc *m, enum tpc_inf i)
@@ -69,6 +73,12 @@ static void cronjob_owner(void *ud, struct workqueue *q, const json_t *o)
 {
 	(void)ud;
 	add_key(q, owner_key(o, "CronJob"));
+}
+
+static void sts_owner(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)ud;
+	add_key(q, owner_key(o, "StatefulSet"));
 }
 
 /* Namespaces are keyed "tenant//name" by the informer; controllers use "tenant/name/". */
@@ -162,6 +172,19 @@ static void gc_cronjob_gone(void *ud, struct workqueue *q, const json_t *o)
 	tpc_gc_enqueue_self(ud, o, "CronJob");
 }
 
+static void gc_sts(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)q;
+	if (json_path(o, "metadata.deletionTimestamp"))
+		tpc_gc_enqueue_self(ud, o, "StatefulSet");
+}
+
+static void gc_sts_gone(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)q;
+	tpc_gc_enqueue_self(ud, o, "StatefulSet");
+}
+
 /* Endpoints and slices: a pod queues the services of its namespace that select it (a pod whose
  * labels stopped matching is caught by the period's resync of every service). */
 struct pod_svc {
@@ -184,6 +207,24 @@ static void pod_services(void *ud, struct workqueue *q, const json_t *o)
 	struct pod_svc c = { q, o, json_path_str(o, "metadata.tenant"), json_path_str(o, "metadata.namespace") };
 	if (inf && c.t && c.ns)
 		informer_foreach(inf, svc_if_selects, &c);
+}
+
+/* Disruption: a pod queues the budgets of its namespace that select it (one that stopped
+ * selecting it is caught by the period's resync of every budget). */
+static void pdb_if_selects(void *ud, const json_t *pdb)
+{
+	struct pod_svc *c = ud;
+	const char *t = json_path_str(pdb, "metadata.tenant"), *ns = json_path_str(pdb, "metadata.namespace");
+	if (t && ns && !strcmp(t, c->t) && !strcmp(ns, c->ns) && pdb_selects(pdb, c->pod))
+		ctl_key_self(NULL, c->q, pdb);
+}
+
+static void pod_pdbs(void *ud, struct workqueue *q, const json_t *o)
+{
+	struct informer *inf = tpc_informer(ud, INF_PDBS);
+	struct pod_svc c = { q, o, json_path_str(o, "metadata.tenant"), json_path_str(o, "metadata.namespace") };
+	if (inf && c.t && c.ns)
+		informer_foreach(inf, pdb_if_selects, &c);
 }
 
 /* A deleted kube-dns service queues its tenant's default network (which makes it again). */
@@ -211,6 +252,8 @@ SYNC(tpc_sync_cronjob)
 SYNC(tpc_sync_endpoints)
 SYNC(tpc_sync_endpointslices)
 SYNC(tpc_sync_network)
+SYNC(tpc_sync_statefulset)
+SYNC(tpc_sync_disruption)
 
 static int rmloss_start(void *ud)
 {
@@ -236,7 +279,8 @@ static const struct ctl_def controllers[CTL__N] = {
 		     { { PODS, 0, gc_pod }, { REPLICASETS, UPSERT, gc_rs }, { REPLICASETS, CTL_DELETE, gc_rs_gone },
 		       { DEPLOYMENTS, UPSERT, gc_deploy }, { DEPLOYMENTS, CTL_DELETE, gc_deploy_gone },
 		       { JOBS, UPSERT, gc_job }, { JOBS, CTL_DELETE, gc_job_gone }, { CRONJOBS, UPSERT, gc_cronjob },
-		       { CRONJOBS, CTL_DELETE, gc_cronjob_gone } },
+		       { CRONJOBS, CTL_DELETE, gc_cronjob_gone }, { STATEFULSETS, UPSERT, gc_sts },
+		       { STATEFULSETS, CTL_DELETE, gc_sts_gone } },
 		     tpc_sync_gc_ud },
 	[CTL_RMLOSS] = { "rmloss", { { PODS, 0, ctl_key_none } }, tpc_sync_rmloss_ud, .tick_key = TPC_RMLOSS_KEY,
 			 .start = rmloss_start, .stop = rmloss_stop },
@@ -250,6 +294,12 @@ static const struct ctl_def controllers[CTL__N] = {
 			 tpc_sync_endpointslices_ud, .period_ms = 30000 },
 	[CTL_NETWORK] = { "network", { { NETWORKS, 0, ctl_key_self }, { SERVICES, CTL_DELETE, dns_network } },
 			  tpc_sync_network_ud },
+	[CTL_STS] = { "statefulset",
+		      { { STATEFULSETS, UPSERT, ctl_key_self }, { PODS, 0, sts_owner },
+			{ CONTROLLERREVISIONS, CTL_DELETE, sts_owner } },
+		      tpc_sync_statefulset_ud, .period_ms = 30000 },
+	[CTL_DISRUPTION] = { "disruption", { { PDBS, UPSERT, ctl_key_self }, { PODS, 0, pod_pdbs } },
+			     tpc_sync_disruption_ud, .period_ms = 30000 },
 };
 
 int tpc_manager_new(struct tpc *m, struct ctl_config *cfg)

@@ -12,13 +12,14 @@
 #include "ursa/xalloc.h"
 
 /* Workloads first, so their controllers stop recreating what goes next. */
-static const char *const contents[] = { "cronjobs", "jobs", "deployments", "replicasets",	"pods",	   "services", "endpoints", "endpointslices",
+static const char *const contents[] = { "cronjobs", "jobs", "deployments", "replicasets", "statefulsets",
+					"controllerrevisions", "persistentvolumeclaims",	"pods",	   "services", "endpoints", "endpointslices",
 					"configmaps",  "secrets",	"leases",  "events",
 					"serviceaccounts", "roles",	"rolebindings", "resourcequotas",
-					"limitranges" };
+					"limitranges", "poddisruptionbudgets" };
 /* What a tenant holds outside its namespaces, deleted with the tenant (its default roles, last:
  * nothing acts for the tenant any more). */
-static const char *const tenant_contents[] = { "networks", "clusterrolebindings", "clusterroles" };
+static const char *const tenant_contents[] = { "networks", "persistentvolumes", "clusterrolebindings", "clusterroles" };
 
 static json_t *list_items(struct tpc *m, const char *path, int *ret_code)
 {

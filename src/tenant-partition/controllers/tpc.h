@@ -109,10 +109,12 @@ void tpc_event(struct tpc *m, const json_t *obj, const char *type, const char *r
 bool tpc_split_key(const char *key, char **ret_t, char **ret_ns, char **ret_name);
 
 /* manager.c -------------------------------------------------------------------------------- */
-enum tpc_inf { INF_TENANTS, INF_NAMESPACES, INF_PODS, INF_RS, INF_DEPLOY, INF_JOBS, INF_CRONJOBS, INF_SERVICES, INF__N };
+enum tpc_inf {
+	INF_TENANTS, INF_NAMESPACES, INF_PODS, INF_RS, INF_DEPLOY, INF_JOBS, INF_CRONJOBS, INF_SERVICES, INF_STS, INF_PDBS, INF__N
+};
 enum tpc_ctl {
 	CTL_TENANT, CTL_NAMESPACE, CTL_RS, CTL_DEPLOY, CTL_GC, CTL_RMLOSS, CTL_JOB, CTL_CRONJOB, CTL_ENDPOINTS, CTL_SLICES,
-	CTL_NETWORK, CTL__N
+	CTL_NETWORK, CTL_STS, CTL_DISRUPTION, CTL__N
 };
 
 struct rmloss;
@@ -142,6 +144,8 @@ int tpc_sync_cronjob(struct tpc *m, const char *key); /* cronjob.c */
 int tpc_sync_endpoints(struct tpc *m, const char *key);      /* endpoints.c */
 int tpc_sync_endpointslices(struct tpc *m, const char *key); /* endpoints.c */
 int tpc_sync_network(struct tpc *m, const char *key);        /* network.c */
+int tpc_sync_statefulset(struct tpc *m, const char *key);    /* statefulset.c */
+int tpc_sync_disruption(struct tpc *m, const char *key);     /* disruption.c */
 /* GC: enqueue the owners named by obj's ownerReferences / obj itself as an owner. */
 void tpc_gc_enqueue_owners(struct tpc *m, const json_t *obj);
 void tpc_gc_enqueue_self(struct tpc *m, const json_t *obj, const char *kind);
