@@ -107,6 +107,8 @@ extern const struct api_strategy strategy_job, strategy_cronjob;
 extern const struct api_strategy strategy_endpoints, strategy_endpointslice, strategy_network;
 /* src/common/kinds/pdb.c: policy/v1 PodDisruptionBudget (ursa/pdb.h has its budget arithmetic). */
 extern const struct api_strategy strategy_pdb;
+/* src/common/kinds/hpa.c: autoscaling/v2 HorizontalPodAutoscaler (stored only; no controller). */
+extern const struct api_strategy strategy_hpa;
 /* src/common/kinds/statefulset.c, volume.c: apps/v1 StatefulSet and ControllerRevision, v1
  * PersistentVolumeClaim and PersistentVolume. */
 extern const struct api_strategy strategy_statefulset, strategy_controllerrevision, strategy_persistentvolumeclaim,

@@ -1,5 +1,6 @@
 /* The resources a tenant partition serves: one table entry each. */
 #include "tp.h"
+#include "ursa/kinds.h"
 #include "ursa/region.h"
 
 const struct api_resource tp_resources[] = {
@@ -32,6 +33,10 @@ const struct api_resource tp_resources[] = {
 	  true, false, &strategy_replicaset },
 	{ "apps", "v1", "statefulsets", "statefulset", "StatefulSet", SCOPE_NAMESPACE, { "sts", NULL },
 	  SUB_STATUS | SUB_SCALE, true, false, &strategy_statefulset },
+	/* The resource managers serve the system tenant's real DaemonSets; here a tenant lists an
+	 * always-empty collection (kubectl get all asks) and may not write one. */
+	{ "apps", "v1", "daemonsets", "daemonset", "DaemonSet", SCOPE_NAMESPACE, { "ds", NULL }, SUB_STATUS, true, true,
+	  &strategy_daemonset },
 	{ "apps", "v1", "controllerrevisions", "controllerrevision", "ControllerRevision", SCOPE_NAMESPACE, { NULL }, 0,
 	  false, false, &strategy_controllerrevision },
 	{ "", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", SCOPE_NAMESPACE,
@@ -41,6 +46,8 @@ const struct api_resource tp_resources[] = {
 	{ "batch", "v1", "jobs", "job", "Job", SCOPE_NAMESPACE, { NULL }, SUB_STATUS, true, false, &strategy_job },
 	{ "batch", "v1", "cronjobs", "cronjob", "CronJob", SCOPE_NAMESPACE, { "cj", NULL }, SUB_STATUS, true, false,
 	  &strategy_cronjob },
+	{ "autoscaling", "v2", "horizontalpodautoscalers", "horizontalpodautoscaler", "HorizontalPodAutoscaler",
+	  SCOPE_NAMESPACE, { "hpa", NULL }, SUB_STATUS, true, false, &strategy_hpa },
 	{ "policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", SCOPE_NAMESPACE,
 	  { "pdb", NULL }, SUB_STATUS, true, false, &strategy_pdb },
 	{ "coordination.k8s.io", "v1", "leases", "lease", "Lease", SCOPE_NAMESPACE, { NULL }, 0, false, false,

@@ -115,6 +115,25 @@ static json_t *verbs_json(const char *const *v, size_t n)
 	return a;
 }
 
+/* Kubernetes' `all` category (kubectl get all), less replicationcontrollers, which no Ursa
+ * server serves; only resources a server serves reach its discovery. */
+static bool in_category_all(const struct api_resource *r)
+{
+	static const char *const all[][2] = { { "", "pods" },
+					      { "", "services" },
+					      { "apps", "daemonsets" },
+					      { "apps", "deployments" },
+					      { "apps", "replicasets" },
+					      { "apps", "statefulsets" },
+					      { "autoscaling", "horizontalpodautoscalers" },
+					      { "batch", "jobs" },
+					      { "batch", "cronjobs" } };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (strcmp(r->group, all[i][0]) == 0 && strcmp(r->plural, all[i][1]) == 0)
+			return true;
+	return false;
+}
+
 static json_t *resource_list(struct apiserver *s, const char *group, const char *version)
 {
 	json_t *list = json_array();
@@ -129,9 +148,7 @@ static json_t *resource_list(struct apiserver *s, const char *group, const char 
 				      "namespaced", r->scope == SCOPE_NAMESPACE, "kind", r->kind, "verbs",
 				      r->ephemeral ? verbs_json((const char *const[]){ "create" }, 1) : verbs_json(all_verbs, 8),
 				      "shortNames", shorts);
-		if (strcmp(r->plural, "pods") == 0 || strcmp(r->plural, "deployments") == 0 ||
-		    strcmp(r->plural, "replicasets") == 0 || strcmp(r->plural, "services") == 0 ||
-		    strcmp(r->plural, "daemonsets") == 0)
+		if (in_category_all(r))
 			json_object_set_new(e, "categories", json_pack("[s]", "all"));
 		json_array_append_new(list, e);
 		for (size_t k = 0; k < sizeof(subresource_table) / sizeof(subresource_table[0]); k++) {

@@ -18,6 +18,8 @@ static const char *group_prefix(const char *plural)
 		return "/apis/batch/v1";
 	if (strcmp(plural, "poddisruptionbudgets") == 0)
 		return "/apis/policy/v1";
+	if (strcmp(plural, "horizontalpodautoscalers") == 0)
+		return "/apis/autoscaling/v2";
 	if (strcmp(plural, "endpointslices") == 0)
 		return "/apis/discovery.k8s.io/v1";
 	if (strcmp(plural, "networks") == 0)

@@ -16,7 +16,7 @@ static const char *const contents[] = { "cronjobs", "jobs", "deployments", "repl
 					"controllerrevisions", "persistentvolumeclaims",	"pods",	   "services", "endpoints", "endpointslices",
 					"configmaps",  "secrets",	"leases",  "events",
 					"serviceaccounts", "roles",	"rolebindings", "resourcequotas",
-					"limitranges", "poddisruptionbudgets" };
+					"limitranges", "poddisruptionbudgets", "horizontalpodautoscalers" };
 /* What a tenant holds outside its namespaces, deleted with the tenant (its default roles, last:
  * nothing acts for the tenant any more). */
 static const char *const tenant_contents[] = { "networks", "persistentvolumes", "clusterrolebindings", "clusterroles" };
