@@ -34,20 +34,14 @@ static bool has_selector(const json_t *svc)
 /* The pods of the service's namespace its selector picks (new array), or NULL. */
 static json_t *selected_pods(struct tpc *m, const char *t, const char *ns, const json_t *svc)
 {
-	struct buf p = BUF_INIT, sel = BUF_INIT;
+	struct buf sel = BUF_INIT;
 	const char *k;
-	json_t *v, *list = NULL;
+	json_t *v;
 	json_object_foreach(json_path(svc, "spec.selector"), k, v)
 		buf_addf(&sel, "%s%s=%s", sel.len ? "," : "", k, json_string_value(v) ? json_string_value(v) : "");
-	tpc_path(&p, "pods", t, ns, NULL);
-	buf_adds(&p, "?labelSelector=");
-	buf_add_query_escaped(&p, buf_cstr(&sel));
-	int code = tpc_get(m, p.ptr, &list);
-	buf_release(&p);
+	json_t *items = tpc_list_selected(m, "pods", t, ns, buf_cstr(&sel));
 	buf_release(&sel);
-	json_t *items = code == 200 ? json_incref(json_object_get(list, "items")) : NULL;
-	json_decref(list);
-	return code == 200 ? (items ? items : json_array()) : NULL;
+	return items;
 }
 
 static json_t *labels_of(const json_t *svc)
@@ -121,18 +115,11 @@ out:
 /* The slices this controller keeps for service name (new array), or NULL. */
 static json_t *managed_slices(struct tpc *m, const char *t, const char *ns, const char *name)
 {
-	struct buf p = BUF_INIT, sel = BUF_INIT;
-	json_t *list = NULL;
+	struct buf sel = BUF_INIT;
 	buf_addf(&sel, "%s=%s,%s=%s", TPC_SLICE_SERVICE_LABEL, name, TPC_SLICE_MANAGED_BY_LABEL, TPC_SLICE_MANAGER);
-	tpc_path(&p, "endpointslices", t, ns, NULL);
-	buf_adds(&p, "?labelSelector=");
-	buf_add_query_escaped(&p, buf_cstr(&sel));
-	int code = tpc_get(m, p.ptr, &list);
-	buf_release(&p);
+	json_t *items = tpc_list_selected(m, "endpointslices", t, ns, buf_cstr(&sel));
 	buf_release(&sel);
-	json_t *items = code == 200 ? json_incref(json_object_get(list, "items")) : NULL;
-	json_decref(list);
-	return code == 200 ? (items ? items : json_array()) : NULL;
+	return items;
 }
 
 static bool slice_same(const json_t *have, const json_t *want)

@@ -79,28 +79,15 @@ static long long pod_index(const json_t *pod)
 
 static int load_pods(struct job_ctx *c)
 {
-	struct label_selector *sel = NULL;
-	struct buf path = BUF_INIT, sq = BUF_INIT;
-	json_t *list = NULL;
-	int rc = label_selector_from_json(json_path(c->job, "spec.selector"), &sel, NULL);
-	if (rc < 0 || label_selector_empty(sel)) {
-		rc = E_INVALID;
+	int rc;
+	json_t *items = tpc_list_by_selector(c->m, "pods", c->tenant, c->ns, json_path(c->job, "spec.selector"), NULL, &rc);
+	if (!items)
 		goto out;
-	}
-	label_selector_format(sel, &sq);
-	tpc_path(&path, "pods", c->tenant, c->ns, NULL);
-	buf_adds(&path, "?labelSelector=");
-	buf_add_query_escaped(&path, buf_cstr(&sq));
-	if (tpc_get(c->m, path.ptr, &list) != 200) {
-		rc = E_UNAVAILABLE;
-		goto out;
-	}
-	rc = 0;
 	c->active = json_array();
 	c->last_fail_ms = -1;
 	size_t i;
 	json_t *pod;
-	json_array_foreach(json_object_get(list, "items"), i, pod) {
+	json_array_foreach(items, i, pod) {
 		const char *ruid = json_str(tpc_controller_ref(pod), "uid");
 		if (!ruid || strcmp(ruid, c->uid) != 0)
 			continue;
@@ -124,10 +111,7 @@ static int load_pods(struct job_ctx *c)
 		}
 	}
 out:
-	label_selector_free(sel);
-	json_decref(list);
-	buf_release(&path);
-	buf_release(&sq);
+	json_decref(items);
 	return rc;
 }
 

@@ -6,6 +6,7 @@
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
+#include "ursa/selector.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
@@ -100,4 +101,46 @@ bool tpc_split_key(const char *key, char **ret_t, char **ret_ns, char **ret_name
 	*ret_ns = xstrndup(a + 1, (size_t)(b - a - 1));
 	*ret_name = xstrdup(b + 1);
 	return true;
+}
+
+json_t *tpc_list_selected(struct tpc *m, const char *plural, const char *tenant, const char *ns, const char *selector)
+{
+	struct buf p = BUF_INIT;
+	json_t *list = NULL;
+	tpc_path(&p, plural, tenant, ns, NULL);
+	if (selector && *selector) {
+		buf_adds(&p, "?labelSelector=");
+		buf_add_query_escaped(&p, selector);
+	}
+	int code = tpc_get(m, p.ptr, &list);
+	buf_release(&p);
+	json_t *items = code == 200 ? json_incref(json_object_get(list, "items")) : NULL;
+	json_decref(list);
+	if (code != 200)
+		return NULL;
+	return json_is_array(items) ? items : (json_decref(items), json_array());
+}
+
+json_t *tpc_list_by_selector(struct tpc *m, const char *plural, const char *tenant, const char *ns,
+			     const json_t *selector, struct label_selector **ret_sel, int *ret_err)
+{
+	struct label_selector *sel = NULL;
+	struct buf sq = BUF_INIT;
+	json_t *items = NULL;
+	*ret_err = 0;
+	if (label_selector_from_json(selector, &sel, NULL) < 0 || label_selector_empty(sel)) {
+		*ret_err = E_INVALID;
+		goto out;
+	}
+	label_selector_format(sel, &sq);
+	if (!(items = tpc_list_selected(m, plural, tenant, ns, buf_cstr(&sq))))
+		*ret_err = E_UNAVAILABLE;
+out:
+	if (items && ret_sel) {
+		*ret_sel = sel;
+		sel = NULL;
+	}
+	label_selector_free(sel);
+	buf_release(&sq);
+	return items;
 }

@@ -47,28 +47,15 @@ static bool adopt(struct rs_ctx *c, const json_t *pod)
 
 static int load_pods(struct rs_ctx *c)
 {
-	struct label_selector *sel = NULL;
-	struct buf err = BUF_INIT, path = BUF_INIT, sq = BUF_INIT;
-	json_t *list = NULL;
-	int rc = label_selector_from_json(json_path(c->rs, "spec.selector"), &sel, &err);
-	if (rc < 0 || label_selector_empty(sel)) {
-		rc = E_INVALID; /* an empty selector would take every pod: refuse */
+	struct label_selector *sel = NULL; /* an empty selector would take every pod: refused */
+	int rc;
+	json_t *items = tpc_list_by_selector(c->m, "pods", c->tenant, c->ns, json_path(c->rs, "spec.selector"), &sel, &rc);
+	if (!items)
 		goto out;
-	}
-	label_selector_format(sel, &sq);
-	tpc_path(&path, "pods", c->tenant, c->ns, NULL);
-	buf_adds(&path, "?labelSelector=");
-	buf_add_query_escaped(&path, buf_cstr(&sq));
-	rc = tpc_get(c->m, path.ptr, &list);
-	if (rc != 200) {
-		rc = E_UNAVAILABLE;
-		goto out;
-	}
-	rc = 0;
 	c->pods = json_array();
 	size_t i;
 	json_t *pod;
-	json_array_foreach(json_object_get(list, "items"), i, pod) {
+	json_array_foreach(items, i, pod) {
 		if (!tpc_pod_active(pod) || !label_selector_matches(sel, json_path(pod, "metadata.labels")))
 			continue;
 		const json_t *ref = tpc_controller_ref(pod);
@@ -81,10 +68,7 @@ static int load_pods(struct rs_ctx *c)
 	}
 out:
 	label_selector_free(sel);
-	json_decref(list);
-	buf_release(&err);
-	buf_release(&path);
-	buf_release(&sq);
+	json_decref(items);
 	return rc;
 }
 

@@ -41,33 +41,19 @@ static bool owned(const json_t *obj, const char *uid)
 /* Lists plural in the set's namespace by its selector; only objects the set controls. */
 static int list_owned(struct sts_ctx *c, const char *plural, json_t **ret)
 {
-	struct label_selector *sel = NULL;
-	struct buf path = BUF_INIT, sq = BUF_INIT;
-	json_t *list = NULL;
+	int rc;
+	json_t *items = tpc_list_by_selector(c->m, plural, c->tenant, c->ns, json_path(c->set, "spec.selector"), NULL, &rc);
 	*ret = NULL;
-	int rc = label_selector_from_json(json_path(c->set, "spec.selector"), &sel, NULL);
-	if (rc < 0 || label_selector_empty(sel)) {
-		label_selector_free(sel);
-		return E_INVALID;
-	}
-	label_selector_format(sel, &sq);
-	tpc_path(&path, plural, c->tenant, c->ns, NULL);
-	buf_adds(&path, "?labelSelector=");
-	buf_add_query_escaped(&path, buf_cstr(&sq));
-	rc = tpc_get(c->m, path.ptr, &list) == 200 ? 0 : E_UNAVAILABLE;
-	if (!rc) {
-		*ret = json_array();
-		size_t i;
-		json_t *o;
-		json_array_foreach(json_object_get(list, "items"), i, o)
-			if (owned(o, c->uid))
-				json_array_append(*ret, o);
-	}
-	label_selector_free(sel);
-	json_decref(list);
-	buf_release(&path);
-	buf_release(&sq);
-	return rc;
+	if (!items)
+		return rc;
+	*ret = json_array();
+	size_t i;
+	json_t *o;
+	json_array_foreach(items, i, o)
+		if (owned(o, c->uid))
+			json_array_append(*ret, o);
+	json_decref(items);
+	return 0;
 }
 
 /* Revisions ------------------------------------------------------------------------------- */

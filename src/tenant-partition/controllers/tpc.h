@@ -107,6 +107,15 @@ void tpc_event(struct tpc *m, const json_t *obj, const char *type, const char *r
 	__attribute__((format(printf, 5, 6)));
 /* Splits "tenant/ns/name" into owned parts; false if malformed. */
 bool tpc_split_key(const char *key, char **ret_t, char **ret_ns, char **ret_name);
+/* The items (a new array) of plural in tenant/ns that selector (a label selector string; ""
+ * takes all) selects, read live from the API server; NULL when it cannot be read. */
+json_t *tpc_list_selected(struct tpc *m, const char *plural, const char *tenant, const char *ns, const char *selector);
+/* The same for a metav1.LabelSelector object. An empty or unreadable selector (which would take
+ * everything) is E_INVALID, an unreadable server E_UNAVAILABLE: NULL then, with the code in
+ * *ret_err. ret_sel (may be NULL) gets the parsed selector on success (caller frees). */
+struct label_selector;
+json_t *tpc_list_by_selector(struct tpc *m, const char *plural, const char *tenant, const char *ns,
+			     const json_t *selector, struct label_selector **ret_sel, int *ret_err);
 
 /* manager.c -------------------------------------------------------------------------------- */
 enum tpc_inf {
