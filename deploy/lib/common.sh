@@ -16,7 +16,9 @@ URSA_PIDS=$URSA_STATE/pids
 # Debian packages needed to build, run and test Ursa (systemd: systemd-analyze verifies the units).
 URSA_PACKAGES=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev
 	libcurl4-openssl-dev libuv1-dev libyaml-dev libcmocka-dev libssl-dev
-	etcd-server etcd-client haproxy python3-kubernetes openssl curl systemd)
+	etcd-server etcd-client haproxy python3-kubernetes openssl curl systemd
+	containerd runc containernetworking-plugins docker-registry umoci skopeo busybox-static
+	protobuf-c-compiler libprotobuf-c-dev)
 
 say()  { printf '==> %s\n' "$*"; }
 warn() { printf 'WARNING: %s\n' "$*" >&2; }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include "gw.h"
 #include "reconcile.h"
+#include "ursa/apidisc.h"
 #include "ursa/errors.h"
 #include "ursa/etcd.h"
 #include "ursa/http.h"
@@ -173,6 +174,8 @@ static void note_refusal(struct call *c, const struct upstream_resp *resp)
 static void relay(struct call *c, struct upstream_resp *resp)
 {
 	note_refusal(c, resp);
+	if (resp->warning)
+		http_reply_header(c->reply, "Warning", resp->warning);
 	http_reply_set(c->reply, resp->status, ctype_intern(resp->content_type), &resp->body);
 }
 
@@ -243,34 +246,134 @@ static void union_by_name(json_t *dst, const json_t *src)
 	}
 }
 
-/* GET path from p as JSON (new ref) with the caller's headers, or NULL. */
-static json_t *get_json(struct call *c, struct partition *p, const char *path)
+/* GET path from p as JSON (new ref) with the caller's headers but Accept accept, or NULL; a
+ * reply in another discovery form than want counts as none. */
+static json_t *get_json(struct call *c, struct partition *p, const char *path, enum apidisc_form want)
 {
 	struct upstream_req rq = base_req(c, path);
-	rq.accept = "application/json";
+	rq.accept = apidisc_content_type(want);
 	struct upstream_resp resp = { 0 };
 	json_t *j = NULL;
-	if (upstream_partition(p, &rq, &resp) == 0 && resp.status == 200)
+	if (upstream_partition(p, &rq, &resp) == 0 && resp.status == 200 && apidisc_form_of(resp.content_type) == want)
 		j = json_loadb(buf_cstr(&resp.body), resp.body.len, 0, NULL);
 	upstream_resp_release(&resp);
 	return j;
 }
 
-/* Discovery is answered by a tenant partition; API resource and group lists also carry what
- * the resource managers serve (nodes), so kubectl sees one consistent API. */
+/* Replies 200 with j's text and its entity tag, or 304 when If-None-Match holds the tag. */
+static void reply_discovery(struct call *c, const json_t *j, enum apidisc_form f)
+{
+	struct buf b = BUF_INIT, etag = BUF_INIT;
+	json_dump_buf(j, &b);
+	apidisc_etag(b.ptr, b.len, &etag);
+	http_reply_header(c->reply, "ETag", buf_cstr(&etag));
+	http_reply_header(c->reply, "Vary", "Accept");
+	if (apidisc_etag_matches(http_header(c->req, "If-None-Match"), buf_cstr(&etag)))
+		http_reply_set(c->reply, 304, apidisc_content_type(f), NULL);
+	else
+		http_reply_set(c->reply, 200, apidisc_content_type(f), &b);
+	buf_release(&b);
+	buf_release(&etag);
+}
+
+/* The tenant partition's discovery document at path in form f with what the resource managers
+ * serve (nodes) added (new ref), or NULL when no tenant partition answered in that form. A
+ * resource manager answering in another form (an older binary during an upgrade) sets
+ * *ret_mixed. */
+static json_t *merged_discovery(struct call *c, struct partition **tps, size_t n, struct partition **rms, size_t nrm,
+				const char *path, enum apidisc_form f, bool *ret_mixed)
+{
+	json_t *tj = NULL;
+	/* Any tenant partition answers discovery: the first that does (one that just died is
+	 * marked down by the failed request and skipped). */
+	for (size_t i = 0; i < n && !tj; i++)
+		if (!atomic_load(&tps[i]->down))
+			tj = get_json(c, tps[i], path, f);
+	if (!tj)
+		return NULL;
+	const char *kind = json_str(tj, "kind");
+	const char *key = !kind ? NULL : strcmp(kind, "APIResourceList") == 0 ? "resources"
+				     : strcmp(kind, "APIGroupList") == 0  ? "groups"
+				     : strcmp(kind, "APIGroupDiscoveryList") == 0 ? "items"
+									  : NULL;
+	for (size_t i = 0; key && i < nrm; i++) {
+		if (atomic_load(&rms[i]->down))
+			continue;
+		json_t *rj = get_json(c, rms[i], path, f);
+		if (!rj && f != APIDISC_LEGACY)
+			*ret_mixed = true;
+		if (f != APIDISC_LEGACY)
+			apidisc_merge(tj, rj);
+		else if (json_is_array(json_object_get(rj, key)) && json_is_array(json_object_get(tj, key)))
+			union_by_name(json_object_get(tj, key), json_object_get(rj, key));
+		json_decref(rj);
+	}
+	return tj;
+}
+
+static int fetch_openapi(void *ud, struct partition *p, const char *path, const char *if_none_match,
+			 struct upstream_resp *ret)
+{
+	struct upstream_req rq = base_req(ud, path);
+	rq.method = "GET";
+	rq.accept = "application/json";
+	rq.if_none_match = if_none_match;
+	rq.body = NULL;
+	rq.len = 0;
+	rq.timeout_ms = 30000;
+	return upstream_partition(p, &rq, ret);
+}
+
+/* GET /openapi/...: the documents of a tenant partition and of the resource managers, merged
+ * (openapi.c). */
+static void to_openapi(struct call *c, struct partition **tps, size_t n, struct partition **rms, size_t nrm)
+{
+	struct oapi_fetcher f = { .tps = tps, .ntp = n, .rms = rms, .nrm = nrm, .fresh_ms = OAPI_FRESH_MS,
+				  .fetch = fetch_openapi, .ud = c };
+	struct oapi_reply r;
+	int err = oapi_get(&f, http_path(c->req), http_header(c->req, "Accept"), http_header(c->req, "If-None-Match"),
+			   http_query(c->req, "hash"), &r);
+	if (!err) {
+		http_reply_header(c->reply, "ETag", r.etag);
+		http_reply_header(c->reply, "Vary", "Accept");
+		http_reply_header(c->reply, "Cache-Control", r.cache_control);
+		http_reply_set(c->reply, r.status, r.content_type, r.status == 304 ? NULL : &r.body);
+		oapi_reply_release(&r);
+	} else if (err == E_NOT_FOUND)
+		reply_status(c->reply, E_NOT_FOUND, "the server could not find the requested resource");
+	else if (err == E_TIMEOUT)
+		reply_status(c->reply, E_TIMEOUT, "the partitions did not answer in time");
+	else if (err)
+		reply_status(c->reply, E_UNAVAILABLE, "no partition serves the OpenAPI documents now");
+}
+
+/* Discovery is answered by a tenant partition; API resource and group lists (and the aggregated
+ * documents at /api and /apis, for clients that ask for them) also carry what the resource
+ * managers serve, so kubectl sees one consistent API. The gateway tags what it merged. */
 static void to_discovery(struct call *c)
 {
 	size_t n, nrm;
 	struct partition **tps = registry_partitions(c->g->reg, false, &n);
 	struct partition **rms = registry_partitions(c->g->reg, true, &nrm);
 	const char *path = http_path(c->req);
+	if (strcmp(http_method(c->req), "GET") == 0 && strncmp(path, "/openapi/", 9) == 0) {
+		to_openapi(c, tps, n, rms, nrm);
+		partitions_free(tps, n);
+		partitions_free(rms, nrm);
+		return;
+	}
 	bool merge = strcmp(http_method(c->req), "GET") == 0 && strncmp(path, "/api", 4) == 0;
-	json_t *tj = NULL;
-	/* Any tenant partition answers discovery: the first that does (one that just died is
-	 * marked down by the failed request and skipped). */
-	for (size_t i = 0; merge && i < n && !tj; i++)
-		if (!atomic_load(&tps[i]->down))
-			tj = get_json(c, tps[i], path);
+	bool root = strcmp(path, "/api") == 0 || strcmp(path, "/apis") == 0 || strcmp(path, "/api/") == 0 ||
+		    strcmp(path, "/apis/") == 0;
+	enum apidisc_form f = root ? apidisc_negotiate(http_header(c->req, "Accept")) : APIDISC_LEGACY;
+	bool mixed = false;
+	json_t *tj = merge ? merged_discovery(c, tps, n, rms, nrm, path, f, &mixed) : NULL;
+	if (merge && f != APIDISC_LEGACY && (!tj || mixed)) {
+		/* a partition without the aggregated form: every client understands the legacy one */
+		json_decref(tj);
+		f = APIDISC_LEGACY;
+		tj = merged_discovery(c, tps, n, rms, nrm, path, f, &mixed);
+	}
 	if (!tj) {
 		struct partition *p = NULL;
 		for (size_t i = 0; i < n && !p; i++)
@@ -282,21 +385,7 @@ static void to_discovery(struct call *c)
 			reply_status(c->reply, E_UNAVAILABLE, "no tenant partition is available");
 		goto out;
 	}
-	const char *kind = json_str(tj, "kind");
-	const char *key = !kind ? NULL : strcmp(kind, "APIResourceList") == 0 ? "resources"
-				     : strcmp(kind, "APIGroupList") == 0  ? "groups"
-									  : NULL;
-	for (size_t i = 0; key && i < nrm; i++) {
-		if (atomic_load(&rms[i]->down))
-			continue;
-		json_t *rj = get_json(c, rms[i], path);
-		if (json_is_array(json_object_get(rj, key)) && json_is_array(json_object_get(tj, key)))
-			union_by_name(json_object_get(tj, key), json_object_get(rj, key));
-		json_decref(rj);
-	}
-	struct buf b = BUF_INIT;
-	json_dump_buf(tj, &b);
-	http_reply_set(c->reply, 200, "application/json", &b);
+	reply_discovery(c, tj, f);
 out:
 	json_decref(tj);
 	partitions_free(tps, n);
@@ -922,6 +1011,7 @@ void gateway_stop(struct gateway *g)
 	http_server_stop(g->http);
 	streams_stop(); /* after the server: clients gone, then their partitions' transfers */
 	reconciler_stop(&g->rc);
+	oapi_cache_clear();
 	registry_free(g->reg);
 	etcd_free(g->etcd);
 	authn_free(g->authn);

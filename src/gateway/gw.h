@@ -18,7 +18,8 @@
 enum route_kind {
 	RT_ERROR,           /* answer err/msg */
 	RT_LOCAL,           /* /healthz, /readyz, /livez of the gateway itself (no authentication) */
-	RT_DISCOVERY,       /* /api, /apis, /version, /openapi: any healthy tenant partition */
+	RT_DISCOVERY,       /* /api, /apis, /version: any healthy tenant partition (with the resource
+			     * managers' kinds merged in); GET /openapi/...: merged documents (openapi.c) */
 	RT_TENANT,          /* tenant's tenant partition */
 	RT_TENANT_CREATE,   /* POST /api/v1/tenants: placed by the gateway, name from the body */
 	RT_TENANT_LIST,     /* GET /api/v1/tenants: merged across tenant partitions */
@@ -171,6 +172,7 @@ struct upstream_req {
 	const char *accept;
 	const char *forwarded_for;
 	const char *identity;     /* identity assertion (IDENTITY_HEADER), may be NULL */
+	const char *if_none_match;/* may be NULL */
 	const char *body;
 	size_t len;
 	long timeout_ms;          /* 0: none */
@@ -178,8 +180,12 @@ struct upstream_req {
 struct upstream_resp {
 	int status;
 	char *content_type;
+	char *warning; /* the partition's Warning header(s), joined by ", " (field validation), or NULL */
+	char *etag;    /* the partition's ETag (upstream_do only), or NULL */
 	struct buf body;
 };
+/* The Warning headers of c's last response, joined by ", "; NULL if none. Free it. */
+char *upstream_warnings(CURL *c);
 void upstream_resp_release(struct upstream_resp *r);
 /* CA bundle for partitions (may be NULL); call once at start. */
 void upstream_init(const char *ca_file);
@@ -201,11 +207,11 @@ int upstream_partition(struct partition *p, const struct upstream_req *rq, struc
 struct curl_slist *upstream_setup(CURL *c, const char *base, const struct upstream_req *rq, char **ret_url);
 void upstream_setup_handle(CURL *c);
 struct curl_slist *upstream_setup_request(CURL *c, const char *base, const struct upstream_req *rq, char **ret_url);
-/* The request headers rq asks for (Authorization, IDENTITY_HEADER, Accept, X-Forwarded-For, an
- * empty Expect, Content-Type for methods other than GET and HEAD), appended to b as
+/* The request headers rq asks for (Authorization, IDENTITY_HEADER, Accept, X-Forwarded-For,
+ * If-None-Match, an empty Expect, Content-Type for methods other than GET and HEAD), appended to b as
  * NUL-terminated "Name: value" strings whose offsets go to offs; returns how many. Values
  * holding CR or LF are left out. */
-#define UPSTREAM_HEADERS_MAX 6
+#define UPSTREAM_HEADERS_MAX 7
 size_t upstream_header_lines(const struct upstream_req *rq, struct buf *b, size_t offs[UPSTREAM_HEADERS_MAX]);
 /* Sets c's method options for rq (every one of them, whatever the handle did before); for a
  * body, libcurl keeps a pointer to rq->body until the transfer ends. */
@@ -284,6 +290,59 @@ const char *ctype_intern(const char *ct);
 long upstream_streams_open(void);
 long upstream_legs_open(void);
 long upstream_stream_fd_budget(void);
+
+/* --- OpenAPI documents merged across partitions (openapi.c) --------------------------------- */
+enum oapi_doc { OAPI_NONE, OAPI_V2, OAPI_V3_INDEX, OAPI_V3_GV };
+/* Which document path names ("/openapi/v2", "/openapi/v3", with or without a trailing '/', or
+ * "/openapi/v3/<key>" with oapi_key_ok(key): *ret_key then points at key in path). */
+enum oapi_doc oapi_classify(const char *path, const char **ret_key);
+/* A v3 index key the gateway serves and lists: "api/..." or "apis/...", '/'-separated segments
+ * of letters, digits, '.', '-' and '_' (no empty, "." or ".." segment), at most 256 bytes. */
+bool oapi_key_ok(const char *key);
+/* Adds to dst what src (borrowed) has and dst lacks: paths, Swagger 2.0 definitions and
+ * OpenAPI 3 components.schemas; dst's entries win, except that a schema src declares kinds of
+ * (x-kubernetes-group-version-kind) gets them in dst too (src's whole schema when dst's declares
+ * none). Members of the wrong JSON type are left alone. Pure. */
+void oapi_merge(json_t *dst, const json_t *src);
+/* The gateway's /openapi/v3 index ({"paths":{key:{"serverRelativeURL":...}}}, new) from n
+ * partitions' indexes (borrowed, NULL allowed), first one's keys first: every key oapi_key_ok
+ * accepts, its URL "/openapi/v3/<key>?hash=<h>", h combining (oapi_hash_combine) the hash= of
+ * the URLs the partitions list for it, in order (a missing or malformed one counts as ""). Pure. */
+json_t *oapi_index_merge(json_t *const *idx, size_t n);
+/* Appends one hash for n >= 1 hashes: hashes[0] itself when n is 1, otherwise the upper-case hex
+ * SHA-256 of the hashes each followed by '\n'. */
+void oapi_hash_combine(const char *const *hashes, size_t n, struct buf *out);
+
+/* How long a merged document is served without asking the partitions after they last confirmed
+ * it (conditional requests with their entity tags) in the gateway. */
+#define OAPI_FRESH_MS 5000
+struct oapi_fetcher {
+	struct partition **tps, **rms; /* tenant partitions (the first that answers is asked), resource managers */
+	size_t ntp, nrm;
+	long fresh_ms;                 /* OAPI_FRESH_MS but in tests */
+	/* GET path (no query) from p as JSON, with If-None-Match if_none_match (may be NULL):
+	 * upstream_partition's contract. */
+	int (*fetch)(void *ud, struct partition *p, const char *path, const char *if_none_match,
+		     struct upstream_resp *ret);
+	void *ud;
+};
+struct oapi_reply {
+	int status;                /* 200, or 304 (no body) */
+	const char *content_type;  /* static strings */
+	const char *cache_control;
+	char *etag;
+	struct buf body;
+};
+void oapi_reply_release(struct oapi_reply *r);
+/* The reply to a GET of an OpenAPI document (accept, if_none_match and the hash query parameter
+ * may be NULL), from the cache or the partitions. A partition that does not answer is left out
+ * (logged); with none answering, the last merged document is served if there is one. 0 with ret
+ * filled, else E_NOT_FOUND (not a document path, or no partition has it), E_UNAVAILABLE (no
+ * partition answered) or E_TIMEOUT (another request's fetch of it took too long). Any thread. */
+int oapi_get(const struct oapi_fetcher *f, const char *path, const char *accept, const char *if_none_match,
+	     const char *hash, struct oapi_reply *ret);
+/* Drops every cached document (gateway_stop). */
+void oapi_cache_clear(void);
 
 /* --- merged watches (merge.c): composite resourceVersion and event rewriting --------------- */
 #define CRV_PREFIX "u1."

@@ -401,7 +401,8 @@ static void job_done_ok(struct job *j)
 	char *ct = NULL;
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &ct);
-	struct upstream_resp resp = { .status = (int)code, .content_type = ct ? xstrdup(ct) : NULL, .body = x->body };
+	struct upstream_resp resp = { .status = (int)code, .content_type = ct ? xstrdup(ct) : NULL,
+				      .warning = upstream_warnings(x->easy), .body = x->body };
 	buf_init(&x->body);
 	if (j->ep_tries)
 		atomic_store(&p->next_ep, (int)((j->ep_first + j->ep_tries) % p->nendpoints));

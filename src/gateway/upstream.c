@@ -41,10 +41,32 @@ const char *ctype_intern(const char *ct)
 	return e ? e->key : "application/json";
 }
 
+char *upstream_warnings(CURL *c)
+{
+	struct curl_header *h;
+	struct buf b = BUF_INIT;
+	for (size_t i = 0; curl_easy_header(c, "Warning", i, CURLH_HEADER, -1, &h) == CURLHE_OK; i++) {
+		if (b.len)
+			buf_adds(&b, ", ");
+		buf_adds(&b, h->value);
+		if (i + 1 >= h->amount)
+			break;
+	}
+	if (!b.len) {
+		buf_release(&b);
+		return NULL;
+	}
+	return buf_detach(&b, NULL);
+}
+
 void upstream_resp_release(struct upstream_resp *r)
 {
 	free(r->content_type);
 	r->content_type = NULL;
+	free(r->warning);
+	r->warning = NULL;
+	free(r->etag);
+	r->etag = NULL;
 	buf_release(&r->body);
 }
 
@@ -73,6 +95,7 @@ size_t upstream_header_lines(const struct upstream_req *rq, struct buf *b, size_
 	add_line(b, offs, &n, IDENTITY_HEADER, rq->identity);
 	add_line(b, offs, &n, "Accept", rq->accept ? rq->accept : "application/json");
 	add_line(b, offs, &n, "X-Forwarded-For", rq->forwarded_for);
+	add_line(b, offs, &n, "If-None-Match", rq->if_none_match);
 	offs[n++] = b->len;
 	buf_add(b, "Expect:", 8); /* with its NUL: no 100-continue round trip for bodies */
 	if (!bodyless(rq->method))
@@ -208,6 +231,10 @@ int upstream_do(const char *base, const struct upstream_req *rq, struct upstream
 		curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
 		r.status = (int)code;
 		r.content_type = ct ? xstrdup(ct) : NULL;
+		r.warning = upstream_warnings(c);
+		struct curl_header *etag;
+		if (curl_easy_header(c, "ETag", 0, CURLH_HEADER, -1, &etag) == CURLHE_OK)
+			r.etag = xstrdup(etag->value);
 		*ret = r;
 	}
 	curl_slist_free_all(h);

@@ -4,6 +4,7 @@
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
 #include "ursa/kinds.h"
+#include "ursa/podsecurity.h"
 
 int kl_pod_requests(const json_t *pod, struct kl_res *ret, struct buf *err)
 {
@@ -41,6 +42,20 @@ const char *kl_admit(const struct kl_res *alloc, const struct kl_res *used, cons
 		return "OutOfmemory";
 	}
 	return NULL;
+}
+
+const char *kl_admit_isolation(const json_t *pod, struct buf *msg)
+{
+	if (!pod_security_applies(json_path_str(pod, "metadata.tenant")))
+		return NULL;
+	struct buf v = BUF_INIT;
+	const char *reason = NULL;
+	if (pod_security_violations(pod, &v) > 0) {
+		buf_addf(msg, "violates %s: %s", POD_SECURITY_POLICY, buf_cstr(&v));
+		reason = "TenantIsolation";
+	}
+	buf_release(&v);
+	return reason;
 }
 
 bool kl_phase_terminal(const char *phase)

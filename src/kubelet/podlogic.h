@@ -28,6 +28,11 @@ int kl_pod_requests(const json_t *pod, struct kl_res *ret, struct buf *err);
  * "OutOfcpu", "OutOfmemory"; static string) with the message appended to msg. */
 const char *kl_admit(const struct kl_res *alloc, const struct kl_res *used, const struct kl_res *req,
 		     struct buf *msg);
+/* Tenant isolation again, after the tenant partition's admission (ursa/podsecurity.h): a pod of
+ * any tenant but system (metadata.tenant) that asks for privileged containers, host namespaces,
+ * hostPath volumes, host ports, added capabilities and the like. NULL when it may run, else the
+ * rejection reason "TenantIsolation" (static) with the violations appended to msg. */
+const char *kl_admit_isolation(const json_t *pod, struct buf *msg);
 
 /* Converts a pod object into a runtime spec. 0, or E_INVALID with a message in err (the
  * pod is then failed with reason "InvalidPodSpec"). *ret is filled only on success; release

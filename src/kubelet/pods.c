@@ -113,7 +113,9 @@ static void start(struct kl_pods *ps, struct kl_pod *kp, const json_t *obj, bool
 		struct kl_res used = { n->cpu_used_m, n->mem_used_m, n->pods_used };
 		struct buf msg = BUF_INIT;
 		buf_adds(&msg, "Pod was rejected: ");
-		const char *reason = kl_admit(&alloc, &used, &kp->req, &msg);
+		const char *reason = kl_admit_isolation(obj, &msg);
+		if (!reason)
+			reason = kl_admit(&alloc, &used, &kp->req, &msg);
 		if (reason)
 			fail_pod(kp, reason, buf_cstr(&msg));
 		buf_release(&msg);

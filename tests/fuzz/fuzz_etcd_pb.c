@@ -94,19 +94,19 @@ static void fields(const uint8_t *p, size_t len)
 
 static void grpc(const uint8_t *p, size_t len)
 {
-	struct etcd_grpc_status st = { false, 0, BUF_INIT };
+	struct grpc_status st = GRPC_STATUS_INIT;
 	const uint8_t *msg;
 	size_t mlen, start = 0;
 
-	if (etcd_grpc_unframe(p, len, 1 << 20, &msg, &mlen) == 0 && (msg != p + 5 || mlen != len - 5))
+	if (grpc_unframe(p, len, 1 << 20, &msg, &mlen) == 0 && (msg != p + 5 || mlen != len - 5))
 		abort();
 	for (size_t i = 0; i <= len; i++) {
 		if (i == len || p[i] == '\n') {
-			etcd_grpc_header_line(&st, (const char *)p + start, i - start + (i < len));
+			grpc_status_header_line(&st, (const char *)p + start, i - start + (i < len));
 			start = i + 1;
 		}
 	}
-	if (st.message.len > ETCD_MAX_GRPC_MESSAGE || (st.has_code && (st.code < 0 || st.code > 9999)))
+	if (st.message.len > GRPC_MAX_STATUS_MESSAGE || (st.has_code && (st.code < 0 || st.code > 9999)))
 		abort();
 	buf_release(&st.message);
 }

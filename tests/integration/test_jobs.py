@@ -15,7 +15,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from ursa_harness import *  # noqa: F401,F403
 import ursa_harness as H
 
-CM_BIN = os.path.join(H.BUILD_DIR, "src", "tenant-partition", "controllers", "ursa-tp-controller-manager")
 S = {}
 JOBS = "/apis/batch/v1/tenants/acme/namespaces/default/jobs"
 CRONJOBS = "/apis/batch/v1/tenants/acme/namespaces/default/cronjobs"
@@ -23,17 +22,8 @@ NOW_OFFSET = 90
 
 
 def setup():
-    H.require_binary(CM_BIN, "ursa-tp-controller-manager")
-    S["etcd"] = H.Etcd().start()
-    S["api"] = H.ApiServer(S["etcd"]).start()
-    S["admin"] = S["api"].admin()
-    H.create_tenant(S["admin"], "acme")
-    S["kc"] = S["api"].kubeconfig("acme", "alice")
-    log = os.path.join(S["api"].dir, "cm.log")
-    H._logs.append(("controller-manager", log))
-    S["cm"] = H.spawn([CM_BIN, "--kubeconfig", S["api"].admin_kubeconfig(), "--identity", "cm-a",
-                       "--log-level", "debug", "--job-backoff-base-ms", "200",
-                       "--cronjob-now-offset", str(NOW_OFFSET)], log)
+    S.update(H.start_tp_with_controllers(identity="cm-a", cm_args=["--job-backoff-base-ms", "200",
+                                                                  "--cronjob-now-offset", str(NOW_OFFSET)]))
 
 
 def kc(*args, ok=True):
@@ -56,13 +46,15 @@ def job_pods(name, active_only=False):
     return items
 
 
-def set_phase(pod, phase, at=None):
-    """Plays the kubelet: the pod ends in phase (its container terminated with exit 0 or 1) at
-    time at (default now)."""
+def set_phase(pod, phase, at=None, code=None):
+    """Plays the kubelet: the pod ends in phase (its container terminated with exit code, by default
+    0 or 1) at time at (default now). The real-node kubelet reports a process's exit status the
+    same way (sh -c 'exit 42' gives exitCode 42)."""
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
     st = pod.get("status") or {}
     st["phase"] = phase
-    code = 0 if phase == "Succeeded" else 1
+    if code is None:
+        code = 0 if phase == "Succeeded" else 1
     st["containerStatuses"] = [{"name": c["name"], "image": c["image"], "imageID": "", "ready": False,
                                 "restartCount": 0,
                                 "state": {"terminated": {"exitCode": code, "startedAt": now, "finishedAt": now,
@@ -210,6 +202,189 @@ def test_deadline_and_suspend_and_ttl():
     set_phase(p, "Succeeded")
     wait_until(lambda: job("brief") is None, 20, "job deleted after its ttl")
     wait_until(lambda: not job_pods("brief"), 20, "its pods collected")
+
+
+def pfp_job(name, rules, **spec):
+    m = job_manifest(name, podFailurePolicy={"rules": rules}, **spec)
+    return m
+
+
+def exit_rule(action, op, values, **extra):
+    r = {"action": action, "onExitCodes": dict({"operator": op, "values": values}, **extra)}
+    return r
+
+
+def causes(r):
+    return {(c.get("field"), c.get("message")) for c in ((r.json or {}).get("details") or {}).get("causes") or []}
+
+
+def refused(m, field, message, what):
+    r = S["admin"].post(JOBS, m)
+    expect_status(r, 422, what, "Invalid")
+    check((field, message) in causes(r), "%s: want %s: %s in %r" % (what, field, message, r.json))
+    return r
+
+
+def put_job(name, change):
+    """PUTs job name after change(job); retried on 409 (the controller may write its status meanwhile)."""
+    for _ in range(10):
+        j = job(name)
+        change(j)
+        r = S["admin"].put(JOBS + "/" + name, j)
+        if r.status != 409:
+            break
+    return r
+
+
+def fail_next_pod(name, code, seen):
+    """Waits for an active pod of job name not failed yet and fails it with exit code."""
+    def fresh():
+        return [p for p in job_pods(name, active_only=True) if p["metadata"]["name"] not in seen]
+    p = wait_until(fresh, 20, "a new pod of job " + name)[0]
+    seen.add(p["metadata"]["name"])
+    set_phase(p, "Failed", code=code)
+    return p
+
+
+def test_pod_failure_policy_fail_job():
+    create(JOBS, pfp_job("pfp-fail", [exit_rule("FailJob", "In", [42]),
+                                      {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}],
+                         backoffLimit=6))
+    j = job("pfp-fail")
+    eq(j["spec"]["podReplacementPolicy"], "Failed", "podReplacementPolicy default with a podFailurePolicy")
+    eq(j["spec"]["podFailurePolicy"]["rules"][1]["onPodConditions"][0].get("status"), "True",
+       "onPodConditions status default")
+    seen = set()
+    p = fail_next_pod("pfp-fail", 42, seen)
+    c = wait_until(lambda: condition(job("pfp-fail"), "Failed"), 20, "job pfp-fail Failed")
+    eq(c["reason"], "PodFailurePolicy", "reason")
+    eq(c["message"], "Container c for pod default/%s failed with exit code 42 matching FailJob rule at index 0"
+       % p["metadata"]["name"], "message")
+    ft = condition(job("pfp-fail"), "FailureTarget")
+    check(ft and ft["reason"] == "PodFailurePolicy", "FailureTarget condition: %r" % job("pfp-fail"))
+    st = job("pfp-fail")["status"]
+    eq((st.get("failed"), st.get("active")), (1, 0), "counts")
+    time.sleep(1)
+    eq(len(job_pods("pfp-fail")), 1, "no retry after FailJob (backoffLimit 6 unused)")
+
+
+def test_pod_failure_policy_ignore_and_count():
+    # backoffLimit 0: one counted failure fails the job; exit code 3 is ignored
+    create(JOBS, pfp_job("pfp-ign", [exit_rule("Ignore", "In", [3]), exit_rule("Count", "In", [1, 2])],
+                         backoffLimit=0))
+    seen = set()
+    fail_next_pod("pfp-ign", 3, seen)
+    fail_next_pod("pfp-ign", 3, seen)  # a replacement came although backoffLimit is 0
+    time.sleep(0.5)
+    check(not condition(job("pfp-ign"), "Failed"), "ignored failures do not fail the job: %r" % job("pfp-ign"))
+    eq(job("pfp-ign")["status"].get("failed"), 0, "ignored failures are not counted")
+    p = wait_until(lambda: [q for q in job_pods("pfp-ign", active_only=True) if q["metadata"]["name"] not in seen],
+                   20, "a third pod")[0]
+    set_phase(p, "Succeeded")
+    wait_until(lambda: condition(job("pfp-ign"), "Complete"), 20, "job pfp-ign Complete")
+    eq(job("pfp-ign")["status"].get("failed"), 0, "failed after completion")
+    # Count acts as without a policy: the backoff limit decides
+    create(JOBS, pfp_job("pfp-cnt", [exit_rule("Ignore", "In", [3]), exit_rule("Count", "In", [1, 2])],
+                         backoffLimit=0))
+    fail_next_pod("pfp-cnt", 2, set())
+    c = wait_until(lambda: condition(job("pfp-cnt"), "Failed"), 20, "job pfp-cnt Failed")
+    eq(c["reason"], "BackoffLimitExceeded", "reason of a counted failure")
+
+
+def test_pod_failure_policy_refused():
+    m = pfp_job("bad", [exit_rule("FailJob", "In", [42])])
+    m["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    r = refused(m, "spec.template.spec.restartPolicy",
+                'Invalid value: "OnFailure": only "Never" is supported when podFailurePolicy is specified',
+                "OnFailure with a podFailurePolicy")
+    check('spec.template.spec.restartPolicy: Invalid value: "OnFailure": only "Never" is supported when '
+          'podFailurePolicy is specified' in r.json["message"], r.json["message"])
+    R = "spec.podFailurePolicy.rules[0]"
+    refused(pfp_job("bad", [exit_rule("FailJob", "In", [0, 5])]), R + ".onExitCodes.values[0]",
+            "Invalid value: 0: must not be 0 for the In operator", "exit code 0 with In")
+    refused(pfp_job("bad", [exit_rule("FailJob", "NotIn", [5, 1])]), R + ".onExitCodes.values",
+            "Invalid value: []int32{5, 1}: must be ordered", "unordered values")
+    refused(pfp_job("bad", [exit_rule("FailJob", "In", [1, 1])]), R + ".onExitCodes.values[1]",
+            "Duplicate value: 1", "duplicate values")
+    refused(pfp_job("bad", [exit_rule("FailJob", "In", [])]), R + ".onExitCodes.values",
+            "Invalid value: []int32{}: at least one value is required", "no values")
+    refused(pfp_job("bad", [exit_rule("FailJob", "Is", [1])]), R + ".onExitCodes.operator",
+            'Unsupported value: "Is": supported values: "In", "NotIn"', "bad operator")
+    refused(pfp_job("bad", [exit_rule("FailJob", "In", [1], containerName="nope")]),
+            R + ".onExitCodes.containerName",
+            'Invalid value: "nope": must be one of the container or initContainer names in the pod template',
+            "unknown containerName")
+    refused(pfp_job("bad", [exit_rule("Restart", "In", [1])]), R + ".action",
+            'Unsupported value: "Restart": supported values: "Count", "FailIndex", "FailJob", "Ignore"',
+            "bad action")
+    refused(pfp_job("bad", [exit_rule("FailIndex", "In", [1])], completions=2, completionMode="Indexed"),
+            R + ".action", 'Invalid value: "FailIndex": requires the backoffLimitPerIndex to be set',
+            "FailIndex without backoffLimitPerIndex")
+    r = refused(pfp_job("bad", [exit_rule("FailIndex", "In", [1])], completions=2, completionMode="Indexed",
+                        backoffLimitPerIndex=1), "spec.backoffLimitPerIndex",
+                "Invalid value: 1: not supported by this server (per-index back-off is not implemented)",
+                "backoffLimitPerIndex")
+    check(any(f == R + ".action" and "not supported by this server" in msg for f, msg in causes(r)), r.json)
+    both = exit_rule("Ignore", "In", [1])
+    both["onPodConditions"] = [{"type": "DisruptionTarget", "status": "True"}]
+    refused(pfp_job("bad", [both]), R,
+            "Invalid value: specifying both OnExitCodes and OnPodConditions is not supported", "both matchers")
+    refused(pfp_job("bad", [{"action": "Ignore"}]), R,
+            "Invalid value: specifying one of OnExitCodes and OnPodConditions is required", "no matcher")
+    refused(pfp_job("bad", [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget",
+                                                                       "status": "Maybe"}]}]),
+            R + ".onPodConditions[0].status",
+            'Unsupported value: "Maybe": supported values: "False", "True", "Unknown"', "bad condition status")
+    refused(pfp_job("bad", [exit_rule("Ignore", "In", [i + 1]) for i in range(21)]),
+            "spec.podFailurePolicy.rules", "Too many: 21: must have at most 20 items", "21 rules")
+    refused(pfp_job("bad", [exit_rule("Ignore", "In", list(range(1, 257)))]), R + ".onExitCodes.values",
+            "Too many: 256: must have at most 255 items", "256 values")
+    refused(pfp_job("bad", [exit_rule("Ignore", "In", [1])], podReplacementPolicy="TerminatingOrFailed"),
+            "spec.podReplacementPolicy", 'Unsupported value: "TerminatingOrFailed": supported values: "Failed"',
+            "podReplacementPolicy with a podFailurePolicy")
+    # immutable once created
+    create(JOBS, pfp_job("pfp-imm", [exit_rule("Ignore", "In", [1])], suspend=True))
+    r = put_job("pfp-imm", lambda j: j["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"].update(values=[2]))
+    expect_status(r, 422, "podFailurePolicy changed", "Invalid")
+    check(any(f == "spec.podFailurePolicy" and "field is immutable" in msg for f, msg in causes(r)), r.json)
+
+
+def test_selector_without_manual_selector():
+    m = job_manifest("sel", selector={"matchLabels": {"app": "x"}})
+    m["spec"]["template"]["metadata"] = {"labels": {"app": "x"}}
+    r = S["admin"].post(JOBS, m)
+    expect_status(r, 422, "selector without manualSelector", "Invalid")
+    got = [msg for f, msg in causes(r) if f == "spec.selector"]
+    eq(len(got), 1, "spec.selector causes: %r" % r.json)
+    check(re.fullmatch(r'Invalid value: v1\.LabelSelector\{MatchLabels:map\[string\]string\{"app":"x", '
+                       r'"batch\.kubernetes\.io/controller-uid":"[0-9a-f-]{36}"\}, '
+                       r'MatchExpressions:\[\]v1\.LabelSelectorRequirement\(nil\)\}: `selector` not auto-generated',
+                       got[0]), got[0])
+    check('"sel" is invalid: spec.selector: Invalid value: v1.LabelSelector{' in r.json["message"], r.json["message"])
+    # a conflicting job-name label on the template is kept and refused
+    m = job_manifest("sel2")
+    m["spec"]["template"]["metadata"] = {"labels": {"job-name": "other"}}
+    r = S["admin"].post(JOBS, m)
+    expect_status(r, 422, "conflicting job-name label", "Invalid")
+    got = [msg for f, msg in causes(r) if f == "spec.template.metadata.labels[job-name]"]
+    check(len(got) == 1 and got[0].startswith('Invalid value: map[string]string{') and got[0].endswith(
+        ": must be 'sel2'") and '"job-name":"other"' in got[0], r.json)
+    # with manualSelector the selector is the user's and no label is generated
+    m = job_manifest("sel", selector={"matchLabels": {"app": "x"}}, manualSelector=True, suspend=True)
+    m["spec"]["template"]["metadata"] = {"labels": {"app": "x"}}
+    j = create(JOBS, m)
+    eq(j["spec"]["selector"], {"matchLabels": {"app": "x"}}, "manual selector kept")
+    eq(j["spec"]["template"]["metadata"]["labels"], {"app": "x"}, "no generated labels")
+    # a plain job: the generated selector and the four generated template labels
+    j = create(JOBS, job_manifest("sel3", suspend=True))
+    uid = j["metadata"]["uid"]
+    eq(j["spec"]["selector"], {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}, "generated selector")
+    eq(j["spec"]["template"]["metadata"]["labels"],
+       {"controller-uid": uid, "batch.kubernetes.io/controller-uid": uid, "job-name": "sel3",
+        "batch.kubernetes.io/job-name": "sel3"}, "generated labels")
+    # updates keep passing the generated-selector check
+    r = put_job("sel3", lambda j: j["metadata"].setdefault("labels", {}).update(touched="yes"))
+    eq(r.status, 200, "update of a job with a generated selector: %r" % r)
 
 
 def test_cronjob_runs_and_kubectl():

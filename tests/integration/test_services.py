@@ -16,7 +16,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from ursa_harness import *  # noqa: F401,F403
 import ursa_harness as H
 
-CM_BIN = os.path.join(H.BUILD_DIR, "src", "tenant-partition", "controllers", "ursa-tp-controller-manager")
 S = {}
 NETWORKS = "/apis/arktos.futurewei.com/v1/tenants/%s/networks"
 
@@ -36,16 +35,7 @@ def slices(name, tenant="acme", ns="default"):
 
 
 def setup():
-    H.require_binary(CM_BIN, "ursa-tp-controller-manager")
-    S["etcd"] = H.Etcd().start()
-    S["api"] = H.ApiServer(S["etcd"]).start()
-    S["admin"] = S["api"].admin()
-    H.create_tenant(S["admin"], "acme")
-    S["kc"] = S["api"].kubeconfig("acme", "alice")  # the tenant's administrator
-    log = os.path.join(S["api"].dir, "cm.log")
-    H._logs.append(("controller-manager", log))
-    S["cm"] = H.spawn([CM_BIN, "--kubeconfig", S["api"].admin_kubeconfig(), "--identity", "cm",
-                       "--log-level", "debug"], log)
+    S.update(H.start_tp_with_controllers())  # kc: the tenant's administrator
 
 
 def kc(*args, ok=True):

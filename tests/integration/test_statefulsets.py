@@ -13,7 +13,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from ursa_harness import *  # noqa: F401,F403
 import ursa_harness as H
 
-CM_BIN = os.path.join(H.BUILD_DIR, "src", "tenant-partition", "controllers", "ursa-tp-controller-manager")
 S = {}
 STS = "/apis/apps/v1/tenants/acme/namespaces/default/statefulsets"
 REVS = "/apis/apps/v1/tenants/acme/namespaces/default/controllerrevisions"
@@ -22,16 +21,7 @@ PVS = "/api/v1/tenants/acme/persistentvolumes"
 
 
 def setup():
-    H.require_binary(CM_BIN, "ursa-tp-controller-manager")
-    S["etcd"] = H.Etcd().start()
-    S["api"] = H.ApiServer(S["etcd"]).start()
-    S["admin"] = S["api"].admin()
-    H.create_tenant(S["admin"], "acme")
-    S["kc"] = S["api"].kubeconfig("acme", "alice")
-    log = os.path.join(S["api"].dir, "cm.log")
-    H._logs.append(("controller-manager", log))
-    S["cm"] = H.spawn([CM_BIN, "--kubeconfig", S["api"].admin_kubeconfig(), "--identity", "cm-a",
-                       "--log-level", "debug"], log)
+    S.update(H.start_tp_with_controllers(identity="cm-a"))
 
 
 def kc(*args, ok=True, input_text=None):

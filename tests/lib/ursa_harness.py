@@ -44,6 +44,7 @@ SOURCE_DIR = os.path.abspath(os.environ.get("URSA_SOURCE_DIR")
 BUILD_DIR = os.path.abspath(os.environ.get("URSA_BUILD_DIR") or os.path.join(SOURCE_DIR, "build"))
 APISERVER_BIN = os.path.join(BUILD_DIR, "src", "tenant-partition", "ursa-tp-apiserver")
 URSACTL_BIN = os.path.join(BUILD_DIR, "src", "ursactl", "ursactl")
+TP_CM_BIN = os.path.join(BUILD_DIR, "src", "tenant-partition", "controllers", "ursa-tp-controller-manager")
 ETCD_BIN = "/usr/bin/etcd"
 
 ADMIN_TENANT = "system"
@@ -669,6 +670,47 @@ class ApiServer:
 
     def user_client(self, tenant, user, groups=()):
         return self.client(kubeconfig_token(self.kubeconfig(tenant, user, groups)))
+
+
+class TpControllerManager:
+    """ursa-tp-controller-manager on api with its admin credentials, logging at debug level into
+    api's directory (<identity>.log, shown as "controller-manager" when a test fails)."""
+
+    def __init__(self, api, identity="cm", extra_args=()):
+        require_binary(TP_CM_BIN, "ursa-tp-controller-manager")
+        self.api = api
+        self.identity = identity
+        self.extra_args = list(extra_args)
+        self.log = os.path.join(api.dir, "%s.log" % identity)
+        self.proc = None
+        _logs.append(("controller-manager", self.log))
+
+    def start(self):
+        self.proc = spawn([TP_CM_BIN, "--kubeconfig", self.api.admin_kubeconfig(), "--identity", self.identity,
+                           "--log-level", "debug"] + self.extra_args, self.log)
+        return self
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        if self.proc is not None:
+            terminate(self.proc)
+            self.proc = None
+
+
+def start_tp_with_controllers(tenant="acme", user="alice", identity="cm", cm_args=()):
+    """The stage of a controller test: etcd, a TP API server, tenant `tenant` with a kubeconfig of
+    its administrator `user`, and a running TpControllerManager (extra flags cm_args). Returns a
+    dict with etcd, api, admin (an admin Client), kc (the kubeconfig path) and cm."""
+    require_binary(TP_CM_BIN, "ursa-tp-controller-manager")
+    st = {"etcd": Etcd().start()}
+    st["api"] = ApiServer(st["etcd"]).start()
+    st["admin"] = st["api"].admin()
+    create_tenant(st["admin"], tenant)
+    st["kc"] = st["api"].kubeconfig(tenant, user)
+    st["cm"] = TpControllerManager(st["api"], identity, cm_args).start()
+    return st
 
 
 def kubeconfig_token(path):

@@ -125,12 +125,13 @@ int authz_start(struct apiserver *s)
 	z->s = s;
 	z->rbac = rbac_new();
 	static const struct follower_ops ops = { feed_event, feed_reset, feed_listed, feed_synced };
+	s->authz = z; /* before the follower starts: its first sync bootstraps tenants through it */
 	if (!(z->follower = follower_start(sv, NFEEDS, &ops, z))) {
+		s->authz = NULL;
 		rbac_free(z->rbac);
 		free(z);
 		return -1;
 	}
-	s->authz = z;
 	return 0;
 }
 

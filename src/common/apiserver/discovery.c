@@ -1,7 +1,8 @@
-/* Non-resource endpoints: /version, health, /metrics, legacy discovery and the minimal
- * OpenAPI v3 documents kubectl needs for create/apply with validation. All generated from
- * the resource table. */
+/* Non-resource endpoints: /version, health, /metrics, discovery (legacy, and aggregated at /api
+ * and /apis for clients that ask for it, both with entity tags); the OpenAPI documents are
+ * openapi.c's. All generated from the resource table. */
 #include "internal.h"
+#include "ursa/apidisc.h"
 #include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
 #include <stdlib.h>
@@ -182,100 +183,92 @@ static bool group_served(struct apiserver *s, const char *g, const char *v)
 	return false;
 }
 
+/* Replies with obj (stolen) as ct (a static string) and its entity tag, or 304 with no body
+ * when the client's If-None-Match holds that tag (kubectl's HTTP cache revalidates so). The
+ * body depends on Accept at /api and /apis: Vary says so to caches. */
+static void reply_discovery(struct req *q, json_t *obj, const char *ct)
+{
+	struct buf b = BUF_INIT, etag = BUF_INIT;
+	json_dump_buf(obj, &b);
+	json_decref(obj);
+	apidisc_etag(b.ptr, b.len, &etag);
+	http_reply_header(q->reply, "ETag", buf_cstr(&etag));
+	http_reply_header(q->reply, "Vary", "Accept");
+	if (apidisc_etag_matches(http_header(q->http, "If-None-Match"), buf_cstr(&etag))) {
+		buf_release(&b);
+		http_reply_set(q->reply, 304, ct, NULL);
+	} else {
+		http_reply_set(q->reply, 200, ct, &b);
+	}
+	buf_release(&etag);
+}
+
+/* The aggregated form of /api (core) or /apis (every other group): each group's
+ * APIResourceLists, built by resource_list exactly as /api/v1 and /apis/<g>/<v> serve them,
+ * reshaped by apidisc_group. */
+static json_t *aggregated(struct apiserver *s, bool core, enum apidisc_form f)
+{
+	const char *gs[32];
+	size_t ng = core ? 1 : groups_of(s, gs, 32);
+	json_t *items = json_array();
+	for (size_t i = 0; i < ng; i++) {
+		const char *g = core ? "" : gs[i];
+		json_t *vers = versions_of_group(s, g), *v, *lists[16];
+		size_t k, n = 0;
+		json_array_foreach(vers, k, v) if (n < 16 && group_served(s, g, json_str(v, "version")))
+			lists[n++] = resource_list(s, g, json_str(v, "version"));
+		json_array_append_new(items, apidisc_group(g, lists, n));
+		for (k = 0; k < n; k++)
+			json_decref(lists[k]);
+		json_decref(vers);
+	}
+	return apidisc_list(f, items);
+}
+
 void serve_discovery(struct req *q)
 {
 	struct apiserver *s = q->s;
 	const struct path_info *p = &q->path;
 	const char *gs[32];
 	switch (p->kind) {
-	case PATH_DISCOVERY_ROOT:
-		if (p->legacy_core) {
-			reply_obj(q->reply, json_pack("{s:s,s:[s],s:[{s:s,s:s}]}", "kind", "APIVersions", "versions", "v1",
-						      "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0", "serverAddress",
-						      s->o.listen));
+	case PATH_DISCOVERY_ROOT: {
+		enum apidisc_form f = apidisc_negotiate(http_header(q->http, "Accept"));
+		if (f != APIDISC_LEGACY) {
+			reply_discovery(q, aggregated(s, p->legacy_core, f), apidisc_content_type(f));
+		} else if (p->legacy_core) {
+			reply_discovery(q,
+					json_pack("{s:s,s:[s],s:[{s:s,s:s}]}", "kind", "APIVersions", "versions", "v1",
+						  "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0", "serverAddress",
+						  s->o.listen),
+					"application/json");
 		} else {
 			json_t *groups = json_array();
 			size_t n = groups_of(s, gs, 32);
 			for (size_t i = 0; i < n; i++)
 				json_array_append_new(groups, group_json(s, gs[i]));
-			reply_obj(q->reply, json_pack("{s:s,s:s,s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups",
-						      groups));
+			reply_discovery(q, json_pack("{s:s,s:s,s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups",
+						     groups),
+					"application/json");
 		}
 		return;
+	}
 	case PATH_DISCOVERY_GROUP:
 		if (!group_served(s, p->group, NULL))
 			break;
 		json_t *g = group_json(s, p->group);
 		json_object_set_new(g, "kind", json_string("APIGroup"));
 		json_object_set_new(g, "apiVersion", json_string("v1"));
-		reply_obj(q->reply, g);
+		reply_discovery(q, g, "application/json");
 		return;
 	case PATH_DISCOVERY_GV:
 		if (!group_served(s, p->group, p->version))
 			break;
-		reply_obj(q->reply, resource_list(s, p->group, p->version));
+		reply_discovery(q, resource_list(s, p->group, p->version), "application/json");
 		return;
 	default:
 		break;
 	}
 	reply_status(q, E_NOT_FOUND, "the server could not find the requested resource");
-}
-
-/* OpenAPI v3: one document per group version, holding a PATCH operation per kind that
- * declares the fieldValidation parameter, which is all kubectl's validation looks for. */
-static void gv_key(const struct api_resource *r, struct buf *out)
-{
-	if (r->group[0])
-		buf_addf(out, "apis/%s/%s", r->group, r->version);
-	else
-		buf_addf(out, "api/%s", r->version);
-}
-
-void serve_openapi(struct apiserver *s, const char *path, struct http_reply *rp)
-{
-	const char *rest = path + strlen("/openapi/v3");
-	if (*rest == '\0' || strcmp(rest, "/") == 0) {
-		json_t *paths = json_object();
-		for (size_t i = 0; i < s->nres; i++) {
-			struct buf k = BUF_INIT;
-			gv_key(s->res[i].r, &k);
-			char *url = xasprintf("/openapi/v3/%s?hash=%s", buf_cstr(&k), s->o.partition_id ? "u1" : "u0");
-			json_object_set_new(paths, buf_cstr(&k), json_pack("{s:s}", "serverRelativeURL", url));
-			free(url);
-			buf_release(&k);
-		}
-		reply_obj(rp, json_pack("{s:o}", "paths", paths));
-		return;
-	}
-	json_t *paths = json_object();
-	for (size_t i = 0; i < s->nres; i++) {
-		const struct api_resource *r = s->res[i].r;
-		struct buf k = BUF_INIT, p = BUF_INIT;
-		buf_addch(&k, '/');
-		gv_key(r, &k);
-		if (strcmp(buf_cstr(&k), rest) != 0) {
-			buf_release(&k);
-			continue;
-		}
-		buf_add(&p, k.ptr, k.len);
-		if (r->scope == SCOPE_NAMESPACE)
-			buf_adds(&p, "/namespaces/{namespace}");
-		buf_addf(&p, "/%s/{name}", r->plural);
-		json_t *op = json_pack("{s:{s:s,s:s,s:s},s:[{s:s,s:s,s:{s:s}}],s:{s:{s:s}}}", "x-kubernetes-group-version-kind",
-				       "group", r->group, "version", r->version, "kind", r->kind, "parameters", "name",
-				       "fieldValidation", "in", "query", "schema", "type", "string", "responses", "200",
-				       "description", "OK");
-		json_object_set_new(paths, buf_cstr(&p), json_pack("{s:o}", "patch", op));
-		buf_release(&k);
-		buf_release(&p);
-	}
-	if (json_object_size(paths) == 0) {
-		json_decref(paths);
-		reply_status_raw(rp, E_NOT_FOUND, "the server could not find the requested resource");
-		return;
-	}
-	reply_obj(rp, json_pack("{s:s,s:{s:s,s:s},s:o,s:{s:{}}}", "openapi", "3.0.0", "info", "title", "Ursa",
-				"version", "v1.32.0", "paths", paths, "components", "schemas"));
 }
 
 bool serve_nonresource(struct apiserver *s, struct http_request *hr, struct http_reply *rp)
@@ -294,10 +287,8 @@ bool serve_nonresource(struct apiserver *s, struct http_request *hr, struct http
 		struct buf b = BUF_INIT;
 		metrics_render(s, &b);
 		http_reply_set(rp, 200, "text/plain; version=0.0.4", &b);
-	} else if (strncmp(p, "/openapi/v3", 11) == 0 && (p[11] == '\0' || p[11] == '/')) {
-		serve_openapi(s, p, rp);
-	} else if (strncmp(p, "/openapi/v2", 11) == 0 || strncmp(p, "/swagger", 8) == 0) {
-		reply_status_raw(rp, E_NOT_FOUND, "the server could not find the requested resource");
+	} else if (strncmp(p, "/openapi/", 9) == 0 || strncmp(p, "/swagger", 8) == 0) {
+		serve_openapi(s, hr, rp);
 	} else {
 		return false;
 	}

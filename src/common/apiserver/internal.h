@@ -98,6 +98,8 @@ struct req {
 	int replied_code;  /* the HTTP code of the reply, once sent (also without an HTTP request) */
 	uint64_t quota_resv; /* quota.c: the reservation admit_quota left for this create (0: none) */
 	uint32_t svcip_resv; /* svcip.c: the cluster IP admit_service reserved for this write (0: none) */
+	int fv_mode;       /* fieldval.c: enum fv_mode of a create, update or patch (0: not validated) */
+	json_t *fv_msgs;   /* fieldval.c: strict decoding messages met so far (owned; NULL: none) */
 };
 
 /* status.c: Status error replies. kind_plural/name fill details when not NULL. */
@@ -174,6 +176,27 @@ struct patch_doc {
 };
 int patch_doc_parse(struct req *q, struct patch_doc *p);
 int patch_doc_apply(struct req *q, const struct patch_doc *p, const json_t *cur, const char *kind, json_t **ret);
+
+/* fieldval.c: server-side field validation (the fieldValidation parameter: Strict, Warn, the
+ * default, or Ignore) of creates, updates and patches of a resource and its status and scale.
+ * fieldval_begin reads the parameter (0, or -1 with Kubernetes' 422 sent); fieldval_finish sends
+ * the warnings (one Warning header) and frees what begin and the others kept; both are called
+ * around every HTTP request. fieldval_parse_json parses a body's JSON text: outside a validated
+ * request as json_parse_limited (duplicate keys refused), inside it keeps the last of duplicate
+ * keys and notes them (new reference, NULL with ret_err filled). fieldval_check prunes obj (of
+ * the kind api_version/kind; no table: nothing pruned) of unknown fields and, under Strict with
+ * anything noted, replies 400 (decode_prefix: "<Kind> in version ... cannot be handled as a
+ * <Kind>: " before "strict decoding error: ...", as a create or update says it) and returns
+ * E_BAD_REQUEST; else 0. fieldval_check_apply answers a server-side apply body that has unknown
+ * fields as Kubernetes does (500, "field not declared in schema", whatever the mode). */
+enum fv_mode { FV_NONE, FV_IGNORE, FV_WARN, FV_STRICT };
+int fieldval_begin(struct req *q);
+void fieldval_finish(struct req *q);
+json_t *fieldval_parse_json(struct req *q, const char *body, size_t len, struct buf *ret_err);
+int fieldval_check(struct req *q, json_t *obj, const char *api_version, const char *kind, bool decode_prefix);
+int fieldval_check_apply(struct req *q, const json_t *doc, const char *api_version, const char *kind);
+/* write.c: fieldval_check of a client's object of q's resource, with the decode prefix. */
+int check_fields(struct req *q, json_t *obj);
 
 /* Filters from query parameters: labelSelector, fieldSelector. 0 or replies 400. */
 struct req_filter {
@@ -263,7 +286,19 @@ void table_set_list_meta(json_t *table, int64_t rv, const char *cont, long long 
 /* discovery.c */
 bool serve_nonresource(struct apiserver *s, struct http_request *hr, struct http_reply *rp);
 void serve_discovery(struct req *q);
-void serve_openapi(struct apiserver *s, const char *path, struct http_reply *rp);
+
+/* openapi.c: /openapi/v2 (JSON, or gnostic protobuf by Accept) and /openapi/v3[/<gv>] for the
+ * kinds s serves, built once per set of kinds and kept for the life of the process; ETag and
+ * If-None-Match (304). Replies 404 for other paths. */
+void serve_openapi(struct apiserver *s, struct http_request *hr, struct http_reply *rp);
+/* The documents themselves (new references), from the type tables (ursa/schema.h):
+ * Swagger 2.0, and an object mapping "api/v1", "apis/<g>/<v>" to OpenAPI 3.0 documents. */
+json_t *openapi_v2_document(const struct api_resource *const *res, size_t n);
+json_t *openapi_v3_documents(const struct api_resource *const *res, size_t n);
+/* openapi_pb.c: appends doc (Swagger 2.0 JSON) as gnostic's openapi_v2.Document message. */
+void openapi_v2_protobuf(const json_t *doc, struct buf *out);
+/* True when an Accept header prefers the v2 protobuf document to JSON. */
+bool openapi_wants_protobuf(const char *accept);
 
 /* watch.c */
 void watch_ticker_start(struct apiserver *s);

@@ -45,7 +45,7 @@ int patch_doc_parse(struct req *q, struct patch_doc *p)
 	if (kind == P_APPLY)
 		yaml_to_json(body, len, MAX_JSON_DEPTH, &p->doc, &err);
 	else
-		p->doc = json_parse_limited(body, len, MAX_JSON_DEPTH, &err);
+		p->doc = fieldval_parse_json(q, body, len, &err);
 	int rc = 0;
 	if (!p->doc) {
 		reply_status(q, E_BAD_REQUEST, "the patch is not valid: %s", buf_cstr(&err));
@@ -78,8 +78,15 @@ static bool names_resource_version(const struct patch_doc *p)
 
 int patch_doc_apply(struct req *q, const struct patch_doc *p, const json_t *cur, const char *kind, json_t **ret)
 {
-	struct buf err = BUF_INIT;
+	struct buf err = BUF_INIT, av = BUF_INIT;
 	int rc;
+	/* Field validation against the patched kind: the resource's, or autoscaling/v1 Scale. */
+	if (strcmp(kind, q->res->r->kind) == 0)
+		api_version_of(q->res->r, &av);
+	else
+		buf_adds(&av, "autoscaling/v1");
+	if (ctype_kind(p->ctype) == P_APPLY && (rc = fieldval_check_apply(q, p->doc, buf_cstr(&av), kind)) < 0)
+		goto out;
 	switch (ctype_kind(p->ctype)) {
 	case P_JSON:
 		rc = json_patch_apply(cur, p->doc, ret, &err);
@@ -98,8 +105,13 @@ int patch_doc_apply(struct req *q, const struct patch_doc *p, const json_t *cur,
 		reply_status(q, E_BAD_REQUEST, "the patched object is not a JSON object");
 		json_decref(*ret);
 		rc = E_BAD_REQUEST;
+	} else if (ctype_kind(p->ctype) != P_APPLY && (rc = fieldval_check(q, *ret, buf_cstr(&av), kind, false)) < 0) {
+		json_decref(*ret);
+		*ret = NULL;
 	}
+out:
 	buf_release(&err);
+	buf_release(&av);
 	return rc < 0 ? rc : 0;
 }
 
@@ -120,6 +132,14 @@ void handle_patch(struct req *q)
 	bool apply = ctype_kind(p.ctype) == P_APPLY;
 	json_t *create = NULL;
 	if (apply) {
+		struct buf av = BUF_INIT;
+		api_version_of(q->res->r, &av);
+		int rc = fieldval_check_apply(q, p.doc, buf_cstr(&av), q->res->r->kind);
+		buf_release(&av);
+		if (rc < 0) {
+			json_decref(p.doc);
+			return;
+		}
 		create = json_deep_copy(p.doc);
 		json_t *meta = json_obj_child(create, "metadata");
 		if (!json_str(meta, "name"))

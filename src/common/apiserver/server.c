@@ -274,7 +274,9 @@ static void on_http(void *ud, struct http_request *hr, struct http_reply *rp)
 	if (scope_request(&q) < 0 || authorize(&q) < 0)
 		goto out;
 	q.table = wants_table(&q);
-	dispatch(&q);
+	if (fieldval_begin(&q) == 0)
+		dispatch(&q);
+	fieldval_finish(&q);
 	if (strcmp(q.verb, "watch") != 0)
 		metrics_request(s->metrics, q.verb, q.res->index, http_reply_status(rp), mono_us() - http_started_us(hr));
 out:

@@ -51,7 +51,8 @@ static void do_status(struct req *q)
 			return;
 		const char *rv = json_path_str(body, "metadata.resourceVersion");
 		q->rv_precondition = rv && *rv;
-		do_update(q, q->path.name, UPDATE_STATUS, mutate_status_put, body, false, NULL);
+		if (check_fields(q, body) == 0)
+			do_update(q, q->path.name, UPDATE_STATUS, mutate_status_put, body, false, NULL);
 		json_decref(body);
 	} else if (strcmp(q->verb, "patch") == 0) {
 		struct patch_doc p = { 0 };
@@ -145,7 +146,8 @@ static void do_scale(struct req *q)
 		json_t *body = parse_body(q);
 		if (!body)
 			return;
-		if (check_type_meta(q, body, "Scale", "autoscaling/v1") == 0) {
+		if (fieldval_check(q, body, "autoscaling/v1", "Scale", true) == 0 &&
+		    check_type_meta(q, body, "Scale", "autoscaling/v1") == 0) {
 			const char *rv = json_path_str(body, "metadata.resourceVersion");
 			q->rv_precondition = rv && *rv;
 			do_update(q, q->path.name, UPDATE_RAW, mutate_scale_put, body, false, NULL);

@@ -2,6 +2,7 @@
 #include "internal.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
+#include "ursa/patch.h"
 #include "ursa/proto.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
@@ -41,7 +42,10 @@ json_t *parse_body(struct req *q)
 		reply_status(q, E_BAD_REQUEST, "the request body is empty");
 		goto out;
 	}
-	obj = json_parse_limited(body, len, MAX_JSON_DEPTH, &err);
+	if (ct && strncmp(ct, "application/yaml", 16) == 0)
+		yaml_to_json(body, len, MAX_JSON_DEPTH, &obj, &err);
+	else
+		obj = fieldval_parse_json(q, body, len, &err);
 	if (!obj) {
 		reply_status(q, E_BAD_REQUEST, "the object provided is not valid JSON: %s", buf_cstr(&err));
 		goto out;
@@ -111,7 +115,9 @@ static void reply_invalid(struct req *q, const json_t *obj, struct field_errors 
 {
 	const char *name = json_path_str(obj, "metadata.name");
 	struct buf msg = BUF_INIT;
-	buf_addf(&msg, "%s \"%s\" is invalid: ", q->res->r->kind, name ? name : "");
+	/* the kind qualified by its group, as Kubernetes names it: Deployment.apps "web" is invalid */
+	buf_addf(&msg, "%s%s%s \"%s\" is invalid: ", q->res->r->kind, q->res->r->group[0] ? "." : "", q->res->r->group,
+		 name ? name : "");
 	size_t n = json_array_size(errs->causes);
 	if (n > 1)
 		buf_addch(&msg, '[');
@@ -357,15 +363,28 @@ out:
 	buf_release(&val);
 }
 
+/* Unknown fields of a client's object (field validation, fieldval.c): 0 or replied. */
+int check_fields(struct req *q, json_t *obj)
+{
+	struct buf av = BUF_INIT;
+	api_version_of(q->res->r, &av);
+	int rc = fieldval_check(q, obj, buf_cstr(&av), q->res->r->kind, true);
+	buf_release(&av);
+	return rc;
+}
+
 void handle_create(struct req *q)
 {
 	json_t *obj = parse_body(q);
 	if (!obj)
 		return;
+	if (check_fields(q, obj) < 0)
+		goto out;
 	if (node_owns(q, obj))
 		do_create(q, obj);
 	else
 		reply_node_not_owner(q, json_path_str(obj, "metadata.name"));
+out:
 	json_decref(obj);
 }
 
@@ -633,7 +652,8 @@ void handle_update(struct req *q)
 		return;
 	const char *rv = json_path_str(obj, "metadata.resourceVersion");
 	q->rv_precondition = rv && *rv;
-	do_update(q, q->path.name, UPDATE_MAIN, mutate_replace, obj, false, NULL);
+	if (check_fields(q, obj) == 0)
+		do_update(q, q->path.name, UPDATE_MAIN, mutate_replace, obj, false, NULL);
 	json_decref(obj);
 }
 

@@ -112,24 +112,8 @@ static void handle_give(struct etcd_pool *p, CURL *c)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* te: trailers is what gRPC servers require of a client; grpc-timeout (unary calls only, not
- * the watch stream: timeout_ms 0) lets etcd give up on a request the client stopped waiting for. */
-static struct curl_slist *grpc_headers(long timeout_ms)
-{
-	struct curl_slist *h = curl_slist_append(NULL, "Expect:");
-
-	h = curl_slist_append(h, "content-type: application/grpc");
-	h = curl_slist_append(h, "te: trailers");
-	if (timeout_ms == 0)
-		return h;
-	/* at most 8 digits */
-	char *t = timeout_ms <= 99999999 ? xasprintf("grpc-timeout: %ldm", timeout_ms)
-					 : xasprintf("grpc-timeout: %ldS", timeout_ms / 1000 > 99999999 ? 99999999L : timeout_ms / 1000);
-	h = curl_slist_append(h, t);
-	free(t);
-	return h;
-}
-
+/* grpc-timeout (unary calls only, not the watch stream: timeout 0) lets etcd give up on a
+ * request the client stopped waiting for. */
 struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts)
 {
 	struct etcd *e;
@@ -151,8 +135,8 @@ struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts)
 	e->connect_timeout_ms = opts && opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : 1000;
 	e->headers = curl_slist_append(NULL, "Expect:");
 	e->headers = curl_slist_append(e->headers, "Content-Type: application/json");
-	e->grpc_headers = grpc_headers(e->timeout_ms);
-	e->stream_headers = grpc_headers(0);
+	e->grpc_headers = grpc_headers(NULL, e->timeout_ms);
+	e->stream_headers = grpc_headers(NULL, 0);
 	pool_init(&e->json_pool, etcd_curl_setup);
 	pool_init(&e->grpc_pool, etcd_grpc_setup);
 	e->gc = etcd_gc_new(opts);

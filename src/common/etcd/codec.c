@@ -53,22 +53,6 @@ void etcd_range_result_release(struct etcd_range_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* gRPC status codes (google.golang.org/grpc/codes). */
-enum {
-	GRPC_CANCELED = 1,
-	GRPC_INVALID_ARGUMENT = 3,
-	GRPC_DEADLINE_EXCEEDED = 4,
-	GRPC_NOT_FOUND = 5,
-	GRPC_ALREADY_EXISTS = 6,
-	GRPC_PERMISSION_DENIED = 7,
-	GRPC_RESOURCE_EXHAUSTED = 8,
-	GRPC_FAILED_PRECONDITION = 9,
-	GRPC_ABORTED = 10,
-	GRPC_OUT_OF_RANGE = 11,
-	GRPC_UNAVAILABLE = 14,
-	GRPC_UNAUTHENTICATED = 16,
-};
-
 static bool has(const char *msg, const char *what)
 {
 	return msg && strstr(msg, what);
@@ -90,39 +74,12 @@ int etcd_grpc_error(int64_t code, const char *message)
 	case GRPC_RESOURCE_EXHAUSTED:
 		/* message size over the gRPC limit; otherwise NOSPACE ("database space exceeded") */
 		return has(message, "larger than max") ? E_TOO_LARGE : E_INTERNAL;
-	case GRPC_NOT_FOUND:
-		return E_NOT_FOUND;
-	case GRPC_ALREADY_EXISTS:
-		return E_ALREADY_EXISTS;
 	case GRPC_FAILED_PRECONDITION:
 		return has(message, "already exists") ? E_ALREADY_EXISTS : E_CONFLICT;
-	case GRPC_ABORTED:
-		return E_CONFLICT;
-	case GRPC_CANCELED:
-	case GRPC_DEADLINE_EXCEEDED:
-		return E_TIMEOUT;
-	case GRPC_UNAVAILABLE:
-		return E_UNAVAILABLE;
-	case GRPC_UNAUTHENTICATED:
-		return E_UNAUTHORIZED;
-	case GRPC_PERMISSION_DENIED:
-		return E_FORBIDDEN;
-	default:
+	case GRPC_UNIMPLEMENTED:
 		return E_INTERNAL;
-	}
-}
-
-static int http_error(long status)
-{
-	switch (status) {
-	case 503:
-		return E_UNAVAILABLE;
-	case 504:
-		return E_TIMEOUT;
-	case 413:
-		return E_TOO_LARGE;
 	default:
-		return E_INTERNAL;
+		return grpc_code_error(code);
 	}
 }
 
@@ -139,10 +96,10 @@ int etcd_parse_error(const json_t *body, long http_status)
 			return E_INTERNAL;
 	}
 	if (!json_is_object(src))
-		return http_error(http_status);
+		return grpc_http_error(http_status);
 	if (code == 0) {
 		if (!json_object_get(src, "code"))
-			return http_error(http_status);
+			return grpc_http_error(http_status);
 		if (etcd_json_i64(src, "code", &code) < 0)
 			return E_INTERNAL;
 	}

@@ -9,11 +9,11 @@
 #include <stdatomic.h>
 #include "ursa/buf.h"
 #include "ursa/etcd.h"
+#include "ursa/grpc.h"
 #include "etcd/pb.h"
 
 #define ETCD_MAX_ENDPOINTS 32 /* grpc.c keeps a 32-bit mask of members per handle */
 #define ETCD_MAX_BODY ((size_t)256 << 20)  /* cap on one unary response body or gRPC message */
-#define ETCD_MAX_GRPC_MESSAGE ((size_t)1 << 10) /* cap on the grpc-message text kept */
 #define ETCD_MAX_WATCH_MSG ((size_t)64 << 20) /* cap on one watch stream message */
 #define ETCD_JSON_DEPTH 16                 /* etcd responses nest at most ~6 levels */
 
@@ -65,26 +65,9 @@ size_t etcd_on_body(char *data, size_t size, size_t nmemb, void *ud);
 /* A unary call: path is "/etcdserverpb.<Service>/<Method>", req the serialized request message
  * (without the 5-byte gRPC prefix). 0 with the response message in ret_msg (the caller's buf,
  * reset first; released by the caller in every case), or an E_* code mapped from grpc-status
- * and grpc-message by etcd_grpc_error(). Non-idempotent requests are retried on another member
+ * and grpc-message by etcd_grpc_error(). Framing and status parsing: ursa/grpc.h. Non-idempotent requests are retried on another member
  * only when they certainly did not reach one. */
 int etcd_grpc_call(struct etcd *e, const char *path, const struct buf *req, bool idempotent, struct buf *ret_msg);
-/* The one message of a unary response body: 5-byte prefix (flag 0 = uncompressed, big-endian
- * u32 length) and exactly that many bytes, at most cap. 0 with a view into body, or E_INTERNAL
- * (compressed, truncated, trailing bytes, over cap). */
-int etcd_grpc_unframe(const void *body, size_t len, size_t cap, const uint8_t **ret_msg, size_t *ret_len);
-/* grpc-status / grpc-message seen in headers or trailers. */
-struct etcd_grpc_status {
-	bool has_code;
-	int64_t code;
-	struct buf message; /* percent-decoded, at most ETCD_MAX_GRPC_MESSAGE bytes */
-};
-/* Feeds one header line ("name: value\r\n", any case) to st; other lines are ignored, as are
- * malformed values (a grpc-status that is not a small decimal number). */
-void etcd_grpc_header_line(struct etcd_grpc_status *st, const char *line, size_t len);
-/* Percent-decodes len bytes of in onto out, at most cap output bytes (the rest is dropped); a
- * '%' not followed by two hex digits is kept as is (as gRPC asks of receivers). */
-void etcd_grpc_pct_decode(const char *in, size_t len, size_t cap, struct buf *out);
-
 /* ---- JSON gateway (json.c) ---- */
 
 /* One request to the member that answered last, failing over to the others. 0 with *ret (the
@@ -113,7 +96,8 @@ int etcd_json_i64(const json_t *obj, const char *key, int64_t *ret);
  * {"error":{"grpc_code":N,"http_code":H,"message":"msg"}} and 3.6's {"code":N,"message":"msg"}.
  * body may be NULL (a non-JSON reply); http_status is used only then. Never returns 0. */
 int etcd_parse_error(const json_t *body, long http_status);
-/* The E_* code for a gRPC status code and message. */
+/* The E_* code for a gRPC status code and message: grpc_code_error refined by etcd's messages
+ * (compaction, request too large, key not found). A grpc_error_fn. */
 int etcd_grpc_error(int64_t code, const char *message);
 
 /* One line of the /v3/watch stream. */

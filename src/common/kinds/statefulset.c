@@ -76,11 +76,40 @@ static void validate_claim_templates(const json_t *spec, struct field_errors *er
 	}
 }
 
+/* A copy of obj whose template has a volume per claim template it does not already name, as
+ * the pods will (the controller adds them): mounts may name a claim template. NULL if none. */
+static json_t *with_claim_volumes(const json_t *obj)
+{
+	const json_t *vcts = json_path(obj, "spec.volumeClaimTemplates");
+	if (!json_is_array(vcts) || json_array_size(vcts) == 0 || !json_is_object(json_path(obj, "spec.template.spec")))
+		return NULL;
+	json_t *copy = json_deep_copy(obj), *ps = (json_t *)json_path(copy, "spec.template.spec");
+	json_t *vols = json_object_get(ps, "volumes");
+	if (!vols || json_is_null(vols))
+		json_object_set_new(ps, "volumes", vols = json_array());
+	if (!json_is_array(vols))
+		return copy; /* its own error */
+	size_t i, j;
+	json_t *vct, *v;
+	json_array_foreach(vcts, i, vct) {
+		const char *n = json_path_str(vct, "metadata.name");
+		bool named = !n || !*n;
+		json_array_foreach(vols, j, v)
+			named = named || (json_str(v, "name") && !strcmp(json_str(v, "name"), n));
+		if (!named)
+			json_array_append_new(vols, json_pack("{s:s,s:{s:s}}", "name", n, "persistentVolumeClaim",
+							      "claimName", n));
+	}
+	return copy;
+}
+
 static void statefulset_validate(const json_t *obj, const json_t *old, struct field_errors *errs)
 {
 	static const char *const types[] = { "OnDelete", "RollingUpdate", NULL };
 	static const char *const policies[] = { "OrderedReady", "Parallel", NULL };
-	workload_validate(obj, old, "statefulset", errs);
+	json_t *full = with_claim_volumes(obj);
+	workload_validate(full ? full : obj, old, "statefulset", errs);
+	json_decref(full);
 	const json_t *spec = json_object_get(obj, "spec");
 	if (!json_is_object(spec))
 		return;

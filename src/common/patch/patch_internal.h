@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "ursa/buf.h"
+#include "ursa/schema.h"
 
 /* Recursion guard of the merge engines; callers cap parsed depth far below this. */
 #define PATCH_MAX_DEPTH 512
@@ -20,30 +21,22 @@ void patch_canonical_key(const json_t *v, struct buf *out);
 /* Appends s (len bytes, may hold NULs) JSON-quoted, shortened past 200 bytes, for messages. */
 void patch_quote(struct buf *out, const char *s, size_t len);
 
-/* Strategic merge patch metadata: what the engine must know about a field of a map. */
+/* Strategic merge patch metadata comes from the one type description, ursa/schema.h: the
+ * schema of a map is a struct pb_msg, a field of it a struct pb_field (merge_key, PF_SET). */
 enum smp_list {
 	SMP_LIST_REPLACE,     /* default: a list in the patch replaces the live one */
 	SMP_LIST_MERGE_KEYED, /* list of maps merged element-wise by merge_key */
 	SMP_LIST_MERGE_SET,   /* list of primitives merged as a set (finalizers) */
 };
 
-struct smp_node;
-
-struct smp_field {
-	const char *name;
-	enum smp_list list;
-	const char *merge_key;       /* SMP_LIST_MERGE_KEYED only */
-	const struct smp_node *node; /* schema of the value if a map, of each element if a list */
-};
-
-struct smp_node {
-	const struct smp_field *fields;
-	size_t nfields;
-};
-
-/* Schema of a whole object of the given kind, or NULL for kinds without metadata. */
-const struct smp_node *smp_schema_for_kind(const char *kind);
-/* Field key (klen bytes) of node, or NULL (also for a NULL node). */
-const struct smp_field *smp_field_lookup(const struct smp_node *node, const char *key, size_t klen);
+/* Schema of a whole object of the given kind, or NULL for kinds without one. */
+const struct pb_msg *smp_schema_for_kind(const char *kind);
+/* Field key (klen bytes) of node, looking through inlined messages, or NULL (also for a NULL
+ * node). */
+const struct pb_field *smp_field_lookup(const struct pb_msg *node, const char *key, size_t klen);
+/* How a list in field f (NULL: unknown field) merges. */
+enum smp_list smp_list_of(const struct pb_field *f);
+/* Schema of f's value if a map, of each element if a list of maps; NULL if none (or f is NULL). */
+const struct pb_msg *smp_sub(const struct pb_field *f);
 
 #endif

@@ -29,7 +29,7 @@ struct smp {
 	int depth;
 };
 
-static int merge_map(struct smp *s, json_t *orig, const json_t *patch, const struct smp_node *node,
+static int merge_map(struct smp *s, json_t *orig, const json_t *patch, const struct pb_msg *node,
 		     json_t **ret);
 
 static int bad(struct smp *s, int code, const char *msg, const char *name, size_t nlen)
@@ -168,11 +168,11 @@ static json_t *order_items(const json_t *items, const char *mk, const json_t *wa
 
 /* ---- lists ----------------------------------------------------------------------------- */
 
-static int materialize(struct smp *s, const json_t *v, const struct smp_node *node, json_t **ret);
+static int materialize(struct smp *s, const json_t *v, const struct pb_msg *node, json_t **ret);
 
 /* A list taken from the patch as is (replace strategy): only directives and nulls inside its
  * maps are resolved. */
-static int materialize_list(struct smp *s, const json_t *list, const struct smp_node *node, json_t **ret)
+static int materialize_list(struct smp *s, const json_t *list, const struct pb_msg *node, json_t **ret)
 {
 	json_t *out = json_array(), *e, *m;
 	size_t i;
@@ -193,7 +193,7 @@ static int materialize_list(struct smp *s, const json_t *list, const struct smp_
 
 /* The value v would have if the live object lacked it; *ret is NULL if a "$patch": "delete"
  * map makes it vanish. */
-static int materialize(struct smp *s, const json_t *v, const struct smp_node *node, json_t **ret)
+static int materialize(struct smp *s, const json_t *v, const struct pb_msg *node, json_t **ret)
 {
 	int rc;
 
@@ -302,7 +302,7 @@ static int scan_keyed_patch(struct smp *s, const json_t *pv, const char *mk, con
 }
 
 /* Merges the ordinary elements of pv into w (live elements), by merge key. */
-static int merge_keyed_elems(struct smp *s, json_t *w, const json_t *pv, const struct smp_field *f,
+static int merge_keyed_elems(struct smp *s, json_t *w, const json_t *pv, const struct pb_field *f,
 			     const char *name, size_t nlen, json_t *want)
 {
 	json_t *widx = build_index(w, f->merge_key), *e, *m;
@@ -322,11 +322,11 @@ static int merge_keyed_elems(struct smp *s, json_t *w, const json_t *pv, const s
 			json_object_setn_new_nocheck(want, k.ptr, k.len, json_integer(nwant++));
 		long at = lookup(widx, &k);
 		if (at >= 0) {
-			rc = merge_map(s, json_incref(json_array_get(w, (size_t)at)), e, f->node, &m);
+			rc = merge_map(s, json_incref(json_array_get(w, (size_t)at)), e, smp_sub(f), &m);
 			if (!rc)
 				json_array_set_new(w, (size_t)at, m ? m : json_object());
 		} else {
-			rc = merge_map(s, NULL, e, f->node, &m);
+			rc = merge_map(s, NULL, e, smp_sub(f), &m);
 			if (!rc && m) {
 				json_object_setn_new_nocheck(widx, k.ptr, k.len, json_integer((json_int_t)json_array_size(w)));
 				json_array_append_new(w, m);
@@ -341,7 +341,7 @@ static int merge_keyed_elems(struct smp *s, json_t *w, const json_t *pv, const s
 }
 
 /* Merge strategy over a list of maps keyed by f->merge_key. */
-static int merge_keyed(struct smp *s, const json_t *cur, const json_t *pv, const struct smp_field *f,
+static int merge_keyed(struct smp *s, const json_t *cur, const json_t *pv, const struct pb_field *f,
 		       const char *name, size_t nlen, json_t **ret)
 {
 	json_t *del = json_object(), *w = json_array(), *want = json_object(), *server = NULL, *e;
@@ -359,7 +359,7 @@ static int merge_keyed(struct smp *s, const json_t *cur, const json_t *pv, const
 		json_array_foreach(pv, i, e)
 			if (!elem_directive(e))
 				json_array_append(plain, e);
-		rc = materialize_list(s, plain, f->node, ret);
+		rc = materialize_list(s, plain, smp_sub(f), ret);
 		json_decref(plain);
 		goto out;
 	}
@@ -387,19 +387,19 @@ out:
 
 /* Merges patch list pv into the live list cur (borrowed, NULL if absent) under field f's
  * strategy; *ret is new. */
-static int merge_list(struct smp *s, const json_t *cur, const json_t *pv, const struct smp_field *f,
+static int merge_list(struct smp *s, const json_t *cur, const json_t *pv, const struct pb_field *f,
 		      const char *name, size_t nlen, json_t **ret)
 {
 	json_t *empty = NULL;
 	int rc;
 
-	if (!f || f->list == SMP_LIST_REPLACE)
-		return materialize(s, pv, f ? f->node : NULL, ret);
+	if (smp_list_of(f) == SMP_LIST_REPLACE)
+		return materialize(s, pv, smp_sub(f), ret);
 	if (!cur)
 		cur = empty = json_array();
 	if (++s->depth > PATCH_MAX_DEPTH)
 		rc = bad(s, E_BAD_REQUEST, "patch is nested too deeply", NULL, 0);
-	else if (f->list == SMP_LIST_MERGE_SET)
+	else if (smp_list_of(f) == SMP_LIST_MERGE_SET)
 		rc = merge_set(s, cur, pv, name, nlen, ret);
 	else
 		rc = merge_keyed(s, cur, pv, f, name, nlen, ret);
@@ -476,9 +476,9 @@ out:
 
 /* Handles "$setElementOrder/<name>": merges list name and orders the result. */
 static int set_order_one(struct smp *s, json_t *orig, const json_t *patch, const char *name, size_t nlen,
-			 const json_t *order, const struct smp_field *f)
+			 const json_t *order, const struct pb_field *f)
 {
-	const char *mk = f && f->list == SMP_LIST_MERGE_KEYED ? f->merge_key : NULL;
+	const char *mk = smp_list_of(f) == SMP_LIST_MERGE_KEYED ? f->merge_key : NULL;
 	const json_t *pv = json_object_getn(patch, name, nlen);
 	json_t *cur = json_object_getn(orig, name, nlen);
 	json_t *merged = NULL, *want = NULL, *server = NULL;
@@ -509,7 +509,7 @@ static int set_order_one(struct smp *s, json_t *orig, const json_t *patch, const
 	return rc;
 }
 
-static int set_orders(struct smp *s, json_t *orig, const json_t *patch, const struct smp_node *node)
+static int set_orders(struct smp *s, json_t *orig, const json_t *patch, const struct pb_msg *node)
 {
 	const char *k;
 	size_t klen, plen = strlen(SET_ORDER);
@@ -560,9 +560,9 @@ static int delete_from_lists(struct smp *s, json_t *orig, const json_t *patch)
 /* ---- maps ------------------------------------------------------------------------------ */
 
 static int merge_field(struct smp *s, json_t *orig, const char *k, size_t klen, const json_t *v,
-		       const struct smp_node *node)
+		       const struct pb_msg *node)
 {
-	const struct smp_field *f = smp_field_lookup(node, k, klen);
+	const struct pb_field *f = smp_field_lookup(node, k, klen);
 	json_t *cur = json_object_getn(orig, k, klen), *nv = NULL;
 	int rc = 0;
 
@@ -571,7 +571,7 @@ static int merge_field(struct smp *s, json_t *orig, const char *k, size_t klen, 
 		return 0;
 	}
 	if (json_is_object(v))
-		rc = merge_map(s, json_is_object(cur) ? json_incref(cur) : NULL, v, f ? f->node : NULL, &nv);
+		rc = merge_map(s, json_is_object(cur) ? json_incref(cur) : NULL, v, smp_sub(f), &nv);
 	else if (json_is_array(v))
 		rc = merge_list(s, json_is_array(cur) ? cur : NULL, v, f, k, klen, &nv);
 	else
@@ -585,7 +585,7 @@ static int merge_field(struct smp *s, json_t *orig, const char *k, size_t klen, 
 	return 0;
 }
 
-static int merge_fields(struct smp *s, json_t *orig, const json_t *patch, const struct smp_node *node)
+static int merge_fields(struct smp *s, json_t *orig, const json_t *patch, const struct pb_msg *node)
 {
 	const char *k;
 	size_t klen;
@@ -603,7 +603,7 @@ static int merge_fields(struct smp *s, json_t *orig, const json_t *patch, const 
 
 /* Merges patch (an object) into orig (stolen; NULL or a non-object count as absent). *ret is
  * the new value, or NULL when "$patch": "delete" removes it. */
-static int merge_map(struct smp *s, json_t *orig, const json_t *patch, const struct smp_node *node,
+static int merge_map(struct smp *s, json_t *orig, const json_t *patch, const struct pb_msg *node,
 		     json_t **ret)
 {
 	const json_t *d = json_object_get(patch, DIRECTIVE);

@@ -6,7 +6,7 @@
 #include "ursa/errors.h"
 #include "ursa/proto.h"
 #include "ursa/xalloc.h"
-#include "schema.h"
+#include "ursa/schema.h"
 
 #define MAX_TYPE_STRING 256   /* apiVersion / kind in the envelope */
 
@@ -406,6 +406,8 @@ static int make_len_value(struct dec *d, const struct pb_field *f, struct rd *s,
 		return decode_intstr(d, f, s, ret);
 	case PT_MSG:
 		*ret = json_object();
+		if (f->flags & PF_NODECODE)
+			return 0;
 		if ((rc = decode_msg(d, f->sub, s, *ret, depth + 1))) {
 			json_decref(*ret);
 			*ret = NULL;
@@ -441,7 +443,8 @@ static int decode_field(struct dec *d, const struct pb_field *f, struct rd *r, u
 		/* A repeated occurrence of a singular message merges into the earlier one. */
 		old = json_object_get(obj, f->name);
 		if (!(f->flags & PF_REPEATED) && json_is_object(old))
-			return f->type == PT_OPAQUE ? 0 : decode_msg(d, f->sub, &s, old, depth + 1);
+			return f->type == PT_OPAQUE || (f->flags & PF_NODECODE) ? 0
+											 : decode_msg(d, f->sub, &s, old, depth + 1);
 		break;
 	default:
 		break;

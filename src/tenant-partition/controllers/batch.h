@@ -2,6 +2,7 @@
  * so unit tests reach the arithmetic without a server. */
 #ifndef TPC_BATCH_H
 #define TPC_BATCH_H
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "ursa/buf.h"
@@ -41,6 +42,18 @@ struct job_out {
  * (failed > backoffLimit), then completion; suspended jobs delete their active pods; new pods
  * wait for the back-off after the last failure. */
 void job_plan(const struct job_in *in, struct job_out *out);
+
+/* spec.podFailurePolicy: what a failed pod's first matching rule says. */
+enum pfp_action { PFP_NO_MATCH, PFP_FAIL_JOB, PFP_IGNORE, PFP_COUNT, PFP_FAIL_INDEX };
+/* Matches a failed pod against a podFailurePolicy (both borrowed; policy NULL: no match) as
+ * Kubernetes does: rules in order, the first that matches decides. onExitCodes looks at terminated
+ * containers with a non-zero exit code (containerStatuses, then initContainerStatuses), of
+ * containerName when given, with operator In (the code is among values) or NotIn (it is not);
+ * onPodConditions at the pod's conditions of the pattern's type and status. A rule with an unknown
+ * action matches nothing. For FailJob, Kubernetes' condition message is appended to msg (may be
+ * NULL): "Container <c> for pod <ns>/<pod> failed with exit code <n> matching FailJob rule at
+ * index <i>" or "Pod <ns>/<pod> has condition <type> matching FailJob rule at index <i>". */
+enum pfp_action job_pod_failure_match(const json_t *policy, const json_t *pod, struct buf *msg);
 
 /* Indexed jobs: state[i] for i < n is 0 (nothing), 'a' (an active pod) or 's' (succeeded).
  * Writes up to max indexes to create (lowest first, neither active nor succeeded) into ret and

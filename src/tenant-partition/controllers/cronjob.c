@@ -268,23 +268,14 @@ out:
 
 int tpc_sync_cronjob(struct tpc *m, const char *key)
 {
-	char *t = NULL, *ns = NULL, *name = NULL;
-	struct buf path = BUF_INIT;
+	struct tpc_live live;
 	struct cj_ctx c = { .m = m };
 	json_t *st = NULL;
-	int rc = 0;
-	if (!tpc_split_key(key, &t, &ns, &name))
-		return 0;
-	tpc_path(&path, "cronjobs", t, ns, name);
-	int code = tpc_get(m, path.ptr, &c.cj);
-	if (code != 200) {
-		rc = code == 404 ? 0 : E_UNAVAILABLE;
-		goto out;
-	}
-	c.tenant = t, c.ns = ns, c.name = name;
-	c.uid = json_path_str(c.cj, "metadata.uid");
-	if (!c.uid || json_path(c.cj, "metadata.deletionTimestamp"))
-		goto out;
+	int rc = tpc_get_live(m, "cronjobs", key, 0, &live);
+	if (rc <= 0)
+		return rc;
+	rc = 0;
+	c.cj = live.obj, c.tenant = live.tenant, c.ns = live.ns, c.name = live.name, c.uid = live.uid;
 	if ((rc = load_jobs(&c)) < 0)
 		goto out;
 	st = json_deep_copy(json_object_get(c.cj, "status"));
@@ -331,10 +322,8 @@ int tpc_sync_cronjob(struct tpc *m, const char *key)
 	if (next > now)
 		wq_add_after(m->wq[CTL_CRONJOB], key, (next - now) * 1000 + 200);
 out:
-	json_decref(c.cj);
 	json_decref(c.jobs);
 	json_decref(st);
-	buf_release(&path);
-	free(t), free(ns), free(name);
+	tpc_live_release(&live);
 	return rc;
 }

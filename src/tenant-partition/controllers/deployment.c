@@ -13,7 +13,7 @@
 struct dctx {
 	struct tpc *m;
 	const char *key, *tenant, *ns, *name;
-	json_t *d;     /* live deployment, owned */
+	json_t *d;     /* live deployment (borrowed from the sync's struct tpc_live) */
 	json_t *rss;   /* owned ReplicaSets (array, owned) */
 	json_t *neu;   /* borrowed from rss, or NULL */
 	bool created_new;
@@ -440,21 +440,13 @@ static int update_status(struct dctx *c, long long unavail)
 
 int tpc_sync_deployment(struct tpc *m, const char *key)
 {
-	char *t = NULL, *ns = NULL, *name = NULL;
-	struct buf path = BUF_INIT;
+	struct tpc_live live;
 	struct dctx c = { .m = m, .key = key };
-	int rc = 0;
-	if (!tpc_split_key(key, &t, &ns, &name))
-		return 0;
-	c.tenant = t, c.ns = ns, c.name = name;
-	tpc_path(&path, "deployments", t, ns, name);
-	int code = tpc_get(m, path.ptr, &c.d);
-	if (code != 200) {
-		rc = code == 404 ? 0 : E_UNAVAILABLE;
-		goto out;
-	}
-	if (json_path(c.d, "metadata.deletionTimestamp"))
-		goto out;
+	int rc = tpc_get_live(m, "deployments", key, 0, &live);
+	if (rc <= 0)
+		return rc;
+	rc = 0;
+	c.d = live.obj, c.tenant = live.tenant, c.ns = live.ns, c.name = live.name;
 	json_t *r = json_path(c.d, "spec.replicas");
 	c.want = json_is_integer(r) ? json_integer_value(r) : 1;
 	long long surge = 0, unavail = 0;
@@ -475,9 +467,7 @@ int tpc_sync_deployment(struct tpc *m, const char *key)
 	}
 	rc = update_status(&c, unavail);
 out:
-	json_decref(c.d);
 	json_decref(c.rss);
-	buf_release(&path);
-	free(t), free(ns), free(name);
+	tpc_live_release(&live);
 	return rc;
 }

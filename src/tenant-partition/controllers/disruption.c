@@ -90,17 +90,18 @@ static long long expected_from_controllers(struct tpc *m, const char *t, const c
 
 int tpc_sync_disruption(struct tpc *m, const char *key)
 {
-	char *t = NULL, *ns = NULL, *name = NULL;
-	if (!tpc_split_key(key, &t, &ns, &name))
-		return 0;
-	json_t *pdb = NULL, *pods = NULL, *st = NULL;
+	struct tpc_live live;
+	/* a terminating budget keeps its status current until it is gone */
+	int rc = tpc_get_live(m, "poddisruptionbudgets", key, TPC_LIVE_TERMINATING, &live);
+	if (rc <= 0)
+		return rc;
+	rc = 0;
+	const char *t = live.tenant, *ns = live.ns, *name = live.name;
+	json_t *pdb = live.obj, *pods = NULL, *st = NULL;
 	struct buf p = BUF_INIT;
-	int rc = 0;
 	tpc_path(&p, "poddisruptionbudgets", t, ns, name);
-	int code = tpc_get(m, p.ptr, &pdb);
-	if (code == 404)
-		goto out;
-	if (code != 200 || !(pods = budget_pods(m, t, ns, pdb))) {
+	int code;
+	if (!(pods = budget_pods(m, t, ns, pdb))) {
 		rc = E_UNAVAILABLE;
 		goto out;
 	}
@@ -120,10 +121,9 @@ int tpc_sync_disruption(struct tpc *m, const char *key)
 	else if (code != 200 && code != 404)
 		rc = E_UNAVAILABLE;
 out:
-	json_decref(pdb);
 	json_decref(pods);
 	json_decref(st);
 	buf_release(&p);
-	free(t), free(ns), free(name);
+	tpc_live_release(&live);
 	return rc;
 }

@@ -1,5 +1,6 @@
 /* Job controller (batch/v1): pods up to parallelism while completions remain (NonIndexed and
- * Indexed), failures retried with back-off up to backoffLimit, activeDeadlineSeconds, suspend,
+ * Indexed), failures retried with back-off up to backoffLimit, podFailurePolicy (FailJob, Ignore,
+ * Count; job_pod_failure_match in joblogic.c), activeDeadlineSeconds, suspend,
  * ttlSecondsAfterFinished, and the status kubectl reads (counts, times, Complete/Failed). The
  * decisions are job_plan's (joblogic.c); this file reads pods and writes the result. */
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 
 struct job_ctx {
 	struct tpc *m;
-	json_t *job; /* live, owned */
+	json_t *job; /* live (borrowed from the sync's struct tpc_live) */
 	const char *tenant, *ns, *name, *uid;
 	json_t *active;    /* owned active pods (array, owned) */
 	long long succeeded, failed;
@@ -25,6 +26,9 @@ struct job_ctx {
 	bool indexed;
 	long long completions;
 	char *state; /* Indexed: per index 0 / 'a' / 's' */
+	const json_t *policy; /* spec.podFailurePolicy (borrowed) or NULL */
+	struct buf fail_msg;  /* set when a failed pod matched a FailJob rule */
+	long long ignored;    /* failed pods a rule said to Ignore */
 	int err;
 };
 
@@ -100,6 +104,13 @@ static int load_pods(struct job_ctx *c)
 			else if (in_range && c->state[idx] != 's')
 				c->state[idx] = 's', c->succeeded++;
 		} else if (phase && !strcmp(phase, "Failed")) {
+			bool first = c->fail_msg.len == 0;
+			enum pfp_action act = c->policy ? job_pod_failure_match(c->policy, pod, first ? &c->fail_msg : NULL)
+							: PFP_NO_MATCH;
+			if (act == PFP_IGNORE) {
+				c->ignored++; /* neither counted toward backoffLimit nor delaying new pods */
+				continue;
+			}
 			c->failed++;
 			int64_t t = pod_fail_ms(pod);
 			if (t > c->last_fail_ms)
@@ -293,23 +304,17 @@ static int finished(struct job_ctx *c, const char *key, const json_t *cond)
 
 int tpc_sync_job(struct tpc *m, const char *key)
 {
-	char *t = NULL, *ns = NULL, *name = NULL;
-	struct buf path = BUF_INIT, now_s = BUF_INIT, idxs = BUF_INIT;
+	struct tpc_live live;
+	struct buf now_s = BUF_INIT, idxs = BUF_INIT;
 	struct job_ctx c = { .m = m };
 	json_t *st = NULL;
-	int rc = 0;
-	if (!tpc_split_key(key, &t, &ns, &name))
-		return 0;
-	tpc_path(&path, "jobs", t, ns, name);
-	int code = tpc_get(m, path.ptr, &c.job);
-	if (code != 200) {
-		rc = code == 404 ? 0 : E_UNAVAILABLE;
-		goto out;
-	}
-	c.tenant = t, c.ns = ns, c.name = name;
-	c.uid = json_path_str(c.job, "metadata.uid");
-	if (!c.uid || json_path(c.job, "metadata.deletionTimestamp"))
-		goto out;
+	int rc = tpc_get_live(m, "jobs", key, 0, &live);
+	if (rc <= 0)
+		return rc;
+	rc = 0;
+	const char *t = live.tenant, *ns = live.ns, *name = live.name;
+	c.job = live.obj, c.tenant = t, c.ns = ns, c.name = name, c.uid = live.uid;
+	c.policy = json_path(c.job, "spec.podFailurePolicy");
 	const char *mode = json_path_str(c.job, "spec.completionMode");
 	const json_t *comp = json_path(c.job, "spec.completions");
 	c.completions = json_is_integer(comp) ? json_integer_value(comp) : -1;
@@ -357,6 +362,14 @@ int tpc_sync_job(struct tpc *m, const char *key)
 		in.parallelism = 1;
 	struct job_out plan;
 	job_plan(&in, &plan);
+	if (c.fail_msg.len) { /* a FailJob rule matched: it wins over deadline, backoff and completion */
+		plan.verdict = JOB_FAILED;
+		plan.reason = "PodFailurePolicy";
+		plan.message = c.fail_msg.ptr;
+		plan.create = 0;
+		plan.remove = in.active;
+		plan.recheck_ms = 0;
+	}
 	if (plan.remove > 0)
 		delete_pods(&c, plan.remove > MAX_BURST ? MAX_BURST : plan.remove);
 	long long made = 0;
@@ -401,13 +414,12 @@ int tpc_sync_job(struct tpc *m, const char *key)
 			 "tenant=\"%s\" namespace=\"%s\" name=\"%s\" created=%lld removed=%lld verdict=%d", t, ns,
 			 name, made, plan.remove, (int)plan.verdict);
 out:
-	json_decref(c.job);
 	json_decref(c.active);
 	json_decref(st);
 	free(c.state);
-	buf_release(&path);
+	buf_release(&c.fail_msg);
 	buf_release(&now_s);
 	buf_release(&idxs);
-	free(t), free(ns), free(name);
+	tpc_live_release(&live);
 	return rc;
 }

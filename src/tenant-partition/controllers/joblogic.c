@@ -3,6 +3,7 @@
 #include "batch.h"
 #include "ursa/cron.h"
 #include "ursa/errors.h"
+#include "ursa/jsonutil.h"
 
 int64_t job_backoff_ms(long long failures, int64_t base_ms)
 {
@@ -76,6 +77,113 @@ void job_plan(const struct job_in *in, struct job_out *out)
 		}
 	}
 	out->create = want - in->active;
+}
+
+static bool exit_code_in(const json_t *req, long long code)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(req, "values"), i, v) {
+		if (json_is_integer(v) && json_integer_value(v) == code)
+			return true;
+	}
+	return false;
+}
+
+/* The first terminated container of statuses with a non-zero exit code that req matches, or NULL. */
+static const json_t *match_exit_codes(const json_t *statuses, const json_t *req)
+{
+	const char *want = json_str(req, "containerName"), *op = json_str(req, "operator");
+	size_t i;
+	json_t *cs;
+	json_array_foreach(statuses, i, cs) {
+		const json_t *term = json_path(cs, "state.terminated");
+		const json_t *code = json_object_get(term, "exitCode");
+		if (!json_is_object(term) || !json_is_integer(code) || json_integer_value(code) == 0)
+			continue;
+		const char *name = json_str(cs, "name");
+		if (want && (!name || strcmp(want, name)))
+			continue;
+		bool in = exit_code_in(req, json_integer_value(code));
+		if (op && ((!strcmp(op, "In") && in) || (!strcmp(op, "NotIn") && !in)))
+			return cs;
+	}
+	return NULL;
+}
+
+/* The first condition of the pod that one of the patterns matches, or NULL. */
+static const json_t *match_conditions(const json_t *pod, const json_t *patterns)
+{
+	size_t i, j;
+	json_t *c, *p;
+	json_array_foreach(json_path(pod, "status.conditions"), i, c) {
+		const char *ct = json_str(c, "type"), *cst = json_str(c, "status");
+		json_array_foreach(patterns, j, p) {
+			const char *pt = json_str(p, "type"), *pst = json_str(p, "status");
+			if (ct && cst && pt && pst && !strcmp(ct, pt) && !strcmp(cst, pst))
+				return c;
+		}
+	}
+	return NULL;
+}
+
+static enum pfp_action action_of(const char *a)
+{
+	if (!a)
+		return PFP_NO_MATCH;
+	if (!strcmp(a, "FailJob"))
+		return PFP_FAIL_JOB;
+	if (!strcmp(a, "Ignore"))
+		return PFP_IGNORE;
+	if (!strcmp(a, "Count"))
+		return PFP_COUNT;
+	if (!strcmp(a, "FailIndex"))
+		return PFP_FAIL_INDEX;
+	return PFP_NO_MATCH;
+}
+
+enum pfp_action job_pod_failure_match(const json_t *policy, const json_t *pod, struct buf *msg)
+{
+	const char *ns = json_path_str(pod, "metadata.namespace"), *pname = json_path_str(pod, "metadata.name");
+	ns = ns ? ns : "";
+	pname = pname ? pname : "";
+	size_t i;
+	json_t *rule;
+	json_array_foreach(json_object_get(policy, "rules"), i, rule) {
+		enum pfp_action act = action_of(json_str(rule, "action"));
+		if (act == PFP_NO_MATCH)
+			continue;
+		const json_t *req = json_object_get(rule, "onExitCodes");
+		const json_t *pats = json_object_get(rule, "onPodConditions");
+		if (json_is_object(req)) {
+			const json_t *cs = match_exit_codes(json_path(pod, "status.containerStatuses"), req);
+			if (!cs)
+				cs = match_exit_codes(json_path(pod, "status.initContainerStatuses"), req);
+			if (!cs)
+				continue;
+			if (act == PFP_FAIL_JOB && msg) {
+				const char *cname = json_str(cs, "name");
+				buf_addf(msg,
+					 "Container %s for pod %s/%s failed with exit code %lld matching FailJob rule at "
+					 "index %zu",
+					 cname ? cname : "", ns, pname,
+					 (long long)json_integer_value(json_path(cs, "state.terminated.exitCode")), i);
+			}
+			return act;
+		}
+		if (json_is_array(pats)) {
+			const json_t *c = match_conditions(pod, pats);
+			if (!c)
+				continue;
+			if (act == PFP_FAIL_JOB && msg) {
+				const char *ct = json_str(c, "type");
+				buf_addf(msg, "Pod %s/%s has condition %s matching FailJob rule at index %zu", ns, pname,
+					 ct ? ct : "", i);
+			}
+			return act;
+		}
+	}
+	return PFP_NO_MATCH;
 }
 
 long long job_pick_indexes(const char *state, long long n, long long max, long long *ret)

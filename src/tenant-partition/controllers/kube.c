@@ -103,6 +103,35 @@ bool tpc_split_key(const char *key, char **ret_t, char **ret_ns, char **ret_name
 	return true;
 }
 
+void tpc_live_release(struct tpc_live *l)
+{
+	free(l->tenant);
+	free(l->ns);
+	free(l->name);
+	json_decref(l->obj);
+	memset(l, 0, sizeof(*l));
+}
+
+int tpc_get_live(struct tpc *m, const char *plural, const char *key, unsigned flags, struct tpc_live *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!tpc_split_key(key, &ret->tenant, &ret->ns, &ret->name))
+		return 0;
+	struct buf path = BUF_INIT;
+	tpc_path(&path, plural, ret->tenant, (flags & TPC_LIVE_TENANT_SCOPED) ? NULL : ret->ns, ret->name);
+	int code = tpc_get(m, path.ptr, &ret->obj);
+	buf_release(&path);
+	int rc = code == 200 ? 1 : code == 404 ? 0 : E_UNAVAILABLE;
+	if (rc == 1) {
+		ret->uid = json_path_str(ret->obj, "metadata.uid");
+		if (!ret->uid || (!(flags & TPC_LIVE_TERMINATING) && json_path(ret->obj, "metadata.deletionTimestamp")))
+			rc = 0;
+	}
+	if (rc != 1)
+		tpc_live_release(ret);
+	return rc;
+}
+
 json_t *tpc_list_selected(struct tpc *m, const char *plural, const char *tenant, const char *ns, const char *selector)
 {
 	struct buf p = BUF_INIT;

@@ -27,20 +27,16 @@ static json_t *dns_service(const char *ip)
 
 int tpc_sync_network(struct tpc *m, const char *key)
 {
-	char *t = NULL, *ns = NULL, *name = NULL;
-	if (!tpc_split_key(key, &t, &ns, &name))
-		return 0;
+	struct tpc_live live;
+	int rc = tpc_get_live(m, "networks", key, TPC_LIVE_TENANT_SCOPED, &live);
+	if (rc <= 0)
+		return rc;
+	rc = 0;
+	const char *t = live.tenant, *name = live.name;
+	json_t *net = live.obj, *svc = NULL;
 	struct buf np = BUF_INIT, sp = BUF_INIT, ipb = BUF_INIT;
-	json_t *net = NULL, *svc = NULL;
-	int rc = 0, code;
+	int code;
 	tpc_path(&np, "networks", t, NULL, name);
-	code = tpc_get(m, np.ptr, &net);
-	if (code != 200) {
-		rc = code == 404 ? 0 : E_UNAVAILABLE;
-		goto out;
-	}
-	if (json_path(net, "metadata.deletionTimestamp"))
-		goto out;
 	struct ipv4_net n;
 	const char *cidr = json_path_str(net, "spec.serviceCIDR");
 	if (ipv4_cidr_parse(cidr ? cidr : IPNET_DEFAULT_SERVICE_CIDR, &n, NULL) < 0)
@@ -92,11 +88,10 @@ int tpc_sync_network(struct tpc *m, const char *key)
 	if (code != 200 && code != 404)
 		rc = code == 409 ? E_CONFLICT : E_UNAVAILABLE;
 out:
-	json_decref(net);
 	json_decref(svc);
 	buf_release(&np);
 	buf_release(&sp);
 	buf_release(&ipb);
-	free(t), free(ns), free(name);
+	tpc_live_release(&live);
 	return rc;
 }

@@ -12,7 +12,7 @@
 
 struct rs_ctx {
 	struct tpc *m;
-	json_t *rs;          /* live object, owned */
+	json_t *rs;          /* live object (borrowed from the sync's struct tpc_live) */
 	const char *tenant, *ns, *name, *uid;
 	json_t *pods;        /* owned active pods (array, owned) */
 	long long created, deleted;
@@ -209,22 +209,15 @@ static int update_status(struct rs_ctx *c, long long *ret_wait_s)
 
 int tpc_sync_replicaset(struct tpc *m, const char *key)
 {
-	char *t = NULL, *ns = NULL, *name = NULL;
-	struct buf path = BUF_INIT;
+	struct tpc_live live;
 	struct rs_ctx c = { .m = m };
-	int rc = 0;
-	if (!tpc_split_key(key, &t, &ns, &name))
-		return 0;
-	tpc_path(&path, "replicasets", t, ns, name);
-	int code = tpc_get(m, path.ptr, &c.rs);
-	if (code != 200) {
-		rc = code == 404 ? 0 : E_UNAVAILABLE;
-		goto out;
-	}
-	c.tenant = t, c.ns = ns, c.name = name;
-	c.uid = json_path_str(c.rs, "metadata.uid");
-	if (!c.uid)
-		goto out;
+	/* a terminating ReplicaSet still removes surplus pods (it creates none) */
+	int rc = tpc_get_live(m, "replicasets", key, TPC_LIVE_TERMINATING, &live);
+	if (rc <= 0)
+		return rc;
+	rc = 0;
+	const char *t = live.tenant, *ns = live.ns, *name = live.name;
+	c.rs = live.obj, c.tenant = t, c.ns = ns, c.name = name, c.uid = live.uid;
 	if ((rc = load_pods(&c)) < 0) {
 		rc = rc == E_INVALID ? 0 : rc;
 		goto out;
@@ -246,9 +239,7 @@ int tpc_sync_replicaset(struct tpc *m, const char *key)
 		log_info("replicaset synced", "tenant=\"%s\" namespace=\"%s\" name=\"%s\" want=%lld created=%lld deleted=%lld",
 			 t, ns, name, want, c.created, c.deleted);
 out:
-	json_decref(c.rs);
 	json_decref(c.pods);
-	buf_release(&path);
-	free(t), free(ns), free(name);
+	tpc_live_release(&live);
 	return rc;
 }

@@ -306,19 +306,11 @@ static int force_delete(struct tpc *m, const char *base)
 	return code;
 }
 
-static int evict(struct tpc *m, const char *base, const json_t *pod)
+/* Deletes the pod directly, as Kubernetes' taint-based eviction does: a PodDisruptionBudget
+ * guards voluntary disruptions, and pods of a lost zone are gone whatever a budget says. */
+static int evict(struct tpc *m, const char *base)
 {
-	json_t *ev = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "policy/v1", "kind", "Eviction", "metadata",
-			       "name", json_path_str(pod, "metadata.name"), "namespace",
-			       json_path_str(pod, "metadata.namespace"));
-	char *path = xasprintf("%s/eviction", base);
-	int code = ev ? tpc_send(m, "POST", path, ev, NULL) : E_INTERNAL;
-	free(path);
-	json_decref(ev);
-	if (!ok(code) && code != 404 && code != 429)
-		code = force_delete(m, base);
-	else if (ok(code))
-		code = force_delete(m, base); /* the eviction left it Terminating */
+	int code = force_delete(m, base);
 	return code == 404 ? 200 : code;
 }
 
@@ -352,7 +344,7 @@ static int64_t handle_pod(struct tpc *m, const struct candidate *c, int64_t now)
 		next = w == INT64_MAX ? INT64_MAX : now + (w < 10 ? 10 : w);
 		goto out;
 	}
-	int code = evict(m, base, c->pod);
+	int code = evict(m, base);
 	if (ok(code)) {
 		log_info("pod evicted from lost resource manager", "rm=\"%s\" node=\"%s\" pod=\"%s/%s/%s\"",
 			 c->rm->name, node, t ? t : "", json_path_str(c->pod, "metadata.namespace"),

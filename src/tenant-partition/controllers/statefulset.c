@@ -17,7 +17,7 @@
 
 struct sts_ctx {
 	struct tpc *m;
-	json_t *set; /* live, owned */
+	json_t *set; /* live (borrowed from the sync's struct tpc_live) */
 	const char *tenant, *ns, *name, *uid;
 	char *cur_rev, *upd_rev; /* revision names (owned) */
 	json_t *pods;            /* owned pods with an ordinal: array of objects (owned) */
@@ -383,24 +383,16 @@ static json_t *make_status(struct sts_ctx *c, long long replicas)
 
 int tpc_sync_statefulset(struct tpc *m, const char *key)
 {
-	char *t = NULL, *ns = NULL, *name = NULL;
-	struct buf path = BUF_INIT;
+	struct tpc_live live;
 	struct sts_ctx c = { .m = m };
 	struct sts_pod *slots = NULL;
 	json_t *st = NULL;
-	int rc = 0;
-	if (!tpc_split_key(key, &t, &ns, &name))
-		return 0;
-	tpc_path(&path, "statefulsets", t, ns, name);
-	int code = tpc_get(m, path.ptr, &c.set);
-	if (code != 200) {
-		rc = code == 404 ? 0 : E_UNAVAILABLE;
-		goto out;
-	}
-	c.tenant = t, c.ns = ns, c.name = name;
-	c.uid = json_path_str(c.set, "metadata.uid");
-	if (!c.uid || json_path(c.set, "metadata.deletionTimestamp"))
-		goto out;
+	int rc = tpc_get_live(m, "statefulsets", key, 0, &live);
+	if (rc <= 0)
+		return rc;
+	rc = 0;
+	const char *t = live.tenant, *ns = live.ns, *name = live.name;
+	c.set = live.obj, c.tenant = t, c.ns = ns, c.name = name, c.uid = live.uid;
 	json_t *all = NULL;
 	if ((rc = list_owned(&c, "pods", &all)) < 0 || (rc = list_owned(&c, "controllerrevisions", &c.revs)) < 0) {
 		json_decref(all);
@@ -470,14 +462,12 @@ int tpc_sync_statefulset(struct tpc *m, const char *key)
 		log_info("statefulset synced", "tenant=\"%s\" namespace=\"%s\" name=\"%s\" actions=%zu", t, ns, name,
 			 nacts);
 out:
-	json_decref(c.set);
 	json_decref(c.pods);
 	json_decref(c.revs);
 	json_decref(st);
 	free(slots);
 	free(c.cur_rev);
 	free(c.upd_rev);
-	buf_release(&path);
-	free(t), free(ns), free(name);
+	tpc_live_release(&live);
 	return rc;
 }

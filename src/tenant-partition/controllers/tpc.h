@@ -107,6 +107,20 @@ void tpc_event(struct tpc *m, const json_t *obj, const char *type, const char *r
 	__attribute__((format(printf, 5, 6)));
 /* Splits "tenant/ns/name" into owned parts; false if malformed. */
 bool tpc_split_key(const char *key, char **ret_t, char **ret_ns, char **ret_name);
+/* The sync preamble of a controller: a key "tenant/ns/name" and the live object it names. */
+struct tpc_live {
+	char *tenant, *ns, *name; /* owned */
+	json_t *obj;              /* the live object, owned */
+	const char *uid;          /* its metadata.uid (borrowed from obj) */
+};
+#define TPC_LIVE_TERMINATING 1u  /* also sync an object being deleted (deletionTimestamp set) */
+#define TPC_LIVE_TENANT_SCOPED 2u /* plural is tenant-scoped: the key's namespace part is ignored */
+/* Splits key, GETs the live plural object and returns 1 with *ret filled when there is something to
+ * sync; 0 (nothing to do, *ret empty) when the key is malformed, the object is gone (404), has no
+ * uid, or is terminating (unless TPC_LIVE_TERMINATING); E_UNAVAILABLE when it cannot be read.
+ * Release *ret with tpc_live_release (safe on an empty or zeroed one). */
+int tpc_get_live(struct tpc *m, const char *plural, const char *key, unsigned flags, struct tpc_live *ret);
+void tpc_live_release(struct tpc_live *l);
 /* The items (a new array) of plural in tenant/ns that selector (a label selector string; ""
  * takes all) selects, read live from the API server; NULL when it cannot be read. */
 json_t *tpc_list_selected(struct tpc *m, const char *plural, const char *tenant, const char *ns, const char *selector);

@@ -382,44 +382,44 @@ static void test_grpc_frame(void **state)
 	const uint8_t *msg;
 	size_t len;
 
-	assert_int_equal(etcd_grpc_unframe("\0\0\0\0\3abc", 8, 100, &msg, &len), 0);
+	assert_int_equal(grpc_unframe("\0\0\0\0\3abc", 8, 100, &msg, &len), 0);
 	assert_int_equal(len, 3);
 	assert_memory_equal(msg, "abc", 3);
-	assert_int_equal(etcd_grpc_unframe("\0\0\0\0\0", 5, 100, &msg, &len), 0);
+	assert_int_equal(grpc_unframe("\0\0\0\0\0", 5, 100, &msg, &len), 0);
 	assert_int_equal(len, 0);
-	assert_int_equal(etcd_grpc_unframe("\1\0\0\0\3abc", 8, 100, &msg, &len), E_INTERNAL); /* compressed */
-	assert_int_equal(etcd_grpc_unframe("\0\0\0\0\4abc", 8, 100, &msg, &len), E_INTERNAL); /* truncated */
-	assert_int_equal(etcd_grpc_unframe("\0\0\0\0\2abc", 8, 100, &msg, &len), E_INTERNAL); /* trailing */
-	assert_int_equal(etcd_grpc_unframe("\0\0\0\0\3abc", 8, 2, &msg, &len), E_INTERNAL);   /* over cap */
-	assert_int_equal(etcd_grpc_unframe("\0\0\0", 3, 100, &msg, &len), E_INTERNAL);
+	assert_int_equal(grpc_unframe("\1\0\0\0\3abc", 8, 100, &msg, &len), E_INTERNAL); /* compressed */
+	assert_int_equal(grpc_unframe("\0\0\0\0\4abc", 8, 100, &msg, &len), E_INTERNAL); /* truncated */
+	assert_int_equal(grpc_unframe("\0\0\0\0\2abc", 8, 100, &msg, &len), E_INTERNAL); /* trailing */
+	assert_int_equal(grpc_unframe("\0\0\0\0\3abc", 8, 2, &msg, &len), E_INTERNAL);   /* over cap */
+	assert_int_equal(grpc_unframe("\0\0\0", 3, 100, &msg, &len), E_INTERNAL);
 }
 
 static void test_grpc_status(void **state)
 {
-	struct etcd_grpc_status st = { false, 0, BUF_INIT };
+	struct grpc_status st = GRPC_STATUS_INIT;
 	static const char *ignored[] = { "grpc-status: x\r\n", "grpc-status: -1\r\n", "grpc-status: 99999\r\n",
 					 "grpc-status:\r\n", "HTTP/2 200\r\n", "\r\n", "grpc-statusx: 3\r\n" };
 
 	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
-		etcd_grpc_header_line(&st, ignored[i], strlen(ignored[i]));
+		grpc_status_header_line(&st, ignored[i], strlen(ignored[i]));
 	assert_false(st.has_code);
-	etcd_grpc_header_line(&st, "Grpc-Status: 11\r\n", 17);
+	grpc_status_header_line(&st, "Grpc-Status: 11\r\n", 17);
 	assert_true(st.has_code);
 	assert_int_equal(st.code, 11);
 	const char *m = "grpc-message: etcdserver: mvcc%3A required revision has been compacted%\r\n";
-	etcd_grpc_header_line(&st, m, strlen(m));
+	grpc_status_header_line(&st, m, strlen(m));
 	assert_string_equal(st.message.ptr, "etcdserver: mvcc: required revision has been compacted%");
 	assert_int_equal(etcd_grpc_error(st.code, st.message.ptr), E_GONE);
 	buf_release(&st.message);
 
 	struct buf out = BUF_INIT;
-	etcd_grpc_pct_decode("a%2", 3, 100, &out);
+	grpc_pct_decode("a%2", 3, 100, &out);
 	assert_string_equal(out.ptr, "a%2");
 	buf_reset(&out);
-	etcd_grpc_pct_decode("%41%zz%4a", 9, 100, &out);
+	grpc_pct_decode("%41%zz%4a", 9, 100, &out);
 	assert_string_equal(out.ptr, "A%zzJ");
 	buf_reset(&out);
-	etcd_grpc_pct_decode("abcdef", 6, 3, &out);
+	grpc_pct_decode("abcdef", 6, 3, &out);
 	assert_string_equal(out.ptr, "abc");
 	buf_release(&out);
 }
