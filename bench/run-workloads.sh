@@ -425,7 +425,7 @@ def clean(ns, plural_paths):
         if st == 200 and left == 0:
             break
         time.sleep(2)
-    note("cleaned %s in %.1f s (%d pods left)" % (ns, time.monotonic() - t, left))
+    note("cleaned %s in %.1f s (%s pods left)" % (ns, time.monotonic() - t, "500 or more" if left >= 500 else left))
     S["user"].do("DELETE", "/api/v1/namespaces/" + ns)
 
 

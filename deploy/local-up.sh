@@ -11,6 +11,16 @@
 # kubeconfig per partition (.ursa/tp-1.kubeconfig, .ursa/tp-2.kubeconfig,
 # .ursa/rm-az-1.kubeconfig, .ursa/rm-az-2.kubeconfig) and .ursa/admin.kubeconfig (HAProxy).
 #
+# The real nodes run their pods as processes (URSA_RUNTIME=process, the default), or with
+# URSA_RUNTIME=cri|auto on containerd: one containerd per node under .ursa/ZONE/HOST/containerd
+# (its own config, sockets, CNI bridge), images from one local registry for the region
+# (127.0.0.1:7401, docker.io mirrored to it: busybox:1.36, httpd:1, pause:3.9). With auto, when
+# containerd cannot run (not root, no writable cgroups) or ursa-kubelet lacks the cri runtime, a
+# node falls back to the process runtime and this says so; cri fails instead.
+#
+# Another region beside this one: URSA_STATE=/dir URSA_PORT_OFFSET=N (every port + N)
+# URSA_POD_CIDR=10.245.0.0/16 (the pods' addresses; default 10.244.0.0/16).
+#
 # Safe to run again: a component whose PID is alive is left alone, unless its binary was
 # rebuilt or its flags changed, in which case it is restarted (so `cmake --build build &&
 # ./deploy/local-up.sh` picks up a new server). Keys and certificates are never regenerated;
@@ -27,7 +37,7 @@ build=1
 for arg in "$@"; do
 	case $arg in
 	--no-build) build=0 ;;
-	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $arg (see --help)" ;;
 	esac
 done
@@ -62,7 +72,8 @@ Ursa local region is up.
 $(printf '  %s\n' "${URSA_SUMMARY[@]}")
 
   API server:   $(cat "$URSA_STATE/server")   (CA: $rel/ca.crt)
-  kubeconfig:   $rel/admin.kubeconfig   (HAProxy on 6443 when it runs, else tp-1; tenant system, user admin, group system:masters)
+  kubeconfig:   $rel/admin.kubeconfig   (HAProxy on $((6443 + URSA_PORT_OFFSET)) when it runs, else tp-1; tenant system, user admin, group system:masters)
+  real nodes:   $(for f in "$URSA_STATE"/*/*.runtime; do n=${f%.runtime}; printf '%s-%s: %s runtime; ' "$(basename "$(dirname "$n")")" "$(basename "$n")" "$(cat "$f")"; done | sed 's/; $//')
   tenant partitions: $(printf '%s; ' "${tps[@]}" | sed 's/; $//')   (new tenants go to the one with fewest tenants, or the one named by annotation ursa.io/partition)
   per partition: ${kubeconfigs[*]}
   region:       $rel/region.json   ($ursactl partitions)
@@ -77,7 +88,7 @@ A kubeconfig for a user of a tenant (ursactl reads .ursa/ through URSA_HOME):
   $ursactl kubeconfig --tenant acme --user alice > acme-alice.kubeconfig
 
 Raw HTTP with the static admin token:
-  curl --cacert $rel/ca.crt -H "Authorization: Bearer \$(cut -d, -f1 $rel/tokens.csv)" https://127.0.0.1:7101/api/v1/tenants
+  curl --cacert $rel/ca.crt -H "Authorization: Bearer \$(cut -d, -f1 $rel/tokens.csv)" https://127.0.0.1:$((7101 + URSA_PORT_OFFSET))/api/v1/tenants
 
 Lose a zone or a tenant partition, and get it back:
   ./deploy/local-zone.sh down|up az-1

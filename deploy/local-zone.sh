@@ -6,8 +6,10 @@
 #
 # A zone is every row of the component table (deploy/lib/components.sh) whose name starts with
 # "rm-ZONE-" (its resource manager's etcd, API server and controller manager) or "ZONE-" (its
-# kubelets). `down` stops them in reverse table order (TERM, KILL after 10 s), then the
-# containers the zone's real kubelets started (they run under shims that outlive a kubelet).
+# kubelets, and its real nodes' containerds). `down` stops them in reverse table order (TERM,
+# KILL after 10 s): the kubelets, then each node's containerd with its containers, shims,
+# mounts and CNI bridge (containerd_teardown), then the containers the process runtime started
+# (they run under shims that outlive a kubelet). The region's image registry stays.
 # `up` starts exactly those rows again, in table order, as local-up.sh would (no build, no
 # registration: the registries live in the partitions' etcd and survive). The tenant
 # partitions notice a lost resource manager after the node grace period
@@ -20,7 +22,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/lib/components.sh"
 lock_region
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 
 [ $# -eq 1 ] && case $1 in -h | --help) usage; exit 0 ;; esac
 [ $# -eq 2 ] || { usage >&2; exit 2; }

@@ -196,23 +196,27 @@ start_daemon() {
 	say "$name started (pid $pid), log $log"
 }
 
+# stop_pid PID NAME: TERM, wait up to 10 s, then KILL (and wait up to 5 s more).
+stop_pid() {
+	local pid=$1 name=$2 i
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	warn "$name (pid $pid) did not stop in 10 s; sending KILL"
+	kill -KILL "$pid" 2>/dev/null || true
+	for ((i = 0; i < 50; i++)); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+}
+
 # stop_daemon NAME: TERM, wait up to 10 s, then KILL; removes NAME's pid files.
 stop_daemon() {
-	local name=$1 pid i
+	local name=$1 pid
 	if pid=$(daemon_pid "$name"); then
-		kill -TERM "$pid" 2>/dev/null || true
-		for ((i = 0; i < 100; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "$pid" 2>/dev/null; then
-			warn "$name (pid $pid) did not stop in 10 s; sending KILL"
-			kill -KILL "$pid" 2>/dev/null || true
-			for ((i = 0; i < 50; i++)); do
-				kill -0 "$pid" 2>/dev/null || break
-				sleep 0.1
-			done
-		fi
+		stop_pid "$pid" "$name"
 		say "stopped $name (pid $pid)"
 	fi
 	rm -f "$(pidfile "$name")" "$URSA_PIDS/$name.exe" "$URSA_PIDS/$name.sig"

@@ -2,7 +2,11 @@
 # The local region's components: one table row per process, one start_<kind> function per kind.
 # Sourced after common.sh. To add a component (a gateway, a second partition, a resource
 # manager...), add a row to URSA_COMPONENTS and, for a new kind, a start_<kind> function that
-# calls start_daemon and waits for the process to be ready.
+# calls start_daemon and waits for the process to be ready (and, if stopping takes more than
+# stopping its daemon, a stop_<kind> function with the same arguments).
+
+# shellcheck source-path=SCRIPTDIR
+. "$(dirname "${BASH_SOURCE[0]}")/containerd.sh" # and images.sh
 
 # Rows are started top to bottom and stopped bottom to top. One row is a step, not a process:
 # `register` records every partition started above it in the region (.ursa/region.json) with
@@ -13,32 +17,48 @@
 # registered later without a restart).
 # A tenant partition is the rows named tp-N-*, a zone the rows named rm-ZONE-* and ZONE-*:
 # deploy/local-partition.sh and deploy/local-zone.sh stop and start them by these names.
+# Real nodes (kind kubelet) run their pods on containerd when they can: a row of kind containerd
+# (named ZONE-HOST-containerd, so it belongs to the zone) before the kubelet's starts the node's
+# containerd, which pulls from the region's one local registry (row `registry`, before them).
+#
+# Every port is the number below plus URSA_PORT_OFFSET (default 0), so a second region (a test)
+# runs beside the usual one with URSA_STATE=/some/dir URSA_PORT_OFFSET=1000.
 #   name               kind            arguments passed to start_<kind> after the name
+URSA_PORT_OFFSET=${URSA_PORT_OFFSET:-0}
+if ! [[ $URSA_PORT_OFFSET =~ ^[0-9]{1,5}$ ]] || [ "$URSA_PORT_OFFSET" -gt 40000 ]; then
+	die "URSA_PORT_OFFSET must be a number from 0 to 40000 (is '$URSA_PORT_OFFSET')"
+fi
+_o=$URSA_PORT_OFFSET
+URSA_REGISTRY_PORT=$((7401 + _o))
 URSA_COMPONENTS=(
-	"tp-1-etcd         etcd            tp-1 23791 23801"
-	"tp-1-apiserver    tp_apiserver    tp-1 7101 http://127.0.0.1:23791"
-	"tp-2-etcd         etcd            tp-2 23792 23802"
-	"tp-2-apiserver    tp_apiserver    tp-2 7102 http://127.0.0.1:23792"
-	"rm-az-1-etcd      etcd            rm-az-1 23891 23901"
-	"rm-az-1-apiserver rm_apiserver    rm-az-1 az-1 7201 http://127.0.0.1:23891"
-	"rm-az-2-etcd      etcd            rm-az-2 23892 23902"
-	"rm-az-2-apiserver rm_apiserver    rm-az-2 az-2 7202 http://127.0.0.1:23892"
-	"gateway-etcd      etcd            gateway 23991 24001"
-	"region            register        http://127.0.0.1:23991"
-	"tp-1-controllers  tp_controller_manager tp-1 7101 10271"
-	"tp-1-scheduler    scheduler       tp-1 7101 10261"
-	"tp-2-controllers  tp_controller_manager tp-2 7102 10272"
-	"tp-2-scheduler    scheduler       tp-2 7102 10262"
-	"rm-az-1-controllers rm_controller_manager rm-az-1 7201 10281"
-	"rm-az-2-controllers rm_controller_manager rm-az-2 7202 10282"
-	"az-1-host-1       kubelet         az-1 7201 host-1 10251"
-	"az-1-hollow       hollow_kubelet  az-1 7201 3"
-	"az-2-host-1       kubelet         az-2 7202 host-1 10252"
-	"az-2-hollow       hollow_kubelet  az-2 7202 3"
-	"gateway-1         gateway         1 7001 http://127.0.0.1:23991"
-	"gateway-2         gateway         2 7002 http://127.0.0.1:23991"
-	"haproxy           haproxy         6443"
+	"tp-1-etcd         etcd            tp-1 $((23791 + _o)) $((23801 + _o))"
+	"tp-1-apiserver    tp_apiserver    tp-1 $((7101 + _o)) http://127.0.0.1:$((23791 + _o))"
+	"tp-2-etcd         etcd            tp-2 $((23792 + _o)) $((23802 + _o))"
+	"tp-2-apiserver    tp_apiserver    tp-2 $((7102 + _o)) http://127.0.0.1:$((23792 + _o))"
+	"rm-az-1-etcd      etcd            rm-az-1 $((23891 + _o)) $((23901 + _o))"
+	"rm-az-1-apiserver rm_apiserver    rm-az-1 az-1 $((7201 + _o)) http://127.0.0.1:$((23891 + _o))"
+	"rm-az-2-etcd      etcd            rm-az-2 $((23892 + _o)) $((23902 + _o))"
+	"rm-az-2-apiserver rm_apiserver    rm-az-2 az-2 $((7202 + _o)) http://127.0.0.1:$((23892 + _o))"
+	"gateway-etcd      etcd            gateway $((23991 + _o)) $((24001 + _o))"
+	"region            register        http://127.0.0.1:$((23991 + _o))"
+	"tp-1-controllers  tp_controller_manager tp-1 $((7101 + _o)) $((10271 + _o))"
+	"tp-1-scheduler    scheduler       tp-1 $((7101 + _o)) $((10261 + _o))"
+	"tp-2-controllers  tp_controller_manager tp-2 $((7102 + _o)) $((10272 + _o))"
+	"tp-2-scheduler    scheduler       tp-2 $((7102 + _o)) $((10262 + _o))"
+	"rm-az-1-controllers rm_controller_manager rm-az-1 $((7201 + _o)) $((10281 + _o))"
+	"rm-az-2-controllers rm_controller_manager rm-az-2 $((7202 + _o)) $((10282 + _o))"
+	"registry          registry        $URSA_REGISTRY_PORT"
+	"az-1-host-1-containerd containerd az-1 host-1 1"
+	"az-1-host-1       kubelet         az-1 $((7201 + _o)) host-1 $((10251 + _o))"
+	"az-1-hollow       hollow_kubelet  az-1 $((7201 + _o)) 3"
+	"az-2-host-1-containerd containerd az-2 host-1 2"
+	"az-2-host-1       kubelet         az-2 $((7202 + _o)) host-1 $((10252 + _o))"
+	"az-2-hollow       hollow_kubelet  az-2 $((7202 + _o)) 3"
+	"gateway-1         gateway         1 $((7001 + _o)) http://127.0.0.1:$((23991 + _o))"
+	"gateway-2         gateway         2 $((7002 + _o)) http://127.0.0.1:$((23991 + _o))"
+	"haproxy           haproxy         $((6443 + _o))"
 )
+unset _o
 
 URSA_CA=$URSA_STATE/ca.crt
 URSA_PKI=$URSA_STATE/pki
@@ -69,9 +89,13 @@ use_recorded_node_grace() {
 # running only has its stale pid files removed.
 stop_rows() {
 	local rows=("$@") i name
+	local kind args
 	for ((i = ${#rows[@]} - 1; i >= 0; i--)); do
-		read -r name _ <<<"${rows[i]}"
-		if daemon_pid "$name" >/dev/null; then
+		read -r name kind args <<<"${rows[i]}"
+		if declare -F "stop_$kind" >/dev/null; then
+			# shellcheck disable=SC2086 # args is a word list by design
+			"stop_$kind" "$name" $args
+		elif daemon_pid "$name" >/dev/null; then
 			stop_daemon "$name"
 		else
 			say "$name was not running"
@@ -207,24 +231,152 @@ kubelet_kubeconfig() {
 	printf '%s\n' "$kc"
 }
 
-# start_kubelet NAME ZONE RM_PORT HOST PORT: a real node ZONE-HOST running pods as local
-# processes (the process runtime), its state under .ursa/ZONE/HOST and its HTTPS server (logs)
-# on 127.0.0.1:PORT.
+# --- containerd for the real nodes -----------------------------------------------------------
+# URSA_RUNTIME chooses the real nodes' runtime: process (the default while issue 18 is under
+# way: the walkthrough's images, such as nginx, exist only as names) starts neither the registry
+# nor containerd; auto runs a node on containerd (CRI) when containerd can run here (root, a
+# writable cgroup filesystem, the region's registry up, containerd starting with its CRI plugin)
+# and ursa-kubelet has the cri runtime, else on the process runtime, and says which and why;
+# cri insists (fails instead of falling back).
+URSA_RUNTIME=${URSA_RUNTIME:-process}
+case $URSA_RUNTIME in auto | cri | process) ;; *) die "URSA_RUNTIME must be auto, cri or process (is '$URSA_RUNTIME')" ;; esac
+# Where images_build keeps the OCI layout of the images the registry serves.
+URSA_IMAGE_CACHE=${URSA_IMAGE_CACHE:-$URSA_STATE/cache/images}
+# The pods' addresses: node N of the table gets the /24 number N of this /16, on a bridge
+# ursa-<second octet>-N of its own. Pods of every tenant share their node's bridge for now;
+# a bridge (or VRF) per tenant to keep tenants' pods apart is later work.
+URSA_POD_CIDR=${URSA_POD_CIDR:-10.244.0.0/16}
+
+# cri_blocker: prints why containerd cannot run on this machine, or nothing.
+cri_blocker() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "not root"
+	elif ! awk '$2 == "/sys/fs/cgroup" && $4 ~ /(^|,)rw(,|$)/ { ok = 1 } END { exit !ok }' /proc/self/mounts; then
+		echo "no writable cgroup filesystem at /sys/fs/cgroup"
+	elif ! command -v containerd >/dev/null || ! command -v runc >/dev/null; then
+		echo "containerd or runc not installed"
+	elif [ ! -s "$URSA_STATE/registry/up" ] ||
+		! _node_pid "$URSA_STATE/registry/registry.pid" "$(command -v docker-registry || echo /usr/bin/docker-registry)" >/dev/null; then
+		echo "the region's image registry is not running"
+	fi
+}
+
+# node_containerd_dir ZONE HOST: the directory of node ZONE-HOST's containerd.
+node_containerd_dir() { printf '%s/%s/%s/containerd\n' "$URSA_STATE" "$1" "$2"; }
+
+# kubelet_has_cri: ursa-kubelet was built with the cri runtime (its --help lists --cri-endpoint).
+kubelet_has_cri() {
+	"$URSA_BUILD_DIR/src/kubelet/ursa-kubelet" --help 2>&1 | grep -q -- '--cri-endpoint'
+}
+
+# start_registry NAME PORT: the region's image registry (docker-registry) on 127.0.0.1:PORT,
+# data under .ursa/registry, holding the images of deploy/lib/images.sh (built once into
+# URSA_IMAGE_CACHE and pushed on every start; unchanged layers are not copied again). Every
+# node's containerd mirrors docker.io to it. Not Debian's docker-registry service (:5000).
+start_registry() {
+	local name=$1 port=$2 dir=$URSA_STATE/registry
+	rm -f "$dir/up"
+	[ "$URSA_RUNTIME" = process ] && { say "$name: not started (URSA_RUNTIME=process)"; return 0; }
+	if ! ( images_build "$URSA_IMAGE_CACHE" && registry_start "$dir" "$port" &&
+		registry_push "$URSA_IMAGE_LAYOUT" "$port" ); then
+		[ "$URSA_RUNTIME" = cri ] && die "$name: the image registry did not start (URSA_RUNTIME=cri)"
+		warn "$name: the image registry did not start; the real nodes use the process runtime"
+		registry_stop "$dir"
+		return 0
+	fi
+	printf '127.0.0.1:%s\n' "$port" >"$dir/up"
+	URSA_SUMMARY+=("$name: image registry http://127.0.0.1:$port (${URSA_IMAGES[*]}; data $dir, log $dir/registry.log)")
+}
+
+stop_registry() {
+	local dir=$URSA_STATE/registry
+	[ -d "$dir" ] || return 0
+	rm -f "$dir/up"
+	registry_stop "$dir"
+	say "stopped $1"
+}
+
+# start_containerd NAME ZONE HOST INDEX: node ZONE-HOST's containerd (deploy/lib/containerd.sh)
+# in .ursa/ZONE/HOST/containerd, pulling through the region's registry, with the CNI network
+# of node number INDEX (URSA_POD_CIDR). When it cannot run, the node falls back to the process
+# runtime (URSA_RUNTIME=auto) and this says why.
+start_containerd() {
+	local name=$1 zone=$2 host=$3 idx=$4 dir why prefix bridge subnet
+	dir=$(node_containerd_dir "$zone" "$host")
+	[ "$URSA_RUNTIME" = process ] && { say "$name: not started (URSA_RUNTIME=process)"; return 0; }
+	why=$(cri_blocker)
+	if [ -n "$why" ]; then
+		[ "$URSA_RUNTIME" = cri ] && die "$name: containerd cannot run: $why (URSA_RUNTIME=cri)"
+		warn "$name: containerd cannot run ($why): node $zone-$host falls back to the process runtime"
+		return 0
+	fi
+	[[ $URSA_POD_CIDR =~ ^([0-9]+)\.([0-9]+)\.0\.0/16$ ]] || die "URSA_POD_CIDR must be a /16 like 10.244.0.0/16 (is $URSA_POD_CIDR)"
+	prefix=${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
+	bridge=ursa-${BASH_REMATCH[2]}-$idx subnet=$prefix.$idx.0/24
+	mkdir -p "$dir"
+	if ! ( containerd_write_cni "$dir" "$bridge" "$bridge" "$subnet" &&
+		containerd_write_config "$dir" "${URSA_REGISTRY_PORT:?}" && containerd_start "$dir" ); then
+		[ "$URSA_RUNTIME" = cri ] && die "$name: containerd did not start; log: $dir/containerd.log"
+		warn "$name: containerd did not start (log: $dir/containerd.log): node $zone-$host falls back to the process runtime"
+		containerd_teardown "$dir"
+		containerd_remove_network "$dir"
+		return 0
+	fi
+	say "$name: containerd of node $zone-$host up (pid $(cat "$dir/containerd.pid"), snapshotter $(containerd_snapshotter "$dir"), pods $subnet on bridge $bridge)"
+	URSA_SUMMARY+=("$name: containerd of node $zone-$host, unix://$dir/containerd.sock, pods $subnet on bridge $bridge (log $dir/containerd.log)")
+}
+
+# containerd_running DIR: DIR's containerd runs.
+containerd_running() {
+	_node_pid "$1/containerd.pid" "$(command -v containerd || echo /usr/bin/containerd)" >/dev/null
+}
+
+# stop_containerd NAME ZONE HOST INDEX: the node's containers and sandboxes killed and deleted,
+# its containerd stopped, shims and mounts gone (containerd_teardown), then its bridge deleted.
+stop_containerd() {
+	local name=$1 dir
+	dir=$(node_containerd_dir "$2" "$3")
+	[ -d "$dir" ] || { say "$name was not running"; return 0; }
+	containerd_running "$dir" || say "$name was not running; cleaning up after it"
+	containerd_teardown "$dir"
+	containerd_remove_network "$dir"
+	say "stopped $name (containers, shims, mounts and bridge of node $2-$3 gone)"
+}
+
+# start_kubelet NAME ZONE RM_PORT HOST PORT: a real node ZONE-HOST, its state under
+# .ursa/ZONE/HOST and its HTTPS server (logs) on 127.0.0.1:PORT. Its pods run on the node's
+# containerd (the cri runtime) when that runs and ursa-kubelet has the cri runtime, else as
+# local processes (the process runtime); it says which.
 start_kubelet() {
 	local name=$1 zone=$2 rm=$3 host=$4 port=$5
-	local kc root=$URSA_STATE/$zone/$host log=$URSA_STATE/$zone/$host.log
+	local kc root=$URSA_STATE/$zone/$host log=$URSA_STATE/$zone/$host.log cdir runtime=(--runtime process) rt=process
 	kc=$(kubelet_kubeconfig "$zone" "$rm" "$zone-$host")
 	mkdir -p "$root"
+	cdir=$(node_containerd_dir "$zone" "$host")
+	if [ "$URSA_RUNTIME" = process ]; then
+		say "$name: process runtime (URSA_RUNTIME=process)"
+	elif ! containerd_running "$cdir"; then
+		[ "$URSA_RUNTIME" = cri ] && die "$name: the node's containerd does not run (URSA_RUNTIME=cri)"
+		say "$name: process runtime (the node's containerd does not run; see above)"
+	elif ! kubelet_has_cri; then
+		[ "$URSA_RUNTIME" = cri ] && die "$name: this ursa-kubelet has no cri runtime (URSA_RUNTIME=cri)"
+		say "$name: process runtime (this ursa-kubelet has no cri runtime; containerd runs unused)"
+	else
+		runtime=(--runtime cri --cri-endpoint "unix://$(containerd_socket "$cdir")")
+		rt=cri
+		say "$name: cri runtime on containerd unix://$(containerd_socket "$cdir")"
+	fi
+	printf '%s\n' "$rt" >"$root.runtime"
 	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/kubelet/ursa-kubelet" \
 		--kubeconfig "$kc" --node-name "$zone-$host" --zone "$zone" --region local \
-		--runtime process --root-dir "$root" \
+		"${runtime[@]}" --root-dir "$root" \
 		--address 127.0.0.1 --port "$port" \
 		--tls-cert-file "$URSA_PKI/kubelet.crt" --tls-private-key-file "$URSA_PKI/kubelet.key" \
 		--client-token-file "$URSA_KUBELET_TOKEN" \
 		--log-level info
 	wait_http "https://127.0.0.1:$port/healthz" 30 "$name" "$log" --cacert "$URSA_CA"
 	wait_nodes_ready "$name" "$log" "$rm" "$zone-$host"
-	URSA_SUMMARY+=("$name: kubelet of node $zone-$host (process runtime), https://127.0.0.1:$port (state $root, log $log)")
+	URSA_SUMMARY+=("$name: kubelet of node $zone-$host ($rt runtime), https://127.0.0.1:$port (state $root, log $log)")
 }
 
 # start_hollow_kubelet NAME ZONE RM_PORT COUNT: one process simulating COUNT nodes
@@ -399,7 +551,7 @@ ensure_identity() {
 			--groups system:masters --ttl 0 >"$URSA_REGION_TOKEN.tmp" )
 		mv "$URSA_REGION_TOKEN.tmp" "$URSA_REGION_TOKEN"
 	fi
-	printf 'https://127.0.0.1:7101\n' >"$URSA_STATE/server"
+	printf 'https://127.0.0.1:%d\n' $((7101 + URSA_PORT_OFFSET)) >"$URSA_STATE/server"
 }
 
 # --- containers of the process runtime ------------------------------------------------------
@@ -519,5 +671,5 @@ use_gateway_kubeconfig() {
 	[ -s "$kc" ] && daemon_pid haproxy >/dev/null || return 0
 	cp "$kc" "$URSA_STATE/admin.kubeconfig.tmp"
 	mv "$URSA_STATE/admin.kubeconfig.tmp" "$URSA_STATE/admin.kubeconfig"
-	printf 'https://127.0.0.1:6443\n' >"$URSA_STATE/server"
+	printf 'https://127.0.0.1:%d\n' $((6443 + URSA_PORT_OFFSET)) >"$URSA_STATE/server"
 }

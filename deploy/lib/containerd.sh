@@ -25,6 +25,8 @@
 #                                            everything under DIR
 #   containerd_leftovers DIR                 prints processes and mounts of DIR still alive
 #   containerd_ctr DIR ARGS...               ctr against DIR's socket
+#   containerd_write_cni DIR NET BRIDGE SUBNET  the CRI plugin's CNI network (bridge, host-local)
+#   containerd_remove_network DIR            deletes its bridge, leases and libcni's cache
 #
 # What outlives containerd, and why teardown is needed: each container (and each CRI pod
 # sandbox) has a containerd-shim-runc-v2 process in its own session, reparented to PID 1,
@@ -126,6 +128,9 @@ containerd_write_config() {
 
 		[plugins."io.containerd.grpc.v1.cri"]
 		  sandbox_image = "$reg/library/pause:3.9"
+		  # Without CAP_SYS_RESOURCE (containers, some VMs) runc cannot give the sandbox
+		  # oom_score_adj -998; this keeps every score at or above containerd's own.
+		  restrict_oom_score_adj = true
 		  disable_tcp_service = true
 		  stream_server_address = "127.0.0.1"
 		  stream_server_port = "0"
@@ -152,6 +157,62 @@ containerd_write_config() {
 		    config_path = "$dir/certs.d"
 	EOF
 	printf '%s\n' "$snap" >"$dir/snapshotter"
+}
+
+# containerd_write_cni DIR NETWORK BRIDGE SUBNET: the CRI plugin's network, DIR/cni/net.d/
+# 10-NETWORK.conflist: a bridge BRIDGE (created on the first pod; the gateway, SUBNET's first
+# address, on it) and host-local addresses from SUBNET, leases under DIR/cni/ipam. No masquerade
+# and no port mapping, so no iptables rules. The pods' loopback is containerd's: its CRI
+# plugin runs the loopback plugin from bin_dir for every sandbox. DIR/cni/network records
+# "NETWORK BRIDGE SUBNET" for containerd_remove_network.
+containerd_write_cni() {
+	local dir=$1 net=$2 bridge=$3 subnet=$4 b
+	[ ${#bridge} -le 15 ] || die "bridge name $bridge is longer than 15 characters"
+	for b in bridge host-local loopback; do
+		[ -x "$URSA_CNI_BIN_DIR/$b" ] || die "$URSA_CNI_BIN_DIR/$b missing (Debian package containernetworking-plugins)"
+	done
+	mkdir -p "$dir/cni/net.d" "$dir/cni/ipam"
+	cat >"$dir/cni/net.d/10-$net.conflist" <<-EOF
+		{
+		  "cniVersion": "0.4.0",
+		  "name": "$net",
+		  "plugins": [
+		    {
+		      "type": "bridge",
+		      "bridge": "$bridge",
+		      "isGateway": true,
+		      "ipMasq": false,
+		      "hairpinMode": true,
+		      "ipam": {
+		        "type": "host-local",
+		        "ranges": [[{"subnet": "$subnet"}]],
+		        "routes": [{"dst": "0.0.0.0/0"}],
+		        "dataDir": "$dir/cni/ipam"
+		      }
+		    }
+		  ]
+		}
+	EOF
+	printf '%s %s %s\n' "$net" "$bridge" "$subnet" >"$dir/cni/network"
+}
+
+# containerd_remove_network DIR: after containerd_teardown, deletes what DIR's CNI network left
+# on the host: its bridge, the address leases and libcni's cached results of its sandboxes
+# (/var/lib/cni/results/NETWORK-* and cni-loopback-<sandbox>-lo, written there whatever the
+# config says, and left behind when sandboxes are killed rather than stopped through the CRI).
+containerd_remove_network() {
+	local dir=$1 net bridge subnet sb
+	for sb in "$dir"/root/io.containerd.grpc.v1.cri/sandboxes/* "$dir"/state/io.containerd.grpc.v1.cri/sandboxes/*; do
+		[ -e "$sb" ] && rm -f "/var/lib/cni/results/cni-loopback-$(basename "$sb")-lo"
+	done
+	[ -s "$dir/cni/network" ] || return 0
+	read -r net bridge subnet <"$dir/cni/network"
+	if [ -n "$bridge" ] && ip link show "$bridge" >/dev/null 2>&1; then
+		ip link del "$bridge" 2>/dev/null || warn "cannot delete bridge $bridge"
+	fi
+	rm -rf "${dir:?}/cni/ipam"
+	[ -n "$net" ] && rm -f "/var/lib/cni/results/$net-"*
+	return 0
 }
 
 # containerd_snapshotter DIR: the snapshotter DIR's config uses.

@@ -209,21 +209,9 @@ _node_spawn() {
 
 # _node_stop PIDFILE EXE NAME: TERM, wait up to 10 s, KILL; removes PIDFILE.
 _node_stop() {
-	local pf=$1 exe=$2 name=$3 pid i
+	local pf=$1 exe=$2 name=$3 pid
 	if pid=$(_node_pid "$pf" "$exe"); then
-		kill -TERM "$pid" 2>/dev/null || true
-		for ((i = 0; i < 100; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		if kill -0 "$pid" 2>/dev/null; then
-			warn "$name (pid $pid) did not stop in 10 s; sending KILL"
-			kill -KILL "$pid" 2>/dev/null || true
-			for ((i = 0; i < 50; i++)); do
-				kill -0 "$pid" 2>/dev/null || break
-				sleep 0.1
-			done
-		fi
+		stop_pid "$pid" "$name"
 	fi
 	rm -f "$pf"
 }

@@ -29,6 +29,7 @@
 
 struct kl_options {
 	const char *kubeconfig, *node_name, *zone, *region, *runtime, *root_dir, *address;
+	const char *cri_endpoint, *cgroup_parent; /* --runtime cri */
 	long long port;
 	const char *tls_cert, *tls_key;
 	const char *client_token_file; /* bearer token the kubelet server requires (or NULL: none) */

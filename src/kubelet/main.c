@@ -223,6 +223,10 @@ static int start(void *ud, struct daemon *dm, char **ret_err)
 	}
 	k->kubelet_id = load_kubelet_id(k->opt.root_dir);
 	k->rt_ops = k->hollow || strcmp(k->opt.runtime, "fake") == 0 ? &runtime_fake : &runtime_process;
+	if (!k->hollow && strcmp(k->opt.runtime, "cri") == 0) {
+		k->rt_ops = &runtime_cri;
+		runtime_cri_configure(k->opt.cri_endpoint, k->opt.cgroup_parent);
+	}
 	k->rt = make_runtime(k);
 	if (!k->rt) {
 		fprintf(stderr, "ursa-kubelet: cannot create the %s runtime under %s\n", k->rt_ops->name, k->opt.root_dir);

@@ -23,7 +23,11 @@ struct opt *kl_options_flags(struct kl_options *o, int *ret_n)
 		{ "node-name", OPT_STRING, &o->node_name, "name of the node (default: the hostname)" },
 		{ "zone", OPT_STRING, &o->zone, "zone label topology.kubernetes.io/zone" },
 		{ "region", OPT_STRING, &o->region, "region label topology.kubernetes.io/region" },
-		{ "runtime", OPT_STRING, &o->runtime, "container runtime: process or fake" },
+		{ "runtime", OPT_STRING, &o->runtime, "container runtime: process, fake or cri" },
+		{ "cri-endpoint", OPT_STRING, &o->cri_endpoint,
+		  "CRI runtime endpoint for --runtime cri, e.g. unix:///run/containerd/containerd.sock" },
+		{ "cgroup-parent", OPT_STRING, &o->cgroup_parent,
+		  "cgroup under which --runtime cri puts each pod (<parent>/pod<uid>); default: the runtime's" },
 		{ "root-dir", OPT_STRING, &o->root_dir, "directory for the kubelet's and runtime's state and logs" },
 		{ "address", OPT_STRING, &o->address, "node InternalIP and the kubelet server's bind address" },
 		{ "port", OPT_INT, &o->port, "kubelet server port (/healthz, /containerLogs); 0 disables it" },
@@ -53,8 +57,16 @@ int kl_options_check(const struct kl_options *o)
 		fprintf(stderr, "ursa-kubelet: --kubeconfig is required\n");
 		return -1;
 	}
-	if (strcmp(o->runtime, "process") != 0 && strcmp(o->runtime, "fake") != 0) {
-		fprintf(stderr, "ursa-kubelet: --runtime must be process or fake, not \"%s\"\n", o->runtime);
+	if (strcmp(o->runtime, "process") != 0 && strcmp(o->runtime, "fake") != 0 && strcmp(o->runtime, "cri") != 0) {
+		fprintf(stderr, "ursa-kubelet: --runtime must be process, fake or cri, not \"%s\"\n", o->runtime);
+		return -1;
+	}
+	if (strcmp(o->runtime, "cri") == 0 && o->hollow_nodes == 0 && (!o->cri_endpoint || !*o->cri_endpoint)) {
+		fprintf(stderr, "ursa-kubelet: --runtime cri needs --cri-endpoint (e.g. unix:///run/containerd/containerd.sock)\n");
+		return -1;
+	}
+	if (o->cgroup_parent && *o->cgroup_parent && o->cgroup_parent[0] != '/') {
+		fprintf(stderr, "ursa-kubelet: --cgroup-parent must be an absolute cgroup path\n");
 		return -1;
 	}
 	if (o->hollow_nodes < 0 || o->hollow_nodes > KL_MAX_NODES) {

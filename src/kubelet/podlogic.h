@@ -47,7 +47,9 @@ long long kl_pod_grace(const json_t *pod);
 struct kl_status_in {
 	const struct rt_container_status *cs; /* runtime statuses (any order), may be NULL */
 	size_t ncs;
-	const char *host_ip;                  /* node address; also the pod IP */
+	const char *host_ip;                  /* node address; also the pod IP unless pod_ip is set */
+	const char *pod_ip;                   /* the pod's own IP (CRI sandbox network); "": none yet
+						 (no podIP); NULL: the node's (process runtime, hostNetwork) */
 	int64_t now;                          /* unix seconds */
 	const char *fail_reason;              /* non-NULL: the pod failed without running */
 	const char *fail_message;

@@ -4,6 +4,7 @@
  * periodic "sync" item reaps container exits and collects pods the runtime still runs that no
  * partition has any more (only once every partition's informer has synced). */
 #include <string.h>
+#include "images.h"
 #include "kubelet.h"
 #include "podlogic.h"
 #include "ursa/strmap.h"
@@ -97,7 +98,44 @@ static bool verbose(const struct kubelet *k)
 	return !k->hollow;
 }
 
-static void start(struct kl_pods *ps, struct kl_pod *kp, const json_t *obj, bool adopt)
+/* Registry credentials from the pod's imagePullSecrets for each container's image (CRI runtime
+ * only: the others pull nothing). Fills spec's pull_cred pointers, valid until pull_creds_release. */
+struct pull_creds {
+	struct pull_auth auth[KL_MAX_CONTAINERS];
+	struct rt_pull_cred cred[KL_MAX_CONTAINERS];
+};
+
+static void pull_creds_get(struct kubelet *k, struct kl_partition *p, const json_t *obj, struct rt_pod *spec,
+			   struct pull_creds *pc)
+{
+	memset(pc, 0, sizeof(*pc));
+	if (k->rt_ops != &runtime_cri || json_array_size(json_path(obj, "spec.imagePullSecrets")) == 0)
+		return;
+	json_t **secrets = NULL;
+	size_t n = kl_pull_secrets_fetch(p, obj, &secrets, NULL);
+	for (size_t i = 0; n && i < spec->ncontainers && i < KL_MAX_CONTAINERS; i++) {
+		struct image_ref ref;
+		if (image_ref_parse(spec->containers[i].image, &ref, NULL) != 0)
+			continue;
+		if (pull_auth_lookup((const json_t *const *)secrets, n, &ref, &pc->auth[i]) == 1) {
+			pc->cred[i] = (struct rt_pull_cred){ pc->auth[i].server, pc->auth[i].username,
+							     pc->auth[i].password };
+			spec->containers[i].pull_cred = &pc->cred[i];
+			log_info("image pull credentials", "pod=\"%s/%s\" container=%s registry=\"%s\"", spec->ns,
+				 spec->name, spec->containers[i].name, pc->auth[i].server ? pc->auth[i].server : "");
+		}
+		image_ref_release(&ref);
+	}
+	kl_pull_secrets_free(secrets, n);
+}
+
+static void pull_creds_release(struct pull_creds *pc)
+{
+	for (size_t i = 0; i < KL_MAX_CONTAINERS; i++)
+		pull_auth_release(&pc->auth[i]);
+}
+
+static void start(struct kl_pods *ps, struct kl_partition *p, struct kl_pod *kp, const json_t *obj, bool adopt)
 {
 	struct kubelet *k = ps->k;
 	struct buf err = BUF_INIT;
@@ -124,7 +162,11 @@ static void start(struct kl_pods *ps, struct kl_pod *kp, const json_t *obj, bool
 			goto out;
 		}
 	}
+	struct pull_creds *pc = xmalloc(sizeof(*pc));
+	pull_creds_get(k, p, obj, &spec, pc);
 	int rc = k->rt_ops->start_pod(k->rt, &spec, &rt_err);
+	pull_creds_release(pc);
+	free(pc);
 	rt_pod_release(&spec);
 	struct rt_container_status probe;
 	if (rc != 0 && k->rt_ops->status(k->rt, kp->uid, &probe, 1) < 0) {
@@ -155,7 +197,8 @@ out:
 	buf_release(&err);
 }
 
-static struct kl_pod *admit(struct kl_pods *ps, const char *wkey, const json_t *obj, long node)
+static struct kl_pod *admit(struct kl_pods *ps, struct kl_partition *p, const char *wkey, const json_t *obj,
+			    long node)
 {
 	struct kl_pod *kp = xcalloc(1, sizeof(*kp));
 	kp->uid = xstrdup(json_path_str(obj, "metadata.uid"));
@@ -164,7 +207,7 @@ static struct kl_pod *admit(struct kl_pods *ps, const char *wkey, const json_t *
 	if (!known && kl_phase_terminal(json_path_str(obj, "status.phase")))
 		kp->state = KP_DONE;  /* finished before (or rejected): never start it again */
 	else
-		start(ps, kp, obj, known);
+		start(ps, p, kp, obj, known);
 	strmap_put(&ps->pods, wkey, NULL)->val = kp;
 	strmap_put(&ps->uids, kp->uid, NULL);
 	return kp;
@@ -204,14 +247,19 @@ static int report(struct kl_pods *ps, struct kl_partition *p, const json_t *obj,
 	if (kp->state == KP_DONE)
 		return 0;
 	struct rt_container_status cs[KL_MAX_CONTAINERS];
+	char pod_ip[64] = "";
+	bool own_ip = false;
 	int n = 0;
 	if (kp->state == KP_RUNTIME) {
 		n = k->rt_ops->status(k->rt, kp->uid, cs, KL_MAX_CONTAINERS);
 		if (n < 0)
 			n = 0;
+		own_ip = k->rt_ops->pod_ip && k->rt_ops->pod_ip(k->rt, kp->uid, pod_ip, sizeof(pod_ip)) == 0;
 	}
-	struct kl_status_in in = { .cs = cs, .ncs = (size_t)n, .host_ip = k->opt.address, .now = now_ms() / 1000,
-				   .fail_reason = kp->fail_reason, .fail_message = kp->fail_message };
+	struct kl_status_in in = { .cs = cs, .ncs = (size_t)n, .host_ip = k->opt.address,
+				   .pod_ip = own_ip ? pod_ip : NULL,
+				   .now = now_ms() / 1000, .fail_reason = kp->fail_reason,
+				   .fail_message = kp->fail_message };
 	/* Build on what we sent last: the informer may not show it yet. */
 	const json_t *server = json_object_get(obj, "status");
 	json_t *base = json_copy((json_t *)obj);
@@ -289,7 +337,7 @@ static int process(struct kl_pods *ps, const char *wkey)
 		goto out;
 	}
 	if (!kp)
-		kp = admit(ps, wkey, obj, node);
+		kp = admit(ps, p, wkey, obj, node);
 	rc = report(ps, p, obj, kp);
 out:
 	json_decref(obj);

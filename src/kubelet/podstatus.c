@@ -156,15 +156,19 @@ static enum rt_restart restart_of(const json_t *pod)
 	return RT_RESTART_ALWAYS;
 }
 
-static void set_ips(json_t *st, const char *ip, bool pod_ip)
+static void set_ips(json_t *st, const char *ip, const char *own_ip, bool pod_ip)
 {
 	if (!ip || !*ip)
 		return;
 	json_object_set_new(st, "hostIP", json_string(ip));
 	json_object_set_new(st, "hostIPs", json_pack("[{s:s}]", "ip", ip));
-	if (pod_ip) {
-		json_object_set_new(st, "podIP", json_string(ip));
-		json_object_set_new(st, "podIPs", json_pack("[{s:s}]", "ip", ip));
+	if (pod_ip && own_ip && !*own_ip) {
+		json_object_del(st, "podIP");
+		json_object_del(st, "podIPs");
+	} else if (pod_ip) {
+		const char *p = own_ip ? own_ip : ip;
+		json_object_set_new(st, "podIP", json_string(p));
+		json_object_set_new(st, "podIPs", json_pack("[{s:s}]", "ip", p));
 	}
 }
 
@@ -176,7 +180,7 @@ static void build_failed(json_t *st, const json_t *old_conds, const struct kl_st
 	json_object_set_new(st, "phase", json_string("Failed"));
 	json_object_set_new(st, "reason", json_string(in->fail_reason));
 	json_object_set_new(st, "message", json_string(in->fail_message ? in->fail_message : ""));
-	set_ips(st, in->host_ip, false);
+	set_ips(st, in->host_ip, NULL, false);
 }
 
 json_t *kl_pod_status_build(const json_t *pod, const struct kl_status_in *in)
@@ -224,6 +228,6 @@ json_t *kl_pod_status_build(const json_t *pod, const struct kl_status_in *in)
 	json_object_set_new(st, "phase", json_string(phase));
 	json_object_del(st, "reason");
 	json_object_del(st, "message");
-	set_ips(st, in->host_ip, true);
+	set_ips(st, in->host_ip, in->pod_ip, true);
 	return st;
 }

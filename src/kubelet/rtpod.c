@@ -4,6 +4,7 @@
 #include "podlogic.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
+#include "ursa/kinds.h"
 #include "ursa/xalloc.h"
 
 /* A NULL-terminated copy of an array of strings; NULL for absent. -1 if not strings or too long. */
@@ -124,6 +125,56 @@ static int convert_ids(const json_t *pod_sc, const json_t *c, struct rt_containe
 	return 0;
 }
 
+/* One quantity of resources.<section>.<name>: 0 when absent; -1 when it does not parse. */
+static int res_milli(const json_t *c, const char *section, const char *name, long long *ret)
+{
+	const json_t *v = json_object_get(json_object_get(json_object_get(c, "resources"), section), name);
+	*ret = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < (1LL << 40)) {
+		*ret = json_integer_value(v) * 1000;
+		return 0;
+	}
+	if (!json_is_string(v) || quantity_parse_milli(json_string_value(v), ret) != 0 || *ret < 0)
+		return -1;
+	return 0;
+}
+
+/* imagePullPolicy as the API server defaults it: Always for ":latest" or no tag (and no digest). */
+static enum rt_pull pull_policy(const char *policy, const char *image)
+{
+	if (policy && strcmp(policy, "Always") == 0)
+		return RT_PULL_ALWAYS;
+	if (policy && strcmp(policy, "Never") == 0)
+		return RT_PULL_NEVER;
+	if (policy && strcmp(policy, "IfNotPresent") == 0)
+		return RT_PULL_IF_NOT_PRESENT;
+	if (!image || strchr(image, '@'))
+		return RT_PULL_IF_NOT_PRESENT;
+	const char *slash = strrchr(image, '/'), *colon = strrchr(image, ':');
+	if (!colon || (slash && colon < slash) || strcmp(colon, ":latest") == 0)
+		return RT_PULL_ALWAYS;
+	return RT_PULL_IF_NOT_PRESENT;
+}
+
+static int convert_resources(const json_t *c, struct rt_container *rc, struct buf *err)
+{
+	struct rt_resources *r = &rc->res;
+	if (res_milli(c, "requests", "cpu", &r->cpu_request_m) || res_milli(c, "limits", "cpu", &r->cpu_limit_m) ||
+	    res_milli(c, "requests", "memory", &r->mem_request) || res_milli(c, "limits", "memory", &r->mem_limit)) {
+		buf_addf(err, "container \"%s\": resources hold a quantity that does not parse", rc->name);
+		return E_INVALID;
+	}
+	r->mem_request = (r->mem_request + 999) / 1000;
+	r->mem_limit = (r->mem_limit + 999) / 1000;
+	if (!r->cpu_request_m)
+		r->cpu_request_m = r->cpu_limit_m; /* a limit stands in for a missing request */
+	if (!r->mem_request)
+		r->mem_request = r->mem_limit;
+	return 0;
+}
+
 static int convert_container(const json_t *pod_sc, const json_t *c, struct rt_container *rc, struct buf *err)
 {
 	const char *name = json_str(c, "name");
@@ -143,7 +194,11 @@ static int convert_container(const json_t *pod_sc, const json_t *c, struct rt_co
 	/* There are no images here: a container that names neither command nor args (it would
 	 * run its image's entrypoint) runs a placeholder process that lives until stopped, so
 	 * `kubectl create deployment web --image=nginx` gives Running pods. */
+	rc->pull = pull_policy(json_str(c, "imagePullPolicy"), image);
+	if (convert_resources(c, rc, err))
+		return E_INVALID;
 	if (!rc->command && !rc->args) {
+		rc->default_command = true;
 		rc->command = xcalloc(3, sizeof(*rc->command));
 		rc->command[0] = xstrdup("sleep");
 		rc->command[1] = xstrdup("infinity");
@@ -192,6 +247,8 @@ int kl_rt_pod_from_json(const json_t *pod, struct rt_pod *ret, struct buf *err)
 	p.ns = xstrdup(ns && *ns ? ns : "default");
 	p.restart = restart_policy(json_path_str(pod, "spec.restartPolicy"));
 	p.grace_s = kl_pod_grace(pod);
+	p.host_network = json_is_true(json_path(pod, "spec.hostNetwork"));
+	p.share_pid = json_is_true(json_path(pod, "spec.shareProcessNamespace"));
 	p.containers = xcalloc(json_array_size(containers), sizeof(*p.containers));
 	size_t i;
 	const json_t *c;

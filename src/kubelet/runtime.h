@@ -23,6 +23,21 @@ struct rt_ids {
 	unsigned ngroups;
 };
 
+/* imagePullPolicy (CRI runtime only). */
+enum rt_pull { RT_PULL_IF_NOT_PRESENT, RT_PULL_ALWAYS, RT_PULL_NEVER };
+
+/* Requests and limits of a container (CRI runtime only): cpu in millicores, memory in bytes;
+ * 0 means not set. */
+struct rt_resources {
+	long long cpu_request_m, cpu_limit_m;
+	long long mem_request, mem_limit;
+};
+
+/* Registry credentials for a container's image (from the pod's imagePullSecrets). */
+struct rt_pull_cred {
+	const char *server, *username, *password;
+};
+
 struct rt_container {
 	char *name;
 	char *image;        /* informational for "process": the command is what runs */
@@ -32,6 +47,12 @@ struct rt_container {
 	size_t nenv;
 	char *working_dir;  /* may be NULL */
 	struct rt_ids ids;
+	/* Used by the CRI runtime only (the others run the command line as it is): */
+	enum rt_pull pull;
+	struct rt_resources res;
+	bool default_command;  /* command is the kubelet's placeholder: the image's own runs instead */
+	const struct rt_pull_cred *pull_cred; /* borrowed for the start_pod call only (the runtime copies
+						 it); NULL: none. Not copied by rt_pod_copy. */
 };
 
 enum rt_restart { RT_RESTART_ALWAYS, RT_RESTART_ON_FAILURE, RT_RESTART_NEVER };
@@ -43,6 +64,8 @@ struct rt_pod {
 	long long grace_s;  /* terminationGracePeriodSeconds */
 	struct rt_container *containers;
 	size_t ncontainers;
+	bool host_network;  /* CRI runtime only: the node's network (and UTS) namespace */
+	bool share_pid;     /* CRI runtime only: shareProcessNamespace */
 };
 
 enum rt_state { RT_WAITING, RT_RUNNING, RT_TERMINATED };
@@ -96,9 +119,18 @@ struct runtime_ops {
 	/* Path of a container's log file (new string) or NULL. Thread-safe. Log lines are
 	 * "<RFC3339Nano timestamp> <stdout|stderr> <F|P> <text>\n" (the CRI format). */
 	char *(*log_path)(struct runtime *rt, const char *tenant, const char *ns, const char *pod, const char *container);
+	/* Optional (NULL: every pod has the node's IP). 0 with the pod's own IP in out ("" while it
+	 * has none yet), 1 when the pod is on the node's network (its IP is the node's), -1 if the pod
+	 * is unknown. Pod worker only. */
+	int (*pod_ip)(struct runtime *rt, const char *uid, char *out, size_t max);
 };
 
-extern const struct runtime_ops runtime_process, runtime_fake;
+extern const struct runtime_ops runtime_process, runtime_fake, runtime_cri;
+
+/* The CRI runtime's settings, given before runtime_cri.create: the runtime's endpoint
+ * ("unix:///run/containerd/containerd.sock") and the cgroup parent of pod sandboxes (NULL or ""
+ * leaves the runtime's default). The strings are copied. */
+void runtime_cri_configure(const char *endpoint, const char *cgroup_parent);
 
 /* Frees the contents of a pod spec. */
 void rt_pod_release(struct rt_pod *p);

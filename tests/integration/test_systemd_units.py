@@ -4,7 +4,8 @@
 1. `systemd-analyze verify --root=ROOT` accepts every unit (as instances) and the haproxy.service
    drop-in without a word: unknown keys, bad values, a missing binary or a missing dependency
    would be reported. ROOT holds what install.sh installed plus copies of this machine's
-   /usr/lib/systemd/system, /usr/bin/etcd and /usr/sbin/haproxy, which the units rely on.
+   /usr/lib/systemd/system, /usr/bin/etcd, /usr/sbin/haproxy and /usr/bin/containerd (Debian's
+   containerd.service, which ursa-kubelet-cri@ requires), which the units rely on.
 2. Every unit's settings are exactly those of its example env file, and every flag its
    ExecStart passes is in its daemon's --help.
 3. A small region runs from the units: each daemon is started with the command line systemd
@@ -45,9 +46,13 @@ UNITS = {
     "ursa-rm-controller-manager@.service": ("rm-controller-manager", "rm-az-1"),
     "ursa-scheduler@.service": ("scheduler", "tp-1"),
     "ursa-kubelet@.service": ("kubelet", "az-1-host-1"),
+    "ursa-kubelet-cri@.service": ("kubelet-cri", "az-1-host-2"),
     "ursa-hollow-kubelet@.service": ("hollow-kubelet", "az-1-hollow"),
     "ursa-gateway@.service": ("gateway", "1"),
 }
+# settings kind -> its directory /etc/ursa/<dir>/ when not its own (a node runs one kubelet unit
+# or the other, with the same /etc/ursa/kubelet/<node>.env)
+ENV_DIRS = {"kubelet-cri": "kubelet"}
 ETCDS = ("tp-1", "rm-az-1", "gateway")
 HOLLOW_NODES = 2
 
@@ -178,7 +183,7 @@ def setup():
     h.check(rc == 0, "install.sh failed (rc %d):\n%s\n%s" % (rc, out, err))
     # What the units rely on from Debian: systemd's own units, etcd and haproxy.
     shutil.copytree("/usr/lib/systemd/system", rooted("/usr/lib/systemd/system"), symlinks=True)
-    for path in ("/usr/bin/etcd", "/usr/sbin/haproxy"):
+    for path in ("/usr/bin/etcd", "/usr/sbin/haproxy", "/usr/bin/containerd"):
         os.makedirs(os.path.dirname(rooted(path)), exist_ok=True)
         shutil.copy2(path, rooted(path))
     S["units"] = {name: parse_unit(rooted(os.path.join(UNIT_DIR, name))) for name in UNITS}
@@ -224,6 +229,33 @@ def test_verify_every_unit():
             "verify did not notice a missing binary (rc %d): %s%s" % (rc, out, err))
 
 
+def test_cri_kubelet_needs_containerd():
+    """ursa-kubelet-cri@ starts after Debian's containerd.service, stops with it, runs the cri
+    runtime on the socket of its settings, and excludes the process-runtime unit of its node."""
+    unit = S["units"]["ursa-kubelet-cri@.service"]
+    h.check("containerd.service" in unit_value(unit, "Unit", "Requires").split(), "Requires=containerd.service")
+    h.check("containerd.service" in unit_value(unit, "Unit", "After").split(), "After=containerd.service")
+    h.eq(unit_value(unit, "Unit", "Conflicts"), "ursa-kubelet@%i.service", "Conflicts=")
+    argv = expand_exec(unit_value(unit, "Service", "ExecStart"), example_env("kubelet-cri"), "az-1-host-2")
+    h.eq(argv[argv.index("--runtime") + 1], "cri", "--runtime")
+    h.eq(argv[argv.index("--cri-endpoint") + 1], "unix:///run/containerd/containerd.sock", "--cri-endpoint")
+    # systemd resolves the dependency: containerd.service is loaded with the kubelet's instance.
+    rc, out, err = h.run_cmd(["systemd-analyze", "verify", "--root=" + S["root"],
+                              "ursa-kubelet-cri@az-1-host-2.service"], timeout=30)
+    h.check(rc == 0 and not (out + err).strip(), "verify (rc %d): %s%s" % (rc, out, err))
+    # The same check sees a missing containerd.service: the dependency is real.
+    unit_path = rooted("/usr/lib/systemd/system/containerd.service")
+    hidden = unit_path + ".hidden"
+    os.rename(unit_path, hidden)
+    try:
+        rc, out, err = h.run_cmd(["systemd-analyze", "verify", "--root=" + S["root"],
+                                  "ursa-kubelet-cri@az-1-host-2.service"], timeout=30)
+    finally:
+        os.rename(hidden, unit_path)
+    h.check(rc != 0 or "containerd.service" in out + err,
+            "verify did not notice containerd.service missing (rc %d): %s%s" % (rc, out, err))
+
+
 def test_prefix_is_substituted():
     other = os.path.join(S["tmp"], "root-opt")
     os.mkdir(other)
@@ -255,7 +287,7 @@ def test_settings_match_examples():
         documented = set(example_env(kind))
         h.eq(sorted(documented - used), [], "%s: settings of %s.env.example the unit ignores" % (name, kind))
         h.eq(sorted(used - documented), [], "%s: variables not in %s.env.example" % (name, kind))
-        h.eq(unit_value(unit, "Service", "EnvironmentFile"), "/etc/ursa/%s/%%i.env" % kind,
+        h.eq(unit_value(unit, "Service", "EnvironmentFile"), "/etc/ursa/%s/%%i.env" % ENV_DIRS.get(kind, kind),
              name + " EnvironmentFile")
     # The HAProxy renderer's settings.
     script = open(os.path.join(UNIT_SRC, "haproxy", "ursa-haproxy-config")).read()

@@ -119,6 +119,11 @@ struct served *served_by_plural(struct apiserver *s, const char *plural);
 bool node_owns(const struct req *q, const json_t *obj);
 void node_not_owner(const struct req *q, const char *name, struct buf *msg);
 void reply_node_not_owner(struct req *q, const char *name); /* the same as a 403 reply */
+/* nodesecrets.c: true when q (a GET of the secret q->path.name by a credential naming its node)
+ * reads a secret some pod bound to that node, in q's tenant and namespace, names; pod_uses_secret
+ * is that test on one pod (image pull secrets, secret volumes and projections, env, envFrom). */
+bool node_may_get_secret(const struct req *q);
+bool pod_uses_secret(const json_t *pod, const char *name);
 
 /* storage.c -------------------------------------------------------------------------------- */
 /* The etcd key of an object: prefix + [tenant/][ns/]name. New string. */

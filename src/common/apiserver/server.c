@@ -88,7 +88,8 @@ static bool verb_in(const char *verb, const char *const *verbs)
  * delete of a pod it stopped. It cannot create pods, bind them or touch any tenant's other
  * objects. A credential that names its node (user system:node:<name>, q->node) writes only that
  * node, its lease and the pods bound to it, as Kubernetes' NodeRestriction: the names here,
- * a created object's and a pod's spec.nodeName in node_owns. */
+ * a created object's and a pod's spec.nodeName in node_owns. Of secrets, such a credential may
+ * GET those a pod bound to its node names (image pull secrets: nodesecrets.c). */
 static bool node_may(const struct req *q, const struct api_resource *r, bool write)
 {
 	static const char *const upsert[] = { "create", "update", "patch", NULL };
@@ -97,7 +98,7 @@ static bool node_may(const struct req *q, const struct api_resource *r, bool wri
 	bool own = !q->node || !q->path.name || strcmp(q->path.name, q->node) == 0;
 
 	if (!write)
-		return strcmp(r->plural, "secrets") != 0;
+		return strcmp(r->plural, "secrets") != 0 || (!strcmp(q->verb, "get") && node_may_get_secret(q));
 	if (strcmp(r->plural, "nodes") == 0)
 		return own && ((!sub && verb_in(q->verb, upsert)) ||
 			       (sub && !strcmp(sub, "status") && verb_in(q->verb, change)));

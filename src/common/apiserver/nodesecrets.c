@@ -1,0 +1,73 @@
+/* Which secrets a node credential may read: as Kubernetes' node authorizer, only those a pod
+ * bound to that node names (image pull secrets, secret volumes and projections, env and envFrom
+ * references), one GET by name at a time, never a list or watch. The pods come from this
+ * server's pod watch cache, the one the kubelet's own pod watch is served from. */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+static bool name_is(const json_t *v, const char *name)
+{
+	const char *s = json_string_value(v);
+	return s && strcmp(s, name) == 0;
+}
+
+static bool container_uses(const json_t *c, const char *name)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(c, "env"), i, e)
+		if (name_is(json_object_get(json_object_get(json_object_get(e, "valueFrom"), "secretKeyRef"), "name"), name))
+			return true;
+	json_array_foreach(json_object_get(c, "envFrom"), i, e)
+		if (name_is(json_object_get(json_object_get(e, "secretRef"), "name"), name))
+			return true;
+	return false;
+}
+
+bool pod_uses_secret(const json_t *pod, const char *name)
+{
+	const json_t *spec = json_object_get(pod, "spec");
+	size_t i, j;
+	json_t *e, *src;
+	json_array_foreach(json_object_get(spec, "imagePullSecrets"), i, e)
+		if (name_is(json_object_get(e, "name"), name))
+			return true;
+	json_array_foreach(json_object_get(spec, "volumes"), i, e) {
+		if (name_is(json_object_get(json_object_get(e, "secret"), "secretName"), name))
+			return true;
+		json_array_foreach(json_object_get(json_object_get(e, "projected"), "sources"), j, src)
+			if (name_is(json_object_get(json_object_get(src, "secret"), "name"), name))
+				return true;
+	}
+	static const char *const lists[] = { "initContainers", "containers", "ephemeralContainers" };
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
+		json_array_foreach(json_object_get(spec, lists[l]), i, e)
+			if (container_uses(e, name))
+				return true;
+	return false;
+}
+
+bool node_may_get_secret(const struct req *q)
+{
+	struct served *pods = served_by_plural(q->s, "pods");
+	if (!q->node || !q->path.name || !q->ns || !q->tenant || !pods || !pods->cache)
+		return false;
+	struct wfilter f = { .tenant = q->tenant, .ns = q->ns };
+	struct cobj **objs = NULL;
+	size_t n = 0;
+	int64_t rv;
+	if (wcache_list(pods->cache, &f, &objs, &n, &rv) < 0)
+		return false;
+	bool found = false;
+	for (size_t i = 0; i < n; i++) {
+		if (!found && strcmp(cobj_field_value(pods, objs[i], "spec.nodeName"), q->node) == 0) {
+			json_t *pod = json_loadb(objs[i]->json, objs[i]->json_len, 0, NULL);
+			found = pod_uses_secret(pod, q->path.name);
+			json_decref(pod);
+		}
+		cobj_unref(objs[i]);
+	}
+	free(objs);
+	return found;
+}

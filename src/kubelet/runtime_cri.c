@@ -1,0 +1,1292 @@
+/* The "cri" runtime: pods run as CRI pod sandboxes with their containers in a CRI runtime
+ * (containerd's CRI plugin) reached over a unix socket (ursa/cri.h).
+ *
+ * State: none on disk but logs. Every sandbox and container carries labels (runtime_cri.h): the
+ * pod's uid, name, namespace and tenant, the container's name and an owner label (a hash of the
+ * runtime's root_dir, so kubelets sharing one containerd keep apart). create() lists them to
+ * recover the pods of a previous kubelet, and start_pod adopts what it finds instead of starting
+ * it again.
+ *
+ * Logs: the sandbox's log_directory is <root>/pods/<uid>, a container instance's log
+ * <root>/pods/<uid>/<container>/<attempt>.log (CRI format, written by the runtime).
+ *
+ * There are no CRI events in our subset: sync() polls ListContainers (one call) and asks
+ * ContainerStatus only of containers whose state changed.
+ *
+ * Threads: the pod worker makes every call but log_path; rt->lock guards what log_path reads
+ * (the pod list, names, the container arrays and their launch counts) against the worker's
+ * changes. */
+#define _GNU_SOURCE
+#include "runtime_cri.h"
+#include "images.h"
+#include "runtime_common.h"
+#include "ursa/errors.h"
+#include "ursa/log.h"
+#include "ursa/timeutil.h"
+#include "ursa/xalloc.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CALL_TIMEOUT_MS 15000L
+#define SANDBOX_TIMEOUT_MS 180000L /* RunPodSandbox may pull the sandbox image first */
+#define PULL_SHOWN_MS 3000         /* ErrImagePull shows this long before ImagePullBackOff */
+#define MAX_LABELS 8
+
+struct cpod {
+	char *uid, *tenant, *ns, *name;
+	bool has_spec;
+	struct rt_pod spec;
+	char *sandbox_id;
+	uint32_t sandbox_attempt;
+	bool sandbox_ready;
+	int64_t sandbox_retry_ms, sandbox_backoff_ms;
+	char sandbox_error[256];
+	char ip[64];
+	struct cri_cont *c;
+	size_t nc;
+	bool stopped;
+	struct cpod *next;
+};
+
+struct runtime {
+	char *root;
+	char owner[24];
+	char runtime_name[32];
+	struct cri *cri;
+	pthread_mutex_t lock;
+	struct cpod *pods;
+	bool changed;
+	int64_t backoff_base_ms, backoff_max_ms;
+};
+
+static char *g_endpoint, *g_cgroup_parent;
+
+void runtime_cri_configure(const char *endpoint, const char *cgroup_parent)
+{
+	free(g_endpoint);
+	free(g_cgroup_parent);
+	g_endpoint = endpoint ? xstrdup(endpoint) : NULL;
+	g_cgroup_parent = cgroup_parent && *cgroup_parent ? xstrdup(cgroup_parent) : NULL;
+}
+
+/* ---- pure helpers ---- */
+
+void cri_linux_resources(const struct rt_resources *r, Runtime__V1__LinuxContainerResources *out)
+{
+	long long shares = r->cpu_request_m * 1024 / 1000;
+	if (shares < CRI_MIN_SHARES)
+		shares = CRI_MIN_SHARES;
+	if (shares > CRI_MAX_SHARES)
+		shares = CRI_MAX_SHARES;
+	out->cpu_shares = shares;
+	out->cpu_period = 0;
+	out->cpu_quota = 0;
+	if (r->cpu_limit_m > 0) {
+		long long quota = r->cpu_limit_m * CRI_CPU_PERIOD / 1000;
+		out->cpu_period = CRI_CPU_PERIOD;
+		out->cpu_quota = quota < CRI_MIN_QUOTA ? CRI_MIN_QUOTA : quota;
+	}
+	out->memory_limit_in_bytes = r->mem_limit > 0 ? r->mem_limit : 0;
+}
+
+void cri_term_from_status(const Runtime__V1__ContainerStatus *s, struct cri_term *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->exit_code = s->exit_code;
+	const char *reason = s->reason && *s->reason ? s->reason : (s->exit_code == 0 ? "Completed" : "Error");
+	snprintf(t->reason, sizeof(t->reason), "%s", reason);
+	snprintf(t->message, sizeof(t->message), "%s", s->message ? s->message : "");
+	t->started_at = s->started_at > 0 ? s->started_at / 1000000000 : 0;
+	t->finished_at = s->finished_at > 0 ? s->finished_at / 1000000000 : 0;
+}
+
+int64_t cri_backoff_next(int64_t cur_ms, int64_t base_ms, int64_t max_ms, int64_t ran_ms)
+{
+	if (cur_ms <= 0 || ran_ms > 2 * max_ms)
+		return base_ms;
+	return cur_ms * 2 > max_ms ? max_ms : cur_ms * 2;
+}
+
+static void term_to_status(const struct cri_term *t, struct rt_container_status *s)
+{
+	s->exit_code = t->exit_code;
+	if (t->exit_code > 128 && t->exit_code < 128 + 65)
+		s->signal = 0; /* Kubernetes reports the exit code only */
+	snprintf(s->reason, sizeof(s->reason), "%s", t->reason);
+	snprintf(s->message, sizeof(s->message), "%s", t->message);
+	s->started_at = t->started_at;
+	s->finished_at = t->finished_at;
+}
+
+void cri_cont_status(const struct cri_cont *c, const struct rt_pod *pod, const char *runtime_name,
+		     struct rt_container_status *s)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", c->name);
+	s->restart_count = c->launches > 1 ? c->launches - 1 : 0;
+	if (c->id)
+		snprintf(s->container_id, sizeof(s->container_id), "%s://%s", runtime_name, c->id);
+	snprintf(s->image_id, sizeof(s->image_id), "%.127s", c->image_ref);
+	const struct cri_term *last = c->phase == CP_TERMINATED ? (c->has_prev ? &c->prev : NULL)
+							      : (c->has_term ? &c->term : NULL);
+	if (last) {
+		s->has_last = true;
+		s->last_exit_code = last->exit_code;
+		snprintf(s->last_reason, sizeof(s->last_reason), "%s", last->reason);
+		s->last_started_at = last->started_at;
+		s->last_finished_at = last->finished_at;
+	}
+	switch (c->phase) {
+	case CP_WAITING:
+		s->state = RT_WAITING;
+		snprintf(s->reason, sizeof(s->reason), "%s", c->reason[0] ? c->reason : "ContainerCreating");
+		snprintf(s->message, sizeof(s->message), "%s", c->message);
+		break;
+	case CP_RUNNING:
+		if (c->cri_state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING) {
+			s->state = RT_RUNNING;
+			s->started_at = c->started_at;
+			s->ready = true;
+		} else {
+			s->state = RT_WAITING;
+			snprintf(s->reason, sizeof(s->reason), "ContainerCreating");
+		}
+		break;
+	case CP_BACKOFF:
+		s->state = RT_WAITING;
+		snprintf(s->reason, sizeof(s->reason), "CrashLoopBackOff");
+		snprintf(s->message, sizeof(s->message), "back-off %llds restarting failed container=%s pod=%s_%s(%s)",
+			 (long long)((c->backoff_ms + 999) / 1000), c->name, pod ? pod->name : "", pod ? pod->ns : "",
+			 pod ? pod->uid : "");
+		break;
+	case CP_TERMINATED:
+		s->state = RT_TERMINATED;
+		if (c->has_term)
+			term_to_status(&c->term, s);
+		else
+			snprintf(s->reason, sizeof(s->reason), "Completed");
+		break;
+	}
+}
+
+/* ---- labels ---- */
+
+/* Every *LabelsEntry message of the CRI has this layout. */
+struct kv {
+	ProtobufCMessage base;
+	char *key, *value;
+};
+
+struct labels {
+	struct kv e[MAX_LABELS];
+	struct kv *p[MAX_LABELS];
+	size_t n;
+};
+
+static void labels_add(struct labels *l, const ProtobufCMessageDescriptor *d, const char *key, const char *value)
+{
+	struct kv *e = &l->e[l->n];
+	protobuf_c_message_init(d, e);
+	e->key = (char *)key;
+	e->value = (char *)(value ? value : "");
+	l->p[l->n] = e;
+	l->n++;
+}
+
+static const char *label_get(struct kv *const *entries, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (entries[i]->key && strcmp(entries[i]->key, key) == 0)
+			return entries[i]->value;
+	return NULL;
+}
+#define LABEL(msg, key) label_get((struct kv *const *)(msg)->labels, (msg)->n_labels, key)
+
+/* FNV-1a of the root dir: the owner label value. */
+static void owner_hash(const char *s, char *out, size_t max)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	snprintf(out, max, "%016llx", (unsigned long long)h);
+}
+
+/* ---- sandbox config ---- */
+
+struct sbconf {
+	Runtime__V1__PodSandboxConfig config;
+	Runtime__V1__PodSandboxMetadata meta;
+	Runtime__V1__LinuxPodSandboxConfig linux_;
+	Runtime__V1__LinuxSandboxSecurityContext sc;
+	Runtime__V1__NamespaceOption ns;
+	struct labels labels;
+	char hostname[64];
+	char *log_dir, *cgroup;
+};
+
+static char *pod_dir(const struct runtime *rt, const char *uid)
+{
+	return xasprintf("%s/pods/%s", rt->root, uid);
+}
+
+static void ns_options(const struct rt_pod *pod, Runtime__V1__NamespaceOption *ns)
+{
+	runtime__v1__namespace_option__init(ns);
+	ns->network = pod->host_network ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
+	ns->pid = pod->share_pid ? RUNTIME__V1__NAMESPACE_MODE__POD : RUNTIME__V1__NAMESPACE_MODE__CONTAINER;
+	ns->ipc = RUNTIME__V1__NAMESPACE_MODE__POD;
+}
+
+static void sbconf_init(struct sbconf *s, const struct runtime *rt, const struct cpod *p)
+{
+	const struct rt_pod *pod = &p->spec;
+	runtime__v1__pod_sandbox_config__init(&s->config);
+	runtime__v1__pod_sandbox_metadata__init(&s->meta);
+	runtime__v1__linux_pod_sandbox_config__init(&s->linux_);
+	runtime__v1__linux_sandbox_security_context__init(&s->sc);
+	ns_options(pod, &s->ns);
+	s->meta.name = pod->name;
+	s->meta.uid = pod->uid;
+	s->meta.namespace_ = pod->ns;
+	s->meta.attempt = p->sandbox_attempt;
+	s->config.metadata = &s->meta;
+	/* the node's network means the node's UTS namespace: runc refuses to set a hostname there */
+	snprintf(s->hostname, sizeof(s->hostname), "%s", pod->host_network ? "" : pod->name);
+	s->config.hostname = s->hostname;
+	s->log_dir = pod_dir(rt, pod->uid);
+	s->config.log_directory = s->log_dir;
+	s->labels.n = 0;
+	const ProtobufCMessageDescriptor *d = &runtime__v1__pod_sandbox_config__labels_entry__descriptor;
+	labels_add(&s->labels, d, CRI_LABEL_UID, pod->uid);
+	labels_add(&s->labels, d, CRI_LABEL_NAME, pod->name);
+	labels_add(&s->labels, d, CRI_LABEL_NS, pod->ns);
+	labels_add(&s->labels, d, CRI_LABEL_TENANT, pod->tenant);
+	labels_add(&s->labels, d, CRI_LABEL_OWNER, rt->owner);
+	s->config.labels = (Runtime__V1__PodSandboxConfig__LabelsEntry **)s->labels.p;
+	s->config.n_labels = s->labels.n;
+	s->sc.namespace_options = &s->ns;
+	s->linux_.security_context = &s->sc;
+	s->cgroup = g_cgroup_parent ? xasprintf("%s/pod%s", g_cgroup_parent, pod->uid) : NULL;
+	if (s->cgroup)
+		s->linux_.cgroup_parent = s->cgroup;
+	s->config.linux = &s->linux_;
+}
+
+static void sbconf_release(struct sbconf *s)
+{
+	free(s->log_dir);
+	free(s->cgroup);
+}
+
+/* ---- pods ---- */
+
+static struct cpod *find_pod(struct runtime *rt, const char *uid)
+{
+	for (struct cpod *p = rt->pods; p; p = p->next)
+		if (strcmp(p->uid, uid) == 0)
+			return p;
+	return NULL;
+}
+
+static void cont_release(struct cri_cont *c)
+{
+	free(c->id);
+	free(c->prev_id);
+	free(c->cred_server);
+	free(c->cred_user);
+	free(c->cred_pass);
+}
+
+static void free_pod(struct cpod *p)
+{
+	for (size_t i = 0; i < p->nc; i++)
+		cont_release(&p->c[i]);
+	free(p->c);
+	if (p->has_spec)
+		rt_pod_release(&p->spec);
+	free(p->uid);
+	free(p->tenant);
+	free(p->ns);
+	free(p->name);
+	free(p->sandbox_id);
+	free(p);
+}
+
+static void set_waiting(struct runtime *rt, struct cri_cont *c, const char *reason, const char *message)
+{
+	if (c->phase != CP_WAITING || strcmp(c->reason, reason) != 0 || strcmp(c->message, message ? message : ""))
+		rt->changed = true;
+	c->phase = CP_WAITING;
+	snprintf(c->reason, sizeof(c->reason), "%s", reason);
+	snprintf(c->message, sizeof(c->message), "%s", message ? message : "");
+}
+
+static bool wants_restart(const struct cpod *p, const struct cri_term *t)
+{
+	if (p->stopped)
+		return false;
+	return p->spec.restart == RT_RESTART_ALWAYS || (p->spec.restart == RT_RESTART_ON_FAILURE && t->exit_code != 0);
+}
+
+static void on_terminated(struct runtime *rt, struct cpod *p, size_t i, const struct cri_term *t)
+{
+	struct cri_cont *c = &p->c[i];
+	if (c->has_term) {
+		c->prev = c->term;
+		c->has_prev = true;
+	}
+	c->term = *t;
+	c->has_term = true;
+	c->cri_state = RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED;
+	if (p->has_spec && wants_restart(p, t)) {
+		c->backoff_ms = cri_backoff_next(c->backoff_ms, rt->backoff_base_ms, rt->backoff_max_ms,
+						 (t->finished_at - t->started_at) * 1000);
+		c->retry_at_ms = now_ms() + c->backoff_ms;
+		c->phase = CP_BACKOFF;
+	} else {
+		c->phase = CP_TERMINATED;
+	}
+	rt->changed = true;
+}
+
+/* Asks the runtime about c's current instance and records what changed. */
+static void poll_container(struct runtime *rt, struct cpod *p, size_t i)
+{
+	struct cri_cont *c = &p->c[i];
+	Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
+	Runtime__V1__ContainerStatusResponse *r = NULL;
+	struct cri_err err;
+	req.container_id = c->id;
+	int rc = cri_container_status(rt->cri, &req, &r, &err);
+	if (rc == E_NOT_FOUND) {
+		struct cri_term t = { .exit_code = 137, .finished_at = now_ms() / 1000 };
+		t.started_at = c->started_at;
+		snprintf(t.reason, sizeof(t.reason), "ContainerStatusUnknown");
+		snprintf(t.message, sizeof(t.message), "The container could not be located when the pod was checked");
+		on_terminated(rt, p, i, &t);
+		return;
+	}
+	if (rc != 0 || !r->status) {
+		cri_free(r);
+		return;
+	}
+	Runtime__V1__ContainerStatus *s = r->status;
+	if (s->image_ref && *s->image_ref)
+		snprintf(c->image_ref, sizeof(c->image_ref), "%s", s->image_ref);
+	if (s->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED) {
+		struct cri_term t;
+		cri_term_from_status(s, &t);
+		on_terminated(rt, p, i, &t);
+	} else if ((int)s->state != c->cri_state) {
+		c->cri_state = (int)s->state;
+		if (s->started_at > 0)
+			c->started_at = s->started_at / 1000000000;
+		rt->changed = true;
+	}
+	cri_free(r);
+}
+
+static void remove_container(struct runtime *rt, const char *id)
+{
+	Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
+	struct cri_err err;
+	req.container_id = (char *)id;
+	int rc = cri_remove_container(rt->cri, &req, NULL, &err);
+	if (rc != 0 && rc != E_NOT_FOUND)
+		log_warn("cri: cannot remove container", "id=%s err=\"%s\"", id, err.message);
+}
+
+/* The image for container i: NULL when it is there (image_ref set), else the Waiting reason
+ * (static) with *ret_msg (new string). */
+static const char *ensure_image(struct runtime *rt, struct cpod *p, size_t i, char **ret_msg)
+{
+	const struct rt_container *sc = &p->spec.containers[i];
+	struct cri_cont *c = &p->c[i];
+	struct cri_err err;
+	Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+	spec.image = sc->image;
+	*ret_msg = NULL;
+	struct image_ref ref;
+	char *perr = NULL;
+	if (!sc->image || image_ref_parse(sc->image, &ref, &perr) != 0) {
+		*ret_msg = perr ? perr : xstrdup("the container names no image");
+		return "InvalidImageName";
+	}
+	image_ref_release(&ref); /* the runtime gets the name as written: it applies the same defaults */
+	if (sc->pull != RT_PULL_ALWAYS) {
+		Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
+		Runtime__V1__ImageStatusResponse *r = NULL;
+		req.image = &spec;
+		int rc = cri_image_status(rt->cri, &req, &r, &err);
+		if (rc != 0) {
+			*ret_msg = xasprintf("checking image \"%s\": %s", sc->image, err.message);
+			return "ErrImageInspect";
+		}
+		bool have = r->image && r->image->id && *r->image->id;
+		if (have)
+			snprintf(c->image_ref, sizeof(c->image_ref), "%s", r->image->id);
+		cri_free(r);
+		if (have)
+			return NULL;
+		if (sc->pull == RT_PULL_NEVER) {
+			*ret_msg = xasprintf("Container image \"%s\" is not present with pull policy of Never",
+					     sc->image);
+			return "ErrImageNeverPull";
+		}
+	}
+	Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
+	Runtime__V1__PullImageResponse *r = NULL;
+	Runtime__V1__AuthConfig auth = RUNTIME__V1__AUTH_CONFIG__INIT;
+	struct sbconf sb;
+	sbconf_init(&sb, rt, p);
+	if (c->cred_user || c->cred_pass) {
+		auth.username = c->cred_user ? c->cred_user : "";
+		auth.password = c->cred_pass ? c->cred_pass : "";
+		auth.server_address = c->cred_server ? c->cred_server : "";
+		req.auth = &auth;
+	}
+	req.image = &spec;
+	req.sandbox_config = &sb.config;
+	int rc = cri_pull_image(rt->cri, &req, &r, &err);
+	sbconf_release(&sb);
+	if (rc != 0) {
+		*ret_msg = xasprintf("%s", err.message[0] ? err.message : err_reason(rc));
+		return "ErrImagePull";
+	}
+	snprintf(c->image_ref, sizeof(c->image_ref), "%s", r->image_ref ? r->image_ref : "");
+	cri_free(r);
+	return NULL;
+}
+
+static void image_failed(struct runtime *rt, struct cpod *p, size_t i, const char *reason, const char *msg)
+{
+	struct cri_cont *c = &p->c[i];
+	c->pull_backoff_ms = cri_backoff_next(c->pull_backoff_ms, rt->backoff_base_ms, rt->backoff_max_ms, 0);
+	c->pull_failed_ms = now_ms();
+	c->retry_at_ms = c->pull_failed_ms + c->pull_backoff_ms;
+	set_waiting(rt, c, reason, msg);
+	log_info("cri: image not available", "pod=\"%s/%s\" container=%s reason=%s msg=\"%s\"", p->ns, p->name, c->name,
+		 reason, msg);
+}
+
+/* Creates and starts a new instance of container i (pulling its image first). */
+static void launch(struct runtime *rt, struct cpod *p, size_t i)
+{
+	const struct rt_container *sc = &p->spec.containers[i];
+	struct cri_cont *c = &p->c[i];
+	char *msg = NULL;
+	const char *reason = ensure_image(rt, p, i, &msg);
+	if (reason) {
+		image_failed(rt, p, i, reason, msg);
+		free(msg);
+		return;
+	}
+	c->pull_backoff_ms = 0;
+
+	struct sbconf sb;
+	sbconf_init(&sb, rt, p);
+	Runtime__V1__ContainerConfig cc = RUNTIME__V1__CONTAINER_CONFIG__INIT;
+	Runtime__V1__ContainerMetadata meta = RUNTIME__V1__CONTAINER_METADATA__INIT;
+	Runtime__V1__ImageSpec image = RUNTIME__V1__IMAGE_SPEC__INIT;
+	Runtime__V1__LinuxContainerConfig lc = RUNTIME__V1__LINUX_CONTAINER_CONFIG__INIT;
+	Runtime__V1__LinuxContainerResources res = RUNTIME__V1__LINUX_CONTAINER_RESOURCES__INIT;
+	Runtime__V1__LinuxContainerSecurityContext csc = RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
+	Runtime__V1__NamespaceOption ns;
+	Runtime__V1__Int64Value uid = RUNTIME__V1__INT64_VALUE__INIT, gid = RUNTIME__V1__INT64_VALUE__INIT;
+	struct labels labels = { .n = 0 };
+	const ProtobufCMessageDescriptor *d = &runtime__v1__container_config__labels_entry__descriptor;
+	int attempt = c->launches;
+	meta.name = sc->name;
+	meta.attempt = (uint32_t)attempt;
+	cc.metadata = &meta;
+	image.image = c->image_ref[0] ? c->image_ref : sc->image;
+	cc.image = &image;
+	size_t ncmd = 0, nargs = 0;
+	if (!sc->default_command) {
+		for (; sc->command && sc->command[ncmd]; ncmd++)
+			;
+		for (; sc->args && sc->args[nargs]; nargs++)
+			;
+		cc.command = sc->command;
+		cc.n_command = ncmd;
+		cc.args = sc->args;
+		cc.n_args = nargs;
+	}
+	cc.working_dir = sc->working_dir ? sc->working_dir : "";
+	Runtime__V1__KeyValue *envs = xcalloc(sc->nenv ? sc->nenv : 1, sizeof(*envs));
+	Runtime__V1__KeyValue **envp = xcalloc(sc->nenv ? sc->nenv : 1, sizeof(*envp));
+	for (size_t e = 0; e < sc->nenv; e++) {
+		runtime__v1__key_value__init(&envs[e]);
+		envs[e].key = sc->env[e].name;
+		envs[e].value = sc->env[e].value;
+		envp[e] = &envs[e];
+	}
+	cc.envs = envp;
+	cc.n_envs = sc->nenv;
+	labels_add(&labels, d, CRI_LABEL_UID, p->spec.uid);
+	labels_add(&labels, d, CRI_LABEL_NAME, p->spec.name);
+	labels_add(&labels, d, CRI_LABEL_NS, p->spec.ns);
+	labels_add(&labels, d, CRI_LABEL_TENANT, p->spec.tenant);
+	labels_add(&labels, d, CRI_LABEL_OWNER, rt->owner);
+	labels_add(&labels, d, CRI_LABEL_CONTAINER, sc->name);
+	cc.labels = (Runtime__V1__ContainerConfig__LabelsEntry **)labels.p;
+	cc.n_labels = labels.n;
+	char *log_rel = xasprintf("%s/%d.log", sc->name, attempt);
+	cc.log_path = log_rel;
+	cri_linux_resources(&sc->res, &res);
+	ns_options(&p->spec, &ns);
+	csc.namespace_options = &ns;
+	if (sc->ids.has_uid) {
+		uid.value = sc->ids.uid;
+		csc.run_as_user = &uid;
+	}
+	if (sc->ids.has_gid) {
+		gid.value = sc->ids.gid;
+		csc.run_as_group = &gid;
+	}
+	int64_t groups[RT_MAX_GROUPS];
+	for (unsigned g = 0; g < sc->ids.ngroups; g++)
+		groups[g] = sc->ids.groups[g];
+	csc.supplemental_groups = groups;
+	csc.n_supplemental_groups = sc->ids.ngroups;
+	lc.resources = &res;
+	lc.security_context = &csc;
+	cc.linux = &lc;
+
+	Runtime__V1__CreateContainerRequest req = RUNTIME__V1__CREATE_CONTAINER_REQUEST__INIT;
+	Runtime__V1__CreateContainerResponse *cr = NULL;
+	struct cri_err err;
+	req.pod_sandbox_id = p->sandbox_id;
+	req.config = &cc;
+	req.sandbox_config = &sb.config;
+	int rc = cri_call(rt->cri, "/runtime.v1.RuntimeService/CreateContainer", &req.base,
+			  &runtime__v1__create_container_response__descriptor, 60000, (ProtobufCMessage **)&cr, &err);
+	free(log_rel);
+	free(envs);
+	free(envp);
+	sbconf_release(&sb);
+	if (rc != 0) {
+		c->backoff_ms = cri_backoff_next(c->backoff_ms, rt->backoff_base_ms, rt->backoff_max_ms, 0);
+		c->retry_at_ms = now_ms() + c->backoff_ms;
+		set_waiting(rt, c, "CreateContainerError", err.message);
+		return;
+	}
+	/* keep the newest instance and the one before it (lastState, logs --previous) */
+	char *older = c->prev_id;
+	pthread_mutex_lock(&rt->lock);
+	c->prev_id = c->id;
+	c->id = xstrdup(cr->container_id);
+	c->launches = attempt + 1;
+	pthread_mutex_unlock(&rt->lock);
+	cri_free(cr);
+	if (older)
+		remove_container(rt, older);
+	free(older);
+	c->phase = CP_RUNNING;
+	c->cri_state = RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED;
+	c->reason[0] = c->message[0] = '\0';
+	rt->changed = true;
+
+	Runtime__V1__StartContainerRequest sreq = RUNTIME__V1__START_CONTAINER_REQUEST__INIT;
+	sreq.container_id = c->id;
+	rc = cri_call(rt->cri, "/runtime.v1.RuntimeService/StartContainer", &sreq.base,
+		      &runtime__v1__start_container_response__descriptor, 60000, NULL, &err);
+	if (rc != 0) {
+		struct cri_term t = { .exit_code = 128, .finished_at = now_ms() / 1000 };
+		t.started_at = t.finished_at;
+		snprintf(t.reason, sizeof(t.reason), "StartError");
+		snprintf(t.message, sizeof(t.message), "%.255s", err.message);
+		on_terminated(rt, p, i, &t);
+		return;
+	}
+	poll_container(rt, p, i);
+}
+
+static void sandbox_status(struct runtime *rt, struct cpod *p)
+{
+	Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
+	Runtime__V1__PodSandboxStatusResponse *r = NULL;
+	struct cri_err err;
+	req.pod_sandbox_id = p->sandbox_id;
+	if (cri_pod_sandbox_status(rt->cri, &req, &r, &err) != 0)
+		return;
+	if (r->status) {
+		p->sandbox_ready = r->status->state == RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY;
+		const char *ip = r->status->network && r->status->network->ip ? r->status->network->ip : "";
+		if (strcmp(ip, p->ip) != 0)
+			rt->changed = true;
+		snprintf(p->ip, sizeof(p->ip), "%s", ip);
+	}
+	cri_free(r);
+}
+
+static void stop_sandbox(struct runtime *rt, const char *id)
+{
+	Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
+	struct cri_err err;
+	req.pod_sandbox_id = (char *)id;
+	int rc = cri_call(rt->cri, "/runtime.v1.RuntimeService/StopPodSandbox", &req.base,
+			  &runtime__v1__stop_pod_sandbox_response__descriptor, 120000, NULL, &err);
+	if (rc != 0 && rc != E_NOT_FOUND)
+		log_warn("cri: cannot stop sandbox", "id=%s err=\"%s\"", id, err.message);
+}
+
+static void remove_sandbox(struct runtime *rt, const char *id)
+{
+	Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
+	struct cri_err err;
+	req.pod_sandbox_id = (char *)id;
+	int rc = cri_call(rt->cri, "/runtime.v1.RuntimeService/RemovePodSandbox", &req.base,
+			  &runtime__v1__remove_pod_sandbox_response__descriptor, 120000, NULL, &err);
+	if (rc != 0 && rc != E_NOT_FOUND)
+		log_warn("cri: cannot remove sandbox", "id=%s err=\"%s\"", id, err.message);
+}
+
+/* RunPodSandbox; on failure every container waits (ContainerCreating with the error) and the
+ * sandbox is tried again after a back-off. */
+static bool run_sandbox(struct runtime *rt, struct cpod *p)
+{
+	struct sbconf sb;
+	sbconf_init(&sb, rt, p);
+	rt_mkdir_p(sb.log_dir, 0755);
+	Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
+	Runtime__V1__RunPodSandboxResponse *r = NULL;
+	struct cri_err err;
+	req.config = &sb.config;
+	int rc = cri_call(rt->cri, "/runtime.v1.RuntimeService/RunPodSandbox", &req.base,
+			  &runtime__v1__run_pod_sandbox_response__descriptor, SANDBOX_TIMEOUT_MS,
+			  (ProtobufCMessage **)&r, &err);
+	sbconf_release(&sb);
+	if (rc != 0) {
+		p->sandbox_backoff_ms =
+			cri_backoff_next(p->sandbox_backoff_ms, rt->backoff_base_ms, rt->backoff_max_ms, 0);
+		p->sandbox_retry_ms = now_ms() + p->sandbox_backoff_ms;
+		snprintf(p->sandbox_error, sizeof(p->sandbox_error), "Failed to create pod sandbox: %.200s",
+			 err.message[0] ? err.message : err_reason(rc));
+		for (size_t i = 0; i < p->nc; i++)
+			set_waiting(rt, &p->c[i], "ContainerCreating", p->sandbox_error);
+		log_warn("cri: cannot run pod sandbox", "pod=\"%s/%s\" err=\"%s\"", p->ns, p->name, p->sandbox_error);
+		return false;
+	}
+	p->sandbox_id = xstrdup(r->pod_sandbox_id);
+	p->sandbox_backoff_ms = 0;
+	p->sandbox_error[0] = '\0';
+	cri_free(r);
+	sandbox_status(rt, p);
+	rt->changed = true;
+	return true;
+}
+
+/* Starts what should run and is not running: the sandbox, then each waiting container. */
+static void advance(struct runtime *rt, struct cpod *p, bool force)
+{
+	int64_t now = now_ms();
+	if (!p->sandbox_id) {
+		bool needed = false;
+		for (size_t i = 0; i < p->nc; i++)
+			needed = needed || p->c[i].phase == CP_WAITING || p->c[i].phase == CP_BACKOFF;
+		if (!needed || (!force && now < p->sandbox_retry_ms))
+			return;
+		if (!run_sandbox(rt, p))
+			return;
+		force = true;
+	}
+	for (size_t i = 0; i < p->nc; i++) {
+		struct cri_cont *c = &p->c[i];
+		if (c->phase == CP_WAITING && strcmp(c->reason, "ErrImagePull") == 0) {
+			int64_t shown = c->pull_backoff_ms / 2 < PULL_SHOWN_MS ? c->pull_backoff_ms / 2 : PULL_SHOWN_MS;
+			if (now >= c->pull_failed_ms + shown && now < c->retry_at_ms) {
+				char *m = xasprintf("Back-off pulling image \"%s\"", p->spec.containers[i].image);
+				set_waiting(rt, c, "ImagePullBackOff", m);
+				free(m);
+			}
+		}
+		if ((c->phase == CP_WAITING || c->phase == CP_BACKOFF) && (force || now >= c->retry_at_ms))
+			launch(rt, p, i);
+	}
+}
+
+/* ---- recovery ---- */
+
+static struct cpod *new_pod(struct runtime *rt, const char *uid, const char *tenant, const char *ns, const char *name)
+{
+	struct cpod *p = xcalloc(1, sizeof(*p));
+	p->uid = xstrdup(uid);
+	p->tenant = xstrdup(tenant ? tenant : "system");
+	p->ns = xstrdup(ns ? ns : "default");
+	p->name = xstrdup(name ? name : "");
+	p->c = xcalloc(1, sizeof(*p->c));
+	pthread_mutex_lock(&rt->lock);
+	p->next = rt->pods;
+	rt->pods = p;
+	pthread_mutex_unlock(&rt->lock);
+	return p;
+}
+
+static struct cri_cont *find_cont(struct cpod *p, const char *name)
+{
+	for (size_t i = 0; i < p->nc; i++)
+		if (strcmp(p->c[i].name, name) == 0)
+			return &p->c[i];
+	return NULL;
+}
+
+static Runtime__V1__ListContainersResponse *list_containers(struct runtime *rt)
+{
+	Runtime__V1__ListContainersRequest req = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
+	Runtime__V1__ContainerFilter f = RUNTIME__V1__CONTAINER_FILTER__INIT;
+	Runtime__V1__ListContainersResponse *r = NULL;
+	struct labels sel = { .n = 0 };
+	struct cri_err err;
+	labels_add(&sel, &runtime__v1__container_filter__label_selector_entry__descriptor, CRI_LABEL_OWNER, rt->owner);
+	f.label_selector = (Runtime__V1__ContainerFilter__LabelSelectorEntry **)sel.p;
+	f.n_label_selector = sel.n;
+	req.filter = &f;
+	if (cri_list_containers(rt->cri, &req, &r, &err) != 0)
+		return NULL;
+	return r;
+}
+
+/* Finds this runtime's sandboxes and containers (a kubelet restart): one pod per uid, with
+ * its newest sandbox, and per container name the newest instance and the one before. */
+static void recover(struct runtime *rt)
+{
+	Runtime__V1__ListPodSandboxRequest req = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
+	Runtime__V1__PodSandboxFilter f = RUNTIME__V1__POD_SANDBOX_FILTER__INIT;
+	Runtime__V1__ListPodSandboxResponse *r = NULL;
+	struct labels sel = { .n = 0 };
+	struct cri_err err;
+	labels_add(&sel, &runtime__v1__pod_sandbox_filter__label_selector_entry__descriptor, CRI_LABEL_OWNER,
+		   rt->owner);
+	f.label_selector = (Runtime__V1__PodSandboxFilter__LabelSelectorEntry **)sel.p;
+	f.n_label_selector = sel.n;
+	req.filter = &f;
+	int rc = cri_list_pod_sandbox(rt->cri, &req, &r, &err);
+	if (rc != 0) {
+		log_warn("cri: cannot list pod sandboxes", "err=\"%s\"", err.message);
+		return;
+	}
+	for (size_t i = 0; i < r->n_items; i++) {
+		Runtime__V1__PodSandbox *sb = r->items[i];
+		const char *uid = LABEL(sb, CRI_LABEL_UID);
+		if (!uid || !*uid || !sb->metadata)
+			continue;
+		struct cpod *p = find_pod(rt, uid);
+		if (p && p->sandbox_attempt >= sb->metadata->attempt)
+			continue;
+		if (!p)
+			p = new_pod(rt, uid, LABEL(sb, CRI_LABEL_TENANT), LABEL(sb, CRI_LABEL_NS),
+				    LABEL(sb, CRI_LABEL_NAME));
+		free(p->sandbox_id);
+		p->sandbox_id = xstrdup(sb->id);
+		p->sandbox_attempt = sb->metadata->attempt;
+		p->sandbox_ready = sb->state == RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY;
+	}
+	cri_free(r);
+	Runtime__V1__ListContainersResponse *lc = list_containers(rt);
+	for (size_t i = 0; lc && i < lc->n_containers; i++) {
+		Runtime__V1__Container *ct = lc->containers[i];
+		const char *uid = LABEL(ct, CRI_LABEL_UID);
+		struct cpod *p = uid ? find_pod(rt, uid) : NULL;
+		if (!p || !ct->metadata || !ct->metadata->name || !p->sandbox_id ||
+		    strcmp(ct->pod_sandbox_id, p->sandbox_id) != 0)
+			continue;
+		struct cri_cont *c = find_cont(p, ct->metadata->name);
+		if (!c) {
+			pthread_mutex_lock(&rt->lock);
+			p->c = xrealloc(p->c, (p->nc + 1) * sizeof(*p->c));
+			c = &p->c[p->nc++];
+			memset(c, 0, sizeof(*c));
+			snprintf(c->name, sizeof(c->name), "%s", ct->metadata->name);
+			pthread_mutex_unlock(&rt->lock);
+		}
+		int attempt = (int)ct->metadata->attempt;
+		if (attempt + 1 > c->launches) {
+			free(c->prev_id);
+			c->prev_id = c->id;
+			c->id = xstrdup(ct->id);
+			c->launches = attempt + 1;
+			c->cri_state = (int)ct->state;
+		} else if (!c->prev_id || attempt + 1 == c->launches - 1) {
+			free(c->prev_id);
+			c->prev_id = xstrdup(ct->id);
+		}
+	}
+	cri_free(lc);
+	size_t n = 0;
+	for (struct cpod *p = rt->pods; p; p = p->next)
+		n++;
+	if (n)
+		log_info("cri: found pods of a previous run", "count=%zu", n);
+}
+
+/* Fills the termination of an exited instance (lastState after a restart). */
+static bool fetch_term(struct runtime *rt, const char *id, struct cri_term *t)
+{
+	Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
+	Runtime__V1__ContainerStatusResponse *r = NULL;
+	struct cri_err err;
+	req.container_id = (char *)id;
+	if (cri_container_status(rt->cri, &req, &r, &err) != 0)
+		return false;
+	bool ok = r->status && r->status->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED;
+	if (ok)
+		cri_term_from_status(r->status, t);
+	cri_free(r);
+	return ok;
+}
+
+/* ---- the runtime_ops ---- */
+
+static struct runtime *cri_rt_create(const char *root_dir, const char *self_exe)
+{
+	(void)self_exe;
+	if (!g_endpoint || rt_mkdir_p(root_dir, 0755) != 0)
+		return NULL;
+	struct cri *cri = cri_open(g_endpoint, CALL_TIMEOUT_MS);
+	if (!cri) {
+		log_error("cri: bad endpoint", "endpoint=\"%s\"", g_endpoint);
+		return NULL;
+	}
+	struct runtime *rt = xcalloc(1, sizeof(*rt));
+	rt->root = xstrdup(root_dir);
+	rt->cri = cri;
+	pthread_mutex_init(&rt->lock, NULL);
+	owner_hash(root_dir, rt->owner, sizeof(rt->owner));
+	rt->backoff_base_ms = rt_backoff_base_ms();
+	rt->backoff_max_ms = 30 * rt->backoff_base_ms;
+	snprintf(rt->runtime_name, sizeof(rt->runtime_name), "cri");
+	/* the runtime may come up after the kubelet: wait a little for it */
+	for (int attempt = 0;; attempt++) {
+		Runtime__V1__VersionRequest vreq = RUNTIME__V1__VERSION_REQUEST__INIT;
+		Runtime__V1__VersionResponse *v = NULL;
+		struct cri_err err;
+		vreq.version = "v1";
+		int rc = cri_version(cri, &vreq, &v, &err);
+		if (rc == 0) {
+			if (v->runtime_name && *v->runtime_name && rt_path_component_ok(v->runtime_name))
+				snprintf(rt->runtime_name, sizeof(rt->runtime_name), "%s", v->runtime_name);
+			log_info("cri: runtime", "endpoint=\"%s\" name=%s version=%s", g_endpoint, v->runtime_name,
+				 v->runtime_version);
+			cri_free(v);
+			break;
+		}
+		if (attempt == 30) {
+			log_error("cri: runtime not reachable", "endpoint=\"%s\" err=\"%s\"", g_endpoint, err.message);
+			cri_close(cri);
+			pthread_mutex_destroy(&rt->lock);
+			free(rt->root);
+			free(rt);
+			return NULL;
+		}
+		usleep(1000 * 1000);
+	}
+	recover(rt);
+	return rt;
+}
+
+static void cri_rt_destroy(struct runtime *rt)
+{
+	if (!rt)
+		return;
+	while (rt->pods) {
+		struct cpod *p = rt->pods;
+		rt->pods = p->next;
+		free_pod(p);
+	}
+	cri_close(rt->cri);
+	pthread_mutex_destroy(&rt->lock);
+	free(rt->root);
+	free(rt);
+}
+
+/* Gives p its spec: containers in spec order, matched by name with what recovery found. */
+static void attach_spec(struct runtime *rt, struct cpod *p, const struct rt_pod *pod)
+{
+	struct cri_cont *c = xcalloc(pod->ncontainers ? pod->ncontainers : 1, sizeof(*c));
+	for (size_t i = 0; i < pod->ncontainers; i++) {
+		struct cri_cont *old = find_cont(p, pod->containers[i].name);
+		if (old) {
+			c[i] = *old;
+			memset(old, 0, sizeof(*old));
+		}
+		snprintf(c[i].name, sizeof(c[i].name), "%s", pod->containers[i].name);
+		const struct rt_pull_cred *cred = pod->containers[i].pull_cred;
+		if (cred) {
+			c[i].cred_server = cred->server ? xstrdup(cred->server) : NULL;
+			c[i].cred_user = cred->username ? xstrdup(cred->username) : NULL;
+			c[i].cred_pass = cred->password ? xstrdup(cred->password) : NULL;
+		}
+	}
+	pthread_mutex_lock(&rt->lock);
+	struct cri_cont *oc = p->c;
+	size_t on = p->nc;
+	p->c = c;
+	p->nc = pod->ncontainers;
+	rt_pod_copy(&p->spec, pod);
+	for (size_t i = 0; i < pod->ncontainers; i++) {
+		p->spec.containers[i].pull = pod->containers[i].pull;
+		p->spec.containers[i].res = pod->containers[i].res;
+		p->spec.containers[i].default_command = pod->containers[i].default_command;
+	}
+	p->spec.host_network = pod->host_network;
+	p->spec.share_pid = pod->share_pid;
+	p->has_spec = true;
+	free(p->tenant);
+	free(p->ns);
+	free(p->name);
+	p->tenant = xstrdup(pod->tenant);
+	p->ns = xstrdup(pod->ns);
+	p->name = xstrdup(pod->name);
+	pthread_mutex_unlock(&rt->lock);
+	/* instances of containers no longer in the spec go */
+	for (size_t i = 0; i < on; i++) {
+		if (oc[i].id)
+			remove_container(rt, oc[i].id);
+		if (oc[i].prev_id)
+			remove_container(rt, oc[i].prev_id);
+		cont_release(&oc[i]);
+	}
+	free(oc);
+}
+
+/* An adopted container: its current state decides what comes next. */
+static void adopt_container(struct runtime *rt, struct cpod *p, size_t i)
+{
+	struct cri_cont *c = &p->c[i];
+	if (!c->id) {
+		c->phase = CP_WAITING;
+		return;
+	}
+	if (c->prev_id && fetch_term(rt, c->prev_id, &c->term))
+		c->has_term = true;
+	c->phase = CP_RUNNING;
+	c->cri_state = -1;
+	poll_container(rt, p, i); /* exited meanwhile: restarted or terminated per the policy */
+	if (c->phase == CP_BACKOFF)
+		c->retry_at_ms = now_ms(); /* it ended while nobody watched: restart at once */
+}
+
+static int cri_rt_start_pod(struct runtime *rt, const struct rt_pod *pod, char **ret_err)
+{
+	*ret_err = NULL;
+	struct cpod *p = find_pod(rt, pod->uid);
+	if (p && p->has_spec)
+		return 0;
+	if (!p)
+		p = new_pod(rt, pod->uid, pod->tenant, pod->ns, pod->name);
+	attach_spec(rt, p, pod);
+	if (p->sandbox_id && !p->sandbox_ready) {
+		/* its sandbox died (node reboot, pause killed): start over in a new one */
+		for (size_t i = 0; i < p->nc; i++) {
+			struct cri_cont *c = &p->c[i];
+			if (c->id)
+				remove_container(rt, c->id);
+			if (c->prev_id)
+				remove_container(rt, c->prev_id);
+			free(c->id);
+			free(c->prev_id);
+			c->id = c->prev_id = NULL;
+		}
+		stop_sandbox(rt, p->sandbox_id);
+		remove_sandbox(rt, p->sandbox_id);
+		free(p->sandbox_id);
+		p->sandbox_id = NULL;
+		p->sandbox_attempt++;
+	}
+	if (p->sandbox_id) {
+		sandbox_status(rt, p);
+		for (size_t i = 0; i < p->nc; i++)
+			adopt_container(rt, p, i);
+		log_info("cri: pod adopted", "pod=\"%s/%s\" sandbox=%.12s ip=%s", p->ns, p->name, p->sandbox_id, p->ip);
+	}
+	advance(rt, p, true);
+	rt->changed = true;
+	return 0;
+}
+
+struct stopper {
+	struct runtime *rt;
+	const char *id;
+	long long grace_s;
+	pthread_t thread;
+};
+
+static void *stop_one(void *arg)
+{
+	struct stopper *s = arg;
+	Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
+	struct cri_err err;
+	req.container_id = (char *)s->id;
+	req.timeout = s->grace_s;
+	int rc = cri_call(s->rt->cri, "/runtime.v1.RuntimeService/StopContainer", &req.base,
+			  &runtime__v1__stop_container_response__descriptor, (s->grace_s + 30) * 1000, NULL, &err);
+	if (rc != 0 && rc != E_NOT_FOUND)
+		log_warn("cri: cannot stop container", "id=%s err=\"%s\"", s->id, err.message);
+	return NULL;
+}
+
+static int cri_rt_stop_pod(struct runtime *rt, const char *uid, long long grace_s)
+{
+	struct cpod *p = find_pod(rt, uid);
+	if (!p)
+		return 0;
+	if (grace_s < 0)
+		grace_s = 0;
+	p->stopped = true;
+	struct stopper *st = xcalloc(p->nc ? p->nc : 1, sizeof(*st));
+	size_t n = 0;
+	for (size_t i = 0; i < p->nc; i++) {
+		struct cri_cont *c = &p->c[i];
+		if (!c->id || c->phase != CP_RUNNING)
+			continue;
+		st[n] = (struct stopper){ .rt = rt, .id = c->id, .grace_s = grace_s };
+		if (pthread_create(&st[n].thread, NULL, stop_one, &st[n]) != 0) {
+			stop_one(&st[n]);
+			continue;
+		}
+		n++;
+	}
+	for (size_t i = 0; i < n; i++)
+		pthread_join(st[i].thread, NULL);
+	free(st);
+	for (size_t i = 0; i < p->nc; i++) {
+		struct cri_cont *c = &p->c[i];
+		if (c->id && c->phase == CP_RUNNING)
+			poll_container(rt, p, i);
+		if (c->phase != CP_RUNNING && c->phase != CP_TERMINATED) {
+			c->phase = c->has_term ? CP_TERMINATED : CP_WAITING;
+			rt->changed = true;
+		}
+	}
+	if (p->sandbox_id)
+		stop_sandbox(rt, p->sandbox_id);
+	rt->changed = true;
+	return 0;
+}
+
+/* Every sandbox of uid the runtime has (older attempts too). */
+static void remove_all_sandboxes(struct runtime *rt, const char *uid)
+{
+	Runtime__V1__ListPodSandboxRequest req = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
+	Runtime__V1__PodSandboxFilter f = RUNTIME__V1__POD_SANDBOX_FILTER__INIT;
+	Runtime__V1__ListPodSandboxResponse *r = NULL;
+	struct labels sel = { .n = 0 };
+	struct cri_err err;
+	const ProtobufCMessageDescriptor *d = &runtime__v1__pod_sandbox_filter__label_selector_entry__descriptor;
+	labels_add(&sel, d, CRI_LABEL_OWNER, rt->owner);
+	labels_add(&sel, d, CRI_LABEL_UID, uid);
+	f.label_selector = (Runtime__V1__PodSandboxFilter__LabelSelectorEntry **)sel.p;
+	f.n_label_selector = sel.n;
+	req.filter = &f;
+	if (cri_list_pod_sandbox(rt->cri, &req, &r, &err) != 0)
+		return;
+	for (size_t i = 0; i < r->n_items; i++) {
+		stop_sandbox(rt, r->items[i]->id);
+		remove_sandbox(rt, r->items[i]->id);
+	}
+	cri_free(r);
+}
+
+static void cri_rt_remove_pod(struct runtime *rt, const char *uid)
+{
+	struct cpod *p = find_pod(rt, uid);
+	if (!p)
+		return;
+	if (!p->stopped)
+		cri_rt_stop_pod(rt, uid, 0);
+	for (size_t i = 0; i < p->nc; i++) {
+		if (p->c[i].id)
+			remove_container(rt, p->c[i].id);
+		if (p->c[i].prev_id)
+			remove_container(rt, p->c[i].prev_id);
+	}
+	if (p->sandbox_id)
+		remove_sandbox(rt, p->sandbox_id);
+	remove_all_sandboxes(rt, uid);
+	char *dir = pod_dir(rt, uid);
+	rt_rm_rf(dir);
+	free(dir);
+	pthread_mutex_lock(&rt->lock);
+	for (struct cpod **l = &rt->pods; *l; l = &(*l)->next)
+		if (*l == p) {
+			*l = p->next;
+			break;
+		}
+	pthread_mutex_unlock(&rt->lock);
+	free_pod(p);
+	rt->changed = true;
+}
+
+static int cri_rt_status(struct runtime *rt, const char *uid, struct rt_container_status *out, size_t max)
+{
+	struct cpod *p = find_pod(rt, uid);
+	if (!p || !p->has_spec)
+		return -1;
+	size_t n = p->nc < max ? p->nc : max;
+	for (size_t i = 0; i < n; i++)
+		cri_cont_status(&p->c[i], &p->spec, rt->runtime_name, &out[i]);
+	return (int)n;
+}
+
+static int cri_rt_pod_ip(struct runtime *rt, const char *uid, char *out, size_t max)
+{
+	struct cpod *p = find_pod(rt, uid);
+	if (!p)
+		return -1;
+	snprintf(out, max, "%s", p->ip);
+	return p->has_spec && p->spec.host_network ? 1 : 0;
+}
+
+static const Runtime__V1__Container *listed(const Runtime__V1__ListContainersResponse *lc, const char *id)
+{
+	for (size_t i = 0; lc && i < lc->n_containers; i++)
+		if (lc->containers[i]->id && strcmp(lc->containers[i]->id, id) == 0)
+			return lc->containers[i];
+	return NULL;
+}
+
+/* The pod's sandbox is gone or no longer ready (its pause process died, the node rebooted):
+ * as Kubernetes does, its containers are killed and everything starts again in a new sandbox;
+ * containers that are to restart do so at once. */
+static void sandbox_lost(struct runtime *rt, struct cpod *p)
+{
+	log_warn("cri: pod sandbox lost, starting a new one", "pod=\"%s/%s\" sandbox=%.12s", p->ns, p->name,
+		 p->sandbox_id);
+	for (size_t i = 0; i < p->nc; i++) {
+		struct cri_cont *c = &p->c[i];
+		if (c->phase == CP_RUNNING && c->id) {
+			struct stopper st = { .rt = rt, .id = c->id, .grace_s = 0 };
+			stop_one(&st);
+			poll_container(rt, p, i);
+			if (c->phase == CP_BACKOFF)
+				c->retry_at_ms = now_ms();
+		}
+		if (c->id)
+			remove_container(rt, c->id);
+		if (c->prev_id)
+			remove_container(rt, c->prev_id);
+		free(c->id);
+		free(c->prev_id);
+		c->id = c->prev_id = NULL;
+	}
+	stop_sandbox(rt, p->sandbox_id);
+	remove_sandbox(rt, p->sandbox_id);
+	free(p->sandbox_id);
+	p->sandbox_id = NULL;
+	p->sandbox_attempt++;
+	p->sandbox_retry_ms = 0;
+	p->ip[0] = '\0';
+	rt->changed = true;
+}
+
+static Runtime__V1__ListPodSandboxResponse *list_sandboxes(struct runtime *rt)
+{
+	Runtime__V1__ListPodSandboxRequest req = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
+	Runtime__V1__PodSandboxFilter f = RUNTIME__V1__POD_SANDBOX_FILTER__INIT;
+	Runtime__V1__ListPodSandboxResponse *r = NULL;
+	struct labels sel = { .n = 0 };
+	struct cri_err err;
+	labels_add(&sel, &runtime__v1__pod_sandbox_filter__label_selector_entry__descriptor, CRI_LABEL_OWNER,
+		   rt->owner);
+	f.label_selector = (Runtime__V1__PodSandboxFilter__LabelSelectorEntry **)sel.p;
+	f.n_label_selector = sel.n;
+	req.filter = &f;
+	if (cri_list_pod_sandbox(rt->cri, &req, &r, &err) != 0)
+		return NULL;
+	return r;
+}
+
+static bool sandbox_ok(const Runtime__V1__ListPodSandboxResponse *ls, const char *id)
+{
+	for (size_t i = 0; i < ls->n_items; i++)
+		if (ls->items[i]->id && strcmp(ls->items[i]->id, id) == 0)
+			return ls->items[i]->state == RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY;
+	return false;
+}
+
+static bool cri_rt_sync(struct runtime *rt)
+{
+	Runtime__V1__ListContainersResponse *lc = list_containers(rt);
+	Runtime__V1__ListPodSandboxResponse *ls = lc ? list_sandboxes(rt) : NULL;
+	for (struct cpod *p = rt->pods; p; p = p->next) {
+		if (!p->has_spec || p->stopped)
+			continue;
+		if (ls && p->sandbox_id && !sandbox_ok(ls, p->sandbox_id))
+			sandbox_lost(rt, p);
+		if (lc) {
+			for (size_t i = 0; i < p->nc; i++) {
+				struct cri_cont *c = &p->c[i];
+				if (c->phase != CP_RUNNING || !c->id)
+					continue;
+				const Runtime__V1__Container *ct = listed(lc, c->id);
+				if (!ct || (int)ct->state != c->cri_state)
+					poll_container(rt, p, i);
+			}
+		}
+		advance(rt, p, false);
+	}
+	cri_free(ls);
+	cri_free(lc);
+	bool changed = rt->changed;
+	rt->changed = false;
+	return changed;
+}
+
+static size_t cri_rt_list_pods(struct runtime *rt, char ***ret)
+{
+	size_t n = 0;
+	for (struct cpod *p = rt->pods; p; p = p->next)
+		n++;
+	char **v = xcalloc(n ? n : 1, sizeof(*v));
+	size_t i = 0;
+	for (struct cpod *p = rt->pods; p; p = p->next)
+		v[i++] = xstrdup(p->uid);
+	*ret = v;
+	return n;
+}
+
+static char *cri_rt_log_path(struct runtime *rt, const char *tenant, const char *ns, const char *pod,
+			     const char *container)
+{
+	if (!rt_path_component_ok(container))
+		return NULL;
+	char *path = NULL;
+	pthread_mutex_lock(&rt->lock);
+	const struct cpod *best = NULL;
+	for (const struct cpod *p = rt->pods; p; p = p->next)
+		if (strcmp(p->tenant, tenant) == 0 && strcmp(p->ns, ns) == 0 && strcmp(p->name, pod) == 0 &&
+		    (!best || (best->stopped && !p->stopped)))
+			best = p;
+	for (size_t i = 0; best && i < best->nc; i++)
+		if (strcmp(best->c[i].name, container) == 0 && best->c[i].launches > 0)
+			path = xasprintf("%s/pods/%s/%s/%d.log", rt->root, best->uid, container,
+					 best->c[i].launches - 1);
+	pthread_mutex_unlock(&rt->lock);
+	struct stat st;
+	if (path && (stat(path, &st) != 0 || !S_ISREG(st.st_mode))) {
+		free(path);
+		path = NULL;
+	}
+	return path;
+}
+
+const struct runtime_ops runtime_cri = {
+	.name = "cri",
+	.create = cri_rt_create,
+	.destroy = cri_rt_destroy,
+	.start_pod = cri_rt_start_pod,
+	.stop_pod = cri_rt_stop_pod,
+	.remove_pod = cri_rt_remove_pod,
+	.status = cri_rt_status,
+	.sync = cri_rt_sync,
+	.list_pods = cri_rt_list_pods,
+	.log_path = cri_rt_log_path,
+	.pod_ip = cri_rt_pod_ip,
+};
