@@ -98,6 +98,35 @@ json_t *informer_get(struct informer *inf, const char *key);
 /* Calls fn for every object (under the store's read lock: fn must not call back into inf). */
 void informer_foreach(struct informer *inf, void (*fn)(void *ud, const json_t *obj), void *ud);
 size_t informer_size(struct informer *inf);
+
+/* Secondary indexes, kept by every informer over its store (the listers of the controllers):
+ * by namespace, value "tenant/namespace" (obj_index_ns_value; "tenant/" for cluster-scoped
+ * objects); by controller, value the uid of the ownerReference with controller: true; orphans,
+ * value "tenant/namespace" of the objects without a controller reference. A lookup costs the
+ * bucket's size, not the store's. */
+enum obj_index_kind { OBJ_INDEX_NAMESPACE, OBJ_INDEX_CONTROLLER, OBJ_INDEX_ORPHANS, OBJ_INDEX__N };
+/* Calls fn for every object whose kind index value is value (under the store's read lock: fn
+ * must not call back into inf). */
+void informer_foreach_indexed(struct informer *inf, enum obj_index_kind kind, const char *value,
+			      void (*fn)(void *ud, const json_t *obj), void *ud);
+/* The same for OBJ_INDEX_NAMESPACE and tenant/ns. */
+void informer_foreach_ns(struct informer *inf, const char *tenant, const char *ns,
+			 void (*fn)(void *ud, const json_t *obj), void *ud);
+/* The index itself (pure; not thread-safe: the informer locks it). Objects are borrowed: the
+ * caller keeps each alive while it is indexed. */
+struct obj_index;
+struct obj_index *obj_index_new(void);
+void obj_index_free(struct obj_index *x); /* NULL-safe */
+/* key (the store key) moves from old_obj's buckets to new_obj's; old_obj NULL: added; new_obj
+ * NULL: removed. */
+void obj_index_update(struct obj_index *x, const char *key, const json_t *old_obj, const json_t *new_obj);
+void obj_index_foreach(const struct obj_index *x, enum obj_index_kind kind, const char *value,
+		       void (*fn)(void *ud, const json_t *obj), void *ud);
+size_t obj_index_count(const struct obj_index *x, enum obj_index_kind kind, const char *value);
+size_t obj_index_buckets(const struct obj_index *x, enum obj_index_kind kind); /* non-empty buckets */
+/* obj's value in an index (new string), NULL when obj is not in that index. */
+char *obj_index_value(enum obj_index_kind kind, const json_t *obj);
+char *obj_index_ns_value(const char *tenant, const char *ns); /* "tenant/ns", new string */
 /* The store key of an object. New string. */
 char *object_key(const json_t *obj);
 

@@ -30,8 +30,9 @@ struct informer {
 	pthread_mutex_t sleep_lock;
 	pthread_cond_t sleep_cond;
 
-	pthread_rwlock_t lock; /* guards store */
+	pthread_rwlock_t lock; /* guards store and idx */
 	struct strmap store;   /* key → json_t * (one reference each, immutable) */
+	struct obj_index *idx; /* secondary indexes over store's objects (borrowed from store) */
 
 	/* Used by the informer thread only. */
 	char *rv;
@@ -60,6 +61,137 @@ static void set_rv(struct informer *inf, const char *rv)
 	inf->rv = xstrdup(rv);
 }
 
+/* Secondary indexes --------------------------------------------------------------------------- */
+
+/* One index: value → bucket (struct strmap: store key → borrowed json_t *). */
+struct one_index {
+	struct strmap buckets;
+};
+
+struct obj_index {
+	struct one_index ix[OBJ_INDEX__N];
+};
+
+struct obj_index *obj_index_new(void)
+{
+	struct obj_index *x = xcalloc(1, sizeof(*x));
+	for (int i = 0; i < OBJ_INDEX__N; i++)
+		strmap_init(&x->ix[i].buckets);
+	return x;
+}
+
+static void bucket_free(void *v)
+{
+	struct strmap *b = v;
+	strmap_release(b, NULL);
+	free(b);
+}
+
+void obj_index_free(struct obj_index *x)
+{
+	if (!x)
+		return;
+	for (int i = 0; i < OBJ_INDEX__N; i++)
+		strmap_release(&x->ix[i].buckets, bucket_free);
+	free(x);
+}
+
+/* The uid of obj's controller ownerReference, or NULL (borrowed). */
+static const char *controller_uid(const json_t *obj)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach(json_path(obj, "metadata.ownerReferences"), i, r)
+		if (json_is_true(json_object_get(r, "controller")))
+			return json_str(r, "uid");
+	return NULL;
+}
+
+char *obj_index_value(enum obj_index_kind kind, const json_t *obj)
+{
+	json_t *md = json_object_get(obj, "metadata");
+	const char *t = json_str(md, "tenant"), *ns = json_str(md, "namespace");
+	const char *uid = controller_uid(obj);
+	switch (kind) {
+	case OBJ_INDEX_NAMESPACE:
+		return obj_index_ns_value(t, ns);
+	case OBJ_INDEX_CONTROLLER:
+		return uid && *uid ? xstrdup(uid) : NULL;
+	case OBJ_INDEX_ORPHANS:
+		return uid && *uid ? NULL : obj_index_ns_value(t, ns);
+	default:
+		return NULL;
+	}
+}
+
+char *obj_index_ns_value(const char *tenant, const char *ns)
+{
+	return xasprintf("%s/%s", tenant ? tenant : "", ns ? ns : "");
+}
+
+static void bucket_del(struct one_index *ix, const char *value, const char *key)
+{
+	struct strmap_ent *e = strmap_get(&ix->buckets, value);
+	if (!e)
+		return;
+	strmap_del(e->val, key, NULL);
+	if (((struct strmap *)e->val)->n == 0) {
+		void *b = NULL;
+		strmap_del(&ix->buckets, value, &b);
+		bucket_free(b);
+	}
+}
+
+static void bucket_put(struct one_index *ix, const char *value, const char *key, const json_t *obj)
+{
+	struct strmap_ent *e = strmap_put(&ix->buckets, value, NULL);
+	if (!e->val) {
+		e->val = xmalloc(sizeof(struct strmap));
+		strmap_init(e->val);
+	}
+	strmap_put(e->val, key, NULL)->val = (void *)obj;
+}
+
+void obj_index_update(struct obj_index *x, const char *key, const json_t *old_obj, const json_t *new_obj)
+{
+	for (int i = 0; i < OBJ_INDEX__N; i++) {
+		char *ov = old_obj ? obj_index_value((enum obj_index_kind)i, old_obj) : NULL;
+		char *nv = new_obj ? obj_index_value((enum obj_index_kind)i, new_obj) : NULL;
+		if (ov && (!nv || strcmp(ov, nv) != 0))
+			bucket_del(&x->ix[i], ov, key);
+		if (nv)
+			bucket_put(&x->ix[i], nv, key, new_obj);
+		free(ov);
+		free(nv);
+	}
+}
+
+void obj_index_foreach(const struct obj_index *x, enum obj_index_kind kind, const char *value,
+		       void (*fn)(void *ud, const json_t *obj), void *ud)
+{
+	if ((int)kind < 0 || kind >= OBJ_INDEX__N || !value)
+		return;
+	struct strmap_ent *b = strmap_get(&x->ix[kind].buckets, value), *e;
+	size_t it;
+	if (!b)
+		return;
+	for (e = strmap_next(b->val, NULL, &it); e; e = strmap_next(b->val, e, &it))
+		fn(ud, e->val);
+}
+
+size_t obj_index_count(const struct obj_index *x, enum obj_index_kind kind, const char *value)
+{
+	if ((int)kind < 0 || kind >= OBJ_INDEX__N || !value)
+		return 0;
+	struct strmap_ent *b = strmap_get(&x->ix[kind].buckets, value);
+	return b ? ((struct strmap *)b->val)->n : 0;
+}
+
+size_t obj_index_buckets(const struct obj_index *x, enum obj_index_kind kind)
+{
+	return (int)kind >= 0 && kind < OBJ_INDEX__N ? x->ix[kind].buckets.n : 0;
+}
+
 /* Store updates: the store changes first, then the handler runs (outside the lock). ------------- */
 
 /* Takes obj. */
@@ -72,6 +204,7 @@ static void store_upsert(struct informer *inf, json_t *obj)
 	struct strmap_ent *e = strmap_put(&inf->store, key, NULL);
 	old = e->val;
 	e->val = json_incref(obj);
+	obj_index_update(inf->idx, key, old, obj);
 	pthread_rwlock_unlock(&inf->lock);
 	if (old && inf->h.on_update)
 		inf->h.on_update(inf->ud, old, obj);
@@ -89,6 +222,8 @@ static void store_delete(struct informer *inf, const char *key, json_t *obj)
 
 	pthread_rwlock_wrlock(&inf->lock);
 	bool had = strmap_del(&inf->store, key, &old);
+	if (had)
+		obj_index_update(inf->idx, key, old, NULL);
 	pthread_rwlock_unlock(&inf->lock);
 	if (had && inf->h.on_delete)
 		inf->h.on_delete(inf->ud, obj ? obj : old);
@@ -376,6 +511,7 @@ struct informer *informer_start(struct rest_client *c, const char *path, const c
 	pthread_condattr_destroy(&ca);
 	pthread_rwlock_init(&inf->lock, NULL);
 	strmap_init(&inf->store);
+	inf->idx = obj_index_new();
 	watch_lines_init(&inf->wl);
 	if (pthread_create(&inf->thread, NULL, informer_main, inf)) {
 		informer_stop(inf);
@@ -395,6 +531,7 @@ void informer_stop(struct informer *inf)
 	pthread_mutex_unlock(&inf->sleep_lock);
 	if (inf->started)
 		pthread_join(inf->thread, NULL);
+	obj_index_free(inf->idx);
 	strmap_release(&inf->store, json_free_val);
 	watch_lines_release(&inf->wl);
 	pthread_rwlock_destroy(&inf->lock);
@@ -428,6 +565,22 @@ void informer_foreach(struct informer *inf, void (*fn)(void *ud, const json_t *o
 	for (e = strmap_next(&inf->store, NULL, &it); e; e = strmap_next(&inf->store, e, &it))
 		fn(ud, e->val);
 	pthread_rwlock_unlock(&inf->lock);
+}
+
+void informer_foreach_indexed(struct informer *inf, enum obj_index_kind kind, const char *value,
+			      void (*fn)(void *ud, const json_t *obj), void *ud)
+{
+	pthread_rwlock_rdlock(&inf->lock);
+	obj_index_foreach(inf->idx, kind, value, fn, ud);
+	pthread_rwlock_unlock(&inf->lock);
+}
+
+void informer_foreach_ns(struct informer *inf, const char *tenant, const char *ns,
+			 void (*fn)(void *ud, const json_t *obj), void *ud)
+{
+	char *v = obj_index_ns_value(tenant, ns);
+	informer_foreach_indexed(inf, OBJ_INDEX_NAMESPACE, v, fn, ud);
+	free(v);
 }
 
 size_t informer_size(struct informer *inf)

@@ -13,8 +13,8 @@
 const struct schema_doc schema_docs[] = {
 	/* ---- top-level kinds ---- */
 	K("pm_pod", "A group of containers scheduled together onto one node, sharing its network identity. The "
-		    "scheduler binds it to a node; that node's kubelet runs it (the process runtime on real nodes, a "
-		    "simulation on hollow ones)."),
+		    "scheduler binds it to a node; that node's kubelet runs it (in containers on containerd or as host "
+		    "processes on real nodes, a simulation on hollow ones)."),
 	K("pm_namespace", "A named scope inside a tenant: names of namespaced objects are unique per namespace, and "
 			  "Roles, quotas and limit ranges apply per namespace."),
 	K("pm_config_map", "Non-confidential configuration stored as key/value pairs (text in data, binary in "
@@ -236,8 +236,8 @@ const struct schema_doc schema_docs[] = {
 	/* ---- Container ---- */
 	K("pm_container", "One program of a pod with its environment, ports and resources."),
 	F("pm_container", "name", "The container's name, unique in the pod (a DNS label)."),
-	F("pm_container", "image", "The image to run. Ursa has no images: the process runtime runs command and "
-				   "args on the node, and a container with neither runs a placeholder process."),
+	F("pm_container", "image", "The image to run, as a registry reference (busybox:1.36). Nodes on containerd "
+				   "pull it; the process runtime ignores it and runs command and args on the node."),
 	F("pm_container", "command", "The program and its arguments, replacing the image's entrypoint. Not run in "
 				     "a shell; $(VAR) refers to an environment variable."),
 	F("pm_container", "args", "Arguments to command (or to the image's entrypoint when command is empty)."),
@@ -269,7 +269,7 @@ const struct schema_doc schema_docs[] = {
 	F("pm_container", "terminationMessagePolicy", "File, or FallbackToLogsOnError to use the end of the log "
 						      "when the file is empty."),
 	F("pm_container", "imagePullPolicy", "When the image is pulled: Always, IfNotPresent or Never (default "
-					     "Always for :latest, else IfNotPresent). Ursa pulls no images."),
+					     "Always for :latest, else IfNotPresent). Only nodes on containerd pull images."),
 	F("pm_container", "securityContext", "Security settings of this container (user, capabilities, "
 					     "privileges), overriding the pod's."),
 	F("pm_container", "stdin", "Keep a stdin open for the container (kubectl attach)."),

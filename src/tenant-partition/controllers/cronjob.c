@@ -47,26 +47,36 @@ static int64_t job_time(const json_t *job)
 	return t >= 0 ? t : ts_s(json_path_str(job, "metadata.creationTimestamp"));
 }
 
+/* The jobs this cronjob controls, from the jobs informer's controller index (a job it created
+ * that the informer has not seen yet is read by name when creating it again answers 409). */
 static int load_jobs(struct cj_ctx *c)
 {
-	struct buf path = BUF_INIT;
-	json_t *list = NULL;
-	tpc_path(&path, "jobs", c->tenant, c->ns, NULL);
-	int code = tpc_get(c->m, path.ptr, &list);
-	buf_release(&path);
-	if (code != 200) {
-		json_decref(list);
-		return E_UNAVAILABLE;
-	}
-	c->jobs = json_array();
+	int rc;
+	c->jobs = tpc_list_controlled(c->m, "jobs", c->tenant, c->ns, NULL, c->uid, false, NULL, &rc);
+	if (!c->jobs)
+		return rc;
+	/* the job of the last scheduled run, which a lagging informer may not hold yet: read it by name */
+	int64_t last = ts_s(json_path_str(c->cj, "status.lastScheduleTime"));
+	if (last < 0)
+		return 0;
+	struct buf jn = BUF_INIT, path = BUF_INIT;
+	cronjob_job_name(c->name, last, &jn);
 	size_t i;
-	json_t *j;
-	json_array_foreach(json_object_get(list, "items"), i, j) {
-		const char *u = json_str(tpc_controller_ref(j), "uid");
-		if (u && !strcmp(u, c->uid))
-			json_array_append(c->jobs, j);
+	json_t *j, *got = NULL;
+	json_array_foreach(c->jobs, i, j) {
+		const char *n = json_path_str(j, "metadata.name");
+		if (n && !strcmp(n, jn.ptr))
+			goto out;
 	}
-	json_decref(list);
+	tpc_path(&path, "jobs", c->tenant, c->ns, jn.ptr);
+	int code = tpc_get(c->m, path.ptr, &got);
+	const char *u = json_str(tpc_controller_ref(got), "uid");
+	if (code == 200 && u && !strcmp(u, c->uid))
+		json_array_append(c->jobs, got);
+out:
+	json_decref(got);
+	buf_release(&jn);
+	buf_release(&path);
 	return 0;
 }
 
@@ -237,7 +247,25 @@ static int run_schedule(struct cj_ctx *c, json_t *st, int64_t now, int64_t *ret_
 	int code = tpc_send(c->m, "POST", path.ptr, job, &resp);
 	buf_release(&path);
 	json_decref(job);
-	if (code == 201 || code == 200) {
+	if (code == 409) {
+		/* made before, not yet in the informer: count it as this run's job if it is ours */
+		json_decref(resp);
+		resp = NULL;
+		tpc_path(&path, "jobs", c->tenant, c->ns, jname.ptr);
+		int gc = tpc_get(c->m, path.ptr, &resp);
+		buf_release(&path);
+		const char *u = json_str(tpc_controller_ref(resp), "uid");
+		if (gc == 200 && u && !strcmp(u, c->uid)) {
+			json_t *act = json_object_get(st, "active");
+			if (!json_is_array(act)) {
+				act = json_array();
+				json_object_set_new(st, "active", act);
+			}
+			if (!finished_type(resp) && !json_path(resp, "metadata.deletionTimestamp"))
+				json_array_append_new(act, job_ref(resp));
+			json_array_append(c->jobs, resp);
+		}
+	} else if (code == 201 || code == 200) {
 		tpc_event(c->m, c->cj, "Normal", "SuccessfulCreate", "Created job %s", jname.ptr);
 		json_t *act = json_object_get(st, "active");
 		if (!json_is_array(act)) {

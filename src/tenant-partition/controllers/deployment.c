@@ -43,27 +43,23 @@ static const char *rs_name(const json_t *rs)
 	return json_path_str(rs, "metadata.name");
 }
 
+/* The ReplicaSets the deployment controls, from the ReplicaSet informer's controller index (a
+ * lagging informer may miss one just created: creating it again answers 409, see
+ * create_new_rs). */
 static int load_rss(struct dctx *c)
 {
-	struct buf path = BUF_INIT;
-	json_t *list = NULL;
-	tpc_path(&path, "replicasets", c->tenant, c->ns, NULL);
-	int code = tpc_get(c->m, path.ptr, &list);
-	buf_release(&path);
-	if (code != 200) {
-		json_decref(list);
-		return E_UNAVAILABLE;
-	}
 	const char *uid = json_path_str(c->d, "metadata.uid");
+	int rc;
+	json_t *all = tpc_list_controlled(c->m, "replicasets", c->tenant, c->ns, NULL, uid, false, NULL, &rc);
+	if (!all)
+		return rc;
 	c->rss = json_array();
 	size_t i;
 	json_t *rs;
-	json_array_foreach(json_object_get(list, "items"), i, rs) {
-		const char *ruid = json_str(tpc_controller_ref(rs), "uid");
-		if (ruid && uid && strcmp(ruid, uid) == 0 && !json_path(rs, "metadata.deletionTimestamp"))
+	json_array_foreach(all, i, rs)
+		if (!json_path(rs, "metadata.deletionTimestamp"))
 			json_array_append(c->rss, rs);
-	}
-	json_decref(list);
+	json_decref(all);
 	return 0;
 }
 
@@ -108,6 +104,23 @@ static bool is_recreate(const json_t *d)
 	return t && strcmp(t, "Recreate") == 0;
 }
 
+/* The ReplicaSet name if this deployment controls it and its template is tmpl (new
+ * reference), else NULL. */
+static json_t *existing_rs(struct dctx *c, const char *name, const json_t *tmpl)
+{
+	struct buf path = BUF_INIT;
+	json_t *rs = NULL;
+	tpc_path(&path, "replicasets", c->tenant, c->ns, name);
+	int code = tpc_get(c->m, path.ptr, &rs);
+	buf_release(&path);
+	const char *ruid = json_str(tpc_controller_ref(rs), "uid"), *uid = json_path_str(c->d, "metadata.uid");
+	if (code == 200 && ruid && uid && !strcmp(ruid, uid) && !json_path(rs, "metadata.deletionTimestamp") &&
+	    tpc_templates_equal(json_path(rs, "spec.template"), tmpl))
+		return rs;
+	json_decref(rs);
+	return NULL;
+}
+
 static int create_new_rs(struct dctx *c, const char *hash, long long replicas, long long revision, long long surge)
 {
 	json_t *tmpl = json_deep_copy(json_path(c->d, "spec.template"));
@@ -134,6 +147,11 @@ static int create_new_rs(struct dctx *c, const char *hash, long long replicas, l
 		c->neu = resp;
 		c->created_new = true;
 		tpc_event(c->m, c->d, "Normal", "ScalingReplicaSet", "Scaled up replica set %s to %lld", name, replicas);
+	} else if (code == 409 && (json_decref(resp), resp = existing_rs(c, name, tmpl)) != NULL) {
+		/* ours, with this template, not yet in the informer: the new ReplicaSet */
+		json_array_append_new(c->rss, resp);
+		c->neu = resp;
+		resp = NULL;
 	} else if (code == 409) {
 		/* a ReplicaSet of that name with another template: bump collisionCount and retry */
 		json_t *st = json_deep_copy(json_object_get(c->d, "status"));

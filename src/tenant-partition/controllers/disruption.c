@@ -13,9 +13,28 @@
 #include "ursa/pdb.h"
 #include "ursa/xalloc.h"
 
-/* The pods of the namespace pdb selects (new array), or NULL. */
+struct pick {
+	const json_t *pdb;
+	json_t *out;
+};
+
+static void pick_selected(void *ud, const json_t *pod)
+{
+	struct pick *p = ud;
+	if (pdb_selects(p->pdb, pod))
+		json_array_append(p->out, (json_t *)pod);
+}
+
+/* The pods of the namespace pdb selects (new array), or NULL: from the pod informer's namespace
+ * index once it synced, else from the API server. */
 static json_t *budget_pods(struct tpc *m, const char *t, const char *ns, const json_t *pdb)
 {
+	struct informer *inf = tpc_informer(m, INF_PODS);
+	if (inf && informer_synced(inf)) {
+		struct pick pk = { pdb, json_array() };
+		informer_foreach_ns(inf, t, ns, pick_selected, &pk);
+		return pk.out;
+	}
 	struct buf p = BUF_INIT;
 	json_t *list = NULL;
 	tpc_path(&p, "pods", t, ns, NULL);

@@ -96,14 +96,31 @@ static void collect(void *ud, const json_t *obj)
 		json_array_append_new(s->out, json_pack("[s,O]", s->plural, obj));
 }
 
-/* Dependents of uid in t/ns, from a consistent list of the API server (the informers may not
- * have seen a dependent created a moment ago, and orphaning must reach every one). New array,
- * or NULL if a list failed. */
-static json_t *dependents(struct tpc *m, const char *t, const char *ns, const char *uid)
+/* The synced informer holding plural, or NULL. */
+static struct informer *cached(struct tpc *m, const char *plural)
+{
+	enum tpc_inf i = !strcmp(plural, "pods") ? INF_PODS : !strcmp(plural, "jobs") ? INF_JOBS
+			 : !strcmp(plural, "replicasets") ? INF_RS : INF__N;
+	struct informer *inf = i == INF__N ? NULL : tpc_informer(m, i);
+	return inf && informer_synced(inf) ? inf : NULL;
+}
+
+/* Dependents of uid in t/ns. consistent: from lists of the API server (the informers may not
+ * have seen a dependent created a moment ago, and orphaning must reach every one); else from the
+ * informers' namespace index where there is one (for deleting the dependents of a vanished
+ * owner: one the informer has not seen yet queues its owner again when it shows up there). New
+ * array, or NULL if a list failed. */
+static json_t *dependents(struct tpc *m, const char *t, const char *ns, const char *uid, bool consistent)
 {
 	static const char *const plurals[] = { "replicasets", "jobs", "pods", "controllerrevisions" };
 	struct scan s = { t, ns, uid, NULL, json_array() };
 	for (size_t k = 0; k < sizeof(plurals) / sizeof(plurals[0]); k++) {
+		struct informer *inf = consistent ? NULL : cached(m, plurals[k]);
+		s.plural = plurals[k];
+		if (inf) {
+			informer_foreach_ns(inf, t, ns, collect, &s);
+			continue;
+		}
 		struct buf path = BUF_INIT;
 		json_t *list = NULL;
 		tpc_path(&path, plurals[k], t, ns, NULL);
@@ -114,7 +131,6 @@ static json_t *dependents(struct tpc *m, const char *t, const char *ns, const ch
 			json_decref(s.out);
 			return NULL;
 		}
-		s.plural = plurals[k];
 		size_t i;
 		json_t *o;
 		json_array_foreach(json_object_get(list, "items"), i, o) collect(&s, o);
@@ -222,13 +238,18 @@ int tpc_sync_gc(struct tpc *m, const char *key)
 		rc = E_UNAVAILABLE;
 		goto out;
 	}
-	deps = dependents(m, t, ns, uid);
+	const char *ouid = code == 200 ? json_path_str(owner, "metadata.uid") : NULL;
+	bool gone = !ouid || strcmp(ouid, uid) != 0;
+	/* an owner alive and not being deleted (an informer lagged behind its dependent): nothing to
+	 * do, and no list of its namespace */
+	if (!gone && !json_path(owner, "metadata.deletionTimestamp"))
+		goto out;
+	deps = dependents(m, t, ns, uid, !gone);
 	if (!deps) {
 		rc = E_UNAVAILABLE;
 		goto out;
 	}
-	const char *ouid = code == 200 ? json_path_str(owner, "metadata.uid") : NULL;
-	if (!ouid || strcmp(ouid, uid) != 0) {
+	if (gone) {
 		rc = owner_gone(m, t, ns, uid, deps);
 		if (rc == 0 && json_array_size(deps) > 0)
 			log_info("deleted dependents of a deleted owner", "tenant=\"%s\" namespace=\"%s\" owner=%s/\"%s\" n=%zu",

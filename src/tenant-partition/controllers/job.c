@@ -18,6 +18,7 @@
 
 struct job_ctx {
 	struct tpc *m;
+	const char *key;
 	json_t *job; /* live (borrowed from the sync's struct tpc_live) */
 	const char *tenant, *ns, *name, *uid;
 	json_t *active;    /* owned active pods (array, owned) */
@@ -84,7 +85,8 @@ static long long pod_index(const json_t *pod)
 static int load_pods(struct job_ctx *c)
 {
 	int rc;
-	json_t *items = tpc_list_by_selector(c->m, "pods", c->tenant, c->ns, json_path(c->job, "spec.selector"), NULL, &rc);
+	json_t *items = tpc_list_controlled(c->m, "pods", c->tenant, c->ns, json_path(c->job, "spec.selector"), c->uid,
+					    false, NULL, &rc);
 	if (!items)
 		goto out;
 	c->active = json_array();
@@ -182,6 +184,7 @@ static long long create_pods(struct job_ctx *c, long long n)
 		idx = xcalloc((size_t)(n > 0 ? n : 1), sizeof(*idx));
 		n = job_pick_indexes(c->state, c->completions, n, idx);
 	}
+	tpc_expect_creations(tpc_exp(c->m, CTL_JOB), c->key, n, mono_ms());
 	for (long long i = 0; i < n && !c->err; i++) {
 		json_t *pod = pod_from_template(c->job, idx ? idx[i] : -1), *resp = NULL;
 		int rc = tpc_send(c->m, "POST", path.ptr, pod, &resp);
@@ -199,6 +202,7 @@ static long long create_pods(struct job_ctx *c, long long n)
 		json_decref(resp);
 		json_decref(pod);
 	}
+	tpc_expect_created(tpc_exp(c->m, CTL_JOB), c->key, n - made); /* never made */
 	free(idx);
 	buf_release(&path);
 	return made;
@@ -212,9 +216,14 @@ static long long delete_pods(struct job_ctx *c, long long n)
 		const json_t *pod = json_array_get(c->active, i - 1);
 		const char *pname = json_path_str(pod, "metadata.name");
 		struct buf path = BUF_INIT;
+		char *pk = object_key(pod);
+		tpc_expect_deletion(tpc_exp(c->m, CTL_JOB), c->key, pk, mono_ms());
 		tpc_path(&path, "pods", c->tenant, c->ns, pname);
 		int rc = tpc_send(c->m, "DELETE", path.ptr, NULL, NULL);
 		buf_release(&path);
+		if (rc != 200 && rc != 202)
+			tpc_expect_deleted(tpc_exp(c->m, CTL_JOB), c->key, pk); /* nothing to observe */
+		free(pk);
 		if (rc == 200 || rc == 202 || rc == 404) {
 			gone++;
 			tpc_event(c->m, c->job, "Normal", "SuccessfulDelete", "Deleted pod: %s", pname);
@@ -306,12 +315,20 @@ int tpc_sync_job(struct tpc *m, const char *key)
 {
 	struct tpc_live live;
 	struct buf now_s = BUF_INIT, idxs = BUF_INIT;
-	struct job_ctx c = { .m = m };
+	struct job_ctx c = { .m = m, .key = key };
 	json_t *st = NULL;
 	int rc = tpc_get_live(m, "jobs", key, 0, &live);
+	if (rc == 0)
+		tpc_expect_forget(tpc_exp(m, CTL_JOB), key);
 	if (rc <= 0)
 		return rc;
 	rc = 0;
+	int64_t wait_ms;
+	if (!tpc_expect_satisfied(tpc_exp(m, CTL_JOB), key, mono_ms(), &wait_ms)) {
+		/* the pod informer has not seen all this controller wrote: its events re-queue the key */
+		wq_add_after(m->wq[CTL_JOB], key, wait_ms + 100);
+		goto out;
+	}
 	const char *t = live.tenant, *ns = live.ns, *name = live.name;
 	c.job = live.obj, c.tenant = t, c.ns = ns, c.name = name, c.uid = live.uid;
 	c.policy = json_path(c.job, "spec.podFailurePolicy");

@@ -1,4 +1,6 @@
-/* API helpers shared by the controllers: paths, requests, events. */
+/* API helpers shared by the controllers: paths, requests, events, listers over the shared
+ * informers, and expectations. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/selector.h"
+#include "ursa/strmap.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
@@ -132,7 +135,45 @@ int tpc_get_live(struct tpc *m, const char *plural, const char *key, unsigned fl
 	return rc;
 }
 
-json_t *tpc_list_selected(struct tpc *m, const char *plural, const char *tenant, const char *ns, const char *selector)
+/* Listers -------------------------------------------------------------------------------------- */
+
+/* The synced shared informer that holds plural, or NULL (then the API server is asked). */
+static struct informer *lister(struct tpc *m, const char *plural)
+{
+	struct informer *inf = NULL;
+	if (!strcmp(plural, "pods"))
+		inf = tpc_informer(m, INF_PODS);
+	else if (!strcmp(plural, "jobs"))
+		inf = tpc_informer(m, INF_JOBS);
+	else if (!strcmp(plural, "replicasets"))
+		inf = tpc_informer(m, INF_RS);
+	return inf && informer_synced(inf) ? inf : NULL;
+}
+
+struct pick {
+	json_t *out;
+	const struct label_selector *sel; /* NULL: any labels */
+	const char *tenant, *ns;          /* NULL: any (the controller index spans namespaces) */
+};
+
+static bool str_is(const char *a, const char *b)
+{
+	return !b || (a && !strcmp(a, b));
+}
+
+static void pick_one(void *ud, const json_t *obj)
+{
+	struct pick *p = ud;
+	if (p->sel && !label_selector_matches(p->sel, json_path(obj, "metadata.labels")))
+		return;
+	if (!str_is(json_path_str(obj, "metadata.tenant"), p->tenant) ||
+	    !str_is(json_path_str(obj, "metadata.namespace"), p->ns))
+		return;
+	json_array_append(p->out, (json_t *)obj);
+}
+
+/* The REST list of plural in tenant/ns by selector (a string; "" takes all): items or NULL. */
+static json_t *rest_list(struct tpc *m, const char *plural, const char *tenant, const char *ns, const char *selector)
 {
 	struct buf p = BUF_INIT;
 	json_t *list = NULL;
@@ -148,6 +189,73 @@ json_t *tpc_list_selected(struct tpc *m, const char *plural, const char *tenant,
 	if (code != 200)
 		return NULL;
 	return json_is_array(items) ? items : (json_decref(items), json_array());
+}
+
+json_t *tpc_list_selected(struct tpc *m, const char *plural, const char *tenant, const char *ns, const char *selector)
+{
+	struct informer *inf = lister(m, plural);
+	struct label_selector *sel = NULL;
+	if (!inf || label_selector_parse(selector, &sel, NULL) < 0) {
+		label_selector_free(sel);
+		return rest_list(m, plural, tenant, ns, selector);
+	}
+	struct pick p = { json_array(), label_selector_empty(sel) ? NULL : sel, NULL, NULL };
+	informer_foreach_ns(inf, tenant, ns, pick_one, &p);
+	label_selector_free(sel);
+	return p.out;
+}
+
+json_t *tpc_list_controlled(struct tpc *m, const char *plural, const char *tenant, const char *ns,
+			    const json_t *selector, const char *uid, bool orphans, struct label_selector **ret_sel,
+			    int *ret_err)
+{
+	struct label_selector *sel = NULL;
+	struct buf sq = BUF_INIT;
+	json_t *items = NULL;
+	*ret_err = 0;
+	if ((orphans && !selector) || /* adopting orphans takes a selector */
+	    (selector && (label_selector_from_json(selector, &sel, NULL) < 0 || label_selector_empty(sel)))) {
+		*ret_err = E_INVALID;
+		goto out;
+	}
+	struct informer *inf = lister(m, plural);
+	struct pick p = { json_array(), sel, tenant, ns };
+	if (inf) {
+		if (uid && *uid)
+			informer_foreach_indexed(inf, OBJ_INDEX_CONTROLLER, uid, pick_one, &p);
+		if (orphans) {
+			char *v = obj_index_ns_value(tenant, ns);
+			informer_foreach_indexed(inf, OBJ_INDEX_ORPHANS, v, pick_one, &p);
+			free(v);
+		}
+		items = p.out;
+		goto out;
+	}
+	json_decref(p.out);
+	if (sel)
+		label_selector_format(sel, &sq);
+	json_t *all = rest_list(m, plural, tenant, ns, buf_cstr(&sq));
+	if (!all) {
+		*ret_err = E_UNAVAILABLE;
+		goto out;
+	}
+	items = json_array();
+	size_t i;
+	json_t *o;
+	json_array_foreach(all, i, o) {
+		const char *ruid = json_str(tpc_controller_ref(o), "uid");
+		if ((ruid && uid && !strcmp(ruid, uid)) || (!ruid && orphans))
+			json_array_append(items, o);
+	}
+	json_decref(all);
+out:
+	if (items && ret_sel) {
+		*ret_sel = sel;
+		sel = NULL;
+	}
+	label_selector_free(sel);
+	buf_release(&sq);
+	return items;
 }
 
 json_t *tpc_list_by_selector(struct tpc *m, const char *plural, const char *tenant, const char *ns,
@@ -172,4 +280,161 @@ out:
 	label_selector_free(sel);
 	buf_release(&sq);
 	return items;
+}
+
+/* Expectations --------------------------------------------------------------------------------- */
+
+struct exp_rec {
+	long long adds;     /* creations not yet observed */
+	struct strmap dels; /* keys of objects whose deletion is not yet observed */
+	int64_t since_ms;   /* when last raised */
+};
+
+struct tpc_expect {
+	pthread_mutex_t mu;
+	struct strmap recs; /* controller key → struct exp_rec * */
+	int64_t timeout_ms;
+};
+
+struct tpc_expect *tpc_expect_new(int64_t timeout_ms)
+{
+	struct tpc_expect *x = xcalloc(1, sizeof(*x));
+	pthread_mutex_init(&x->mu, NULL);
+	strmap_init(&x->recs);
+	x->timeout_ms = timeout_ms > 0 ? timeout_ms : TPC_EXPECT_TIMEOUT_MS;
+	return x;
+}
+
+static void rec_free(void *v)
+{
+	struct exp_rec *r = v;
+	strmap_release(&r->dels, NULL);
+	free(r);
+}
+
+void tpc_expect_free(struct tpc_expect *x)
+{
+	if (!x)
+		return;
+	strmap_release(&x->recs, rec_free);
+	pthread_mutex_destroy(&x->mu);
+	free(x);
+}
+
+/* The record of key, made when absent (under x->mu). */
+static struct exp_rec *rec_of(struct tpc_expect *x, const char *key)
+{
+	struct strmap_ent *e = strmap_put(&x->recs, key, NULL);
+	if (!e->val) {
+		struct exp_rec *r = xcalloc(1, sizeof(*r));
+		strmap_init(&r->dels);
+		e->val = r;
+	}
+	return e->val;
+}
+
+static void rec_drop_if_met(struct tpc_expect *x, const char *key, struct exp_rec *r)
+{
+	if (r->adds <= 0 && r->dels.n == 0) {
+		strmap_del(&x->recs, key, NULL);
+		rec_free(r);
+	}
+}
+
+void tpc_expect_creations(struct tpc_expect *x, const char *key, long long n, int64_t now_ms)
+{
+	if (!x || n <= 0)
+		return;
+	pthread_mutex_lock(&x->mu);
+	struct exp_rec *r = rec_of(x, key);
+	r->adds = (r->adds > 0 ? r->adds : 0) + n;
+	r->since_ms = now_ms;
+	pthread_mutex_unlock(&x->mu);
+}
+
+void tpc_expect_deletion(struct tpc_expect *x, const char *key, const char *obj_key, int64_t now_ms)
+{
+	if (!x || !obj_key)
+		return;
+	pthread_mutex_lock(&x->mu);
+	struct exp_rec *r = rec_of(x, key);
+	strmap_put(&r->dels, obj_key, NULL);
+	r->since_ms = now_ms;
+	pthread_mutex_unlock(&x->mu);
+}
+
+void tpc_expect_created(struct tpc_expect *x, const char *key, long long n)
+{
+	if (!x || n <= 0)
+		return;
+	pthread_mutex_lock(&x->mu);
+	struct strmap_ent *e = strmap_get(&x->recs, key);
+	if (e) {
+		struct exp_rec *r = e->val;
+		r->adds -= n;
+		rec_drop_if_met(x, key, r);
+	}
+	pthread_mutex_unlock(&x->mu);
+}
+
+void tpc_expect_deleted(struct tpc_expect *x, const char *key, const char *obj_key)
+{
+	if (!x || !obj_key)
+		return;
+	pthread_mutex_lock(&x->mu);
+	struct strmap_ent *e = strmap_get(&x->recs, key);
+	if (e) {
+		struct exp_rec *r = e->val;
+		strmap_del(&r->dels, obj_key, NULL);
+		rec_drop_if_met(x, key, r);
+	}
+	pthread_mutex_unlock(&x->mu);
+}
+
+bool tpc_expect_satisfied(struct tpc_expect *x, const char *key, int64_t now_ms, int64_t *ret_wait_ms)
+{
+	bool ok = true;
+	if (ret_wait_ms)
+		*ret_wait_ms = 0;
+	if (!x)
+		return true;
+	pthread_mutex_lock(&x->mu);
+	struct strmap_ent *e = strmap_get(&x->recs, key);
+	if (e) {
+		struct exp_rec *r = e->val;
+		int64_t left = r->since_ms + x->timeout_ms - now_ms;
+		if (r->adds <= 0 && r->dels.n == 0) {
+			rec_drop_if_met(x, key, r);
+		} else if (left <= 0) {
+			log_warn("expectations timed out: syncing anyway", "key=\"%s\" creations=%lld deletions=%zu",
+				 key, r->adds, r->dels.n);
+			strmap_del(&x->recs, key, NULL);
+			rec_free(r);
+		} else {
+			ok = false;
+			if (ret_wait_ms)
+				*ret_wait_ms = left;
+		}
+	}
+	pthread_mutex_unlock(&x->mu);
+	return ok;
+}
+
+void tpc_expect_forget(struct tpc_expect *x, const char *key)
+{
+	if (!x)
+		return;
+	pthread_mutex_lock(&x->mu);
+	void *r = NULL;
+	if (strmap_del(&x->recs, key, &r))
+		rec_free(r);
+	pthread_mutex_unlock(&x->mu);
+}
+
+size_t tpc_expect_pending(struct tpc_expect *x)
+{
+	pthread_mutex_lock(&x->mu);
+	size_t n = x->recs.n;
+	pthread_mutex_unlock(&x->mu);
+	return n;
 }

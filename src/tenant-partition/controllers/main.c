@@ -100,6 +100,7 @@ static void stop(void *ud)
 	struct tpcm *c = ud;
 	atomic_store(&c->stopping, true);
 	ctl_manager_free(c->mgr.ctl);
+	tpc_manager_release(&c->mgr);
 	rest_free(c->mgr.rest);
 }
 

@@ -51,22 +51,46 @@ static char *owner_key(const json_t *obj, const char *kind)
 	return xasprintf("%s/%s/%s", t, ns, n);
 }
 
-static void rs_owner(void *ud, struct workqueue *q, const json_t *o)
+/* A pod event for the controller c of kind that owns it: lowers c's expectations by what the
+ * event shows (a pod added is a creation observed; a pod deleted or being deleted a deletion
+ * observed), then queues the owner, so the sync it triggers sees the expectations met. */
+static void owned_pod_event(struct tpc *m, struct workqueue *q, const json_t *o, const char *kind, enum tpc_ctl c,
+			    enum ctl_event ev)
 {
-	(void)ud;
-	add_key(q, owner_key(o, "ReplicaSet"));
+	char *k = owner_key(o, kind);
+	if (!k)
+		return;
+	if (ev == CTL_ADD)
+		tpc_expect_created(m->exp[c], k, 1);
+	if (ev == CTL_DELETE || json_path(o, "metadata.deletionTimestamp")) {
+		char *pk = object_key(o);
+		tpc_expect_deleted(m->exp[c], k, pk);
+		free(pk);
+	}
+	add_key(q, k);
 }
+
+#define OWNED_POD_KEYS(prefix, kind, ctl)                                                      \
+	static void prefix##_pod_add(void *ud, struct workqueue *q, const json_t *o)           \
+	{                                                                                      \
+		owned_pod_event(ud, q, o, kind, ctl, CTL_ADD);                                 \
+	}                                                                                      \
+	static void prefix##_pod_update(void *ud, struct workqueue *q, const json_t *o)        \
+	{                                                                                      \
+		owned_pod_event(ud, q, o, kind, ctl, CTL_UPDATE);                              \
+	}                                                                                      \
+	static void prefix##_pod_delete(void *ud, struct workqueue *q, const json_t *o)        \
+	{                                                                                      \
+		owned_pod_event(ud, q, o, kind, ctl, CTL_DELETE);                              \
+	}
+OWNED_POD_KEYS(rs, "ReplicaSet", CTL_RS)
+OWNED_POD_KEYS(job, "Job", CTL_JOB)
+OWNED_POD_KEYS(sts, "StatefulSet", CTL_STS)
 
 static void deploy_owner(void *ud, struct workqueue *q, const json_t *o)
 {
 	(void)ud;
 	add_key(q, owner_key(o, "Deployment"));
-}
-
-static void job_owner(void *ud, struct workqueue *q, const json_t *o)
-{
-	(void)ud;
-	add_key(q, owner_key(o, "Job"));
 }
 
 static void cronjob_owner(void *ud, struct workqueue *q, const json_t *o)
@@ -196,8 +220,7 @@ struct pod_svc {
 static void svc_if_selects(void *ud, const json_t *svc)
 {
 	struct pod_svc *c = ud;
-	const char *t = json_path_str(svc, "metadata.tenant"), *ns = json_path_str(svc, "metadata.namespace");
-	if (t && ns && !strcmp(t, c->t) && !strcmp(ns, c->ns) && tpc_service_selects(svc, c->pod))
+	if (tpc_service_selects(svc, c->pod))
 		ctl_key_self(NULL, c->q, svc);
 }
 
@@ -206,7 +229,7 @@ static void pod_services(void *ud, struct workqueue *q, const json_t *o)
 	struct informer *inf = tpc_informer(ud, INF_SERVICES);
 	struct pod_svc c = { q, o, json_path_str(o, "metadata.tenant"), json_path_str(o, "metadata.namespace") };
 	if (inf && c.t && c.ns)
-		informer_foreach(inf, svc_if_selects, &c);
+		informer_foreach_ns(inf, c.t, c.ns, svc_if_selects, &c);
 }
 
 /* Disruption: a pod queues the budgets of its namespace that select it (one that stopped
@@ -214,8 +237,7 @@ static void pod_services(void *ud, struct workqueue *q, const json_t *o)
 static void pdb_if_selects(void *ud, const json_t *pdb)
 {
 	struct pod_svc *c = ud;
-	const char *t = json_path_str(pdb, "metadata.tenant"), *ns = json_path_str(pdb, "metadata.namespace");
-	if (t && ns && !strcmp(t, c->t) && !strcmp(ns, c->ns) && pdb_selects(pdb, c->pod))
+	if (pdb_selects(pdb, c->pod))
 		ctl_key_self(NULL, c->q, pdb);
 }
 
@@ -224,7 +246,7 @@ static void pod_pdbs(void *ud, struct workqueue *q, const json_t *o)
 	struct informer *inf = tpc_informer(ud, INF_PDBS);
 	struct pod_svc c = { q, o, json_path_str(o, "metadata.tenant"), json_path_str(o, "metadata.namespace") };
 	if (inf && c.t && c.ns)
-		informer_foreach(inf, pdb_if_selects, &c);
+		informer_foreach_ns(inf, c.t, c.ns, pdb_if_selects, &c);
 }
 
 /* A deleted kube-dns service queues its tenant's default network (which makes it again). */
@@ -271,7 +293,9 @@ static void rmloss_stop(void *ud)
 static const struct ctl_def controllers[CTL__N] = {
 	[CTL_TENANT] = { "tenant", { { TENANTS, 0, tenant_self }, { NAMESPACES, 0, ns_tenant } }, tpc_sync_tenant_ud },
 	[CTL_NAMESPACE] = { "namespace", { { NAMESPACES, 0, ns_self } }, tpc_sync_namespace_ud },
-	[CTL_RS] = { "replicaset", { { REPLICASETS, 0, ctl_key_self }, { PODS, 0, rs_owner } },
+	[CTL_RS] = { "replicaset",
+		     { { REPLICASETS, 0, ctl_key_self }, { PODS, CTL_ADD, rs_pod_add },
+		       { PODS, CTL_UPDATE, rs_pod_update }, { PODS, CTL_DELETE, rs_pod_delete } },
 		     tpc_sync_replicaset_ud },
 	[CTL_DEPLOY] = { "deployment", { { DEPLOYMENTS, UPSERT, ctl_key_self }, { REPLICASETS, 0, deploy_owner } },
 			 tpc_sync_deployment_ud },
@@ -284,8 +308,10 @@ static const struct ctl_def controllers[CTL__N] = {
 		     tpc_sync_gc_ud },
 	[CTL_RMLOSS] = { "rmloss", { { PODS, 0, ctl_key_none } }, tpc_sync_rmloss_ud, .tick_key = TPC_RMLOSS_KEY,
 			 .start = rmloss_start, .stop = rmloss_stop },
-	[CTL_JOB] = { "job", { { JOBS, UPSERT, ctl_key_self }, { PODS, 0, job_owner } }, tpc_sync_job_ud,
-		      .period_ms = 30000 },
+	[CTL_JOB] = { "job",
+		      { { JOBS, UPSERT, ctl_key_self }, { PODS, CTL_ADD, job_pod_add },
+			{ PODS, CTL_UPDATE, job_pod_update }, { PODS, CTL_DELETE, job_pod_delete } },
+		      tpc_sync_job_ud, .period_ms = 30000 },
 	[CTL_CRONJOB] = { "cronjob", { { CRONJOBS, UPSERT, ctl_key_self }, { JOBS, 0, cronjob_owner } },
 			  tpc_sync_cronjob_ud, .period_ms = 10000 },
 	[CTL_ENDPOINTS] = { "endpoints", { { SERVICES, 0, ctl_key_self }, { PODS, 0, pod_services } },
@@ -295,7 +321,8 @@ static const struct ctl_def controllers[CTL__N] = {
 	[CTL_NETWORK] = { "network", { { NETWORKS, 0, ctl_key_self }, { SERVICES, CTL_DELETE, dns_network } },
 			  tpc_sync_network_ud },
 	[CTL_STS] = { "statefulset",
-		      { { STATEFULSETS, UPSERT, ctl_key_self }, { PODS, 0, sts_owner },
+		      { { STATEFULSETS, UPSERT, ctl_key_self }, { PODS, CTL_ADD, sts_pod_add },
+			{ PODS, CTL_UPDATE, sts_pod_update }, { PODS, CTL_DELETE, sts_pod_delete },
 			{ CONTROLLERREVISIONS, CTL_DELETE, sts_owner } },
 		      tpc_sync_statefulset_ud, .period_ms = 30000 },
 	[CTL_DISRUPTION] = { "disruption", { { PDBS, UPSERT, ctl_key_self }, { PODS, 0, pod_pdbs } },
@@ -310,7 +337,18 @@ int tpc_manager_new(struct tpc *m, struct ctl_config *cfg)
 	int rc = ctl_manager_new(cfg, &m->ctl);
 	if (rc < 0)
 		return rc;
+	m->exp[CTL_RS] = tpc_expect_new(0);
+	m->exp[CTL_JOB] = tpc_expect_new(0);
+	m->exp[CTL_STS] = tpc_expect_new(0);
 	for (int i = 0; i < CTL__N; i++)
 		m->wq[i] = ctl_manager_queue(m->ctl, controllers[i].name);
 	return 0;
+}
+
+void tpc_manager_release(struct tpc *m)
+{
+	for (int i = 0; i < CTL__N; i++) {
+		tpc_expect_free(m->exp[i]);
+		m->exp[i] = NULL;
+	}
 }

@@ -6,12 +6,14 @@
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/selector.h"
+#include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
 #define MAX_BURST 500 /* pods created or deleted per sync */
 
 struct rs_ctx {
 	struct tpc *m;
+	const char *key;
 	json_t *rs;          /* live object (borrowed from the sync's struct tpc_live) */
 	const char *tenant, *ns, *name, *uid;
 	json_t *pods;        /* owned active pods (array, owned) */
@@ -49,7 +51,8 @@ static int load_pods(struct rs_ctx *c)
 {
 	struct label_selector *sel = NULL; /* an empty selector would take every pod: refused */
 	int rc;
-	json_t *items = tpc_list_by_selector(c->m, "pods", c->tenant, c->ns, json_path(c->rs, "spec.selector"), &sel, &rc);
+	json_t *items = tpc_list_controlled(c->m, "pods", c->tenant, c->ns, json_path(c->rs, "spec.selector"), c->uid,
+					    true, &sel, &rc);
 	if (!items)
 		goto out;
 	c->pods = json_array();
@@ -95,7 +98,8 @@ static void create_pods(struct rs_ctx *c, long long n)
 	struct buf path = BUF_INIT;
 	tpc_path(&path, "pods", c->tenant, c->ns, NULL);
 	json_t *pod = pod_from_template(c->rs);
-	long long batch = 0;
+	long long batch = 0, before = c->created;
+	tpc_expect_creations(tpc_exp(c->m, CTL_RS), c->key, n, mono_ms());
 	for (long long left = n; left > 0 && !c->err; left -= batch) {
 		batch = tpc_next_batch(batch, left);
 		for (long long i = 0; i < batch; i++) {
@@ -113,6 +117,7 @@ static void create_pods(struct rs_ctx *c, long long n)
 			json_decref(resp);
 		}
 	}
+	tpc_expect_created(tpc_exp(c->m, CTL_RS), c->key, n - (c->created - before)); /* never made */
 	json_decref(pod);
 	buf_release(&path);
 }
@@ -132,9 +137,14 @@ static void delete_pods(struct rs_ctx *c, long long n)
 			continue;
 		}
 		struct buf path = BUF_INIT;
+		char *pk = object_key(v[i]);
+		tpc_expect_deletion(tpc_exp(c->m, CTL_RS), c->key, pk, mono_ms());
 		tpc_path(&path, "pods", c->tenant, c->ns, pname);
 		int rc = tpc_send(c->m, "DELETE", path.ptr, NULL, NULL);
 		buf_release(&path);
+		if (rc != 200 && rc != 202)
+			tpc_expect_deleted(tpc_exp(c->m, CTL_RS), c->key, pk); /* nothing to observe */
+		free(pk);
 		if (rc == 200 || rc == 202 || rc == 404) {
 			c->deleted++;
 			tpc_event(c->m, c->rs, "Normal", "SuccessfulDelete", "Deleted pod: %s", pname);
@@ -210,12 +220,20 @@ static int update_status(struct rs_ctx *c, long long *ret_wait_s)
 int tpc_sync_replicaset(struct tpc *m, const char *key)
 {
 	struct tpc_live live;
-	struct rs_ctx c = { .m = m };
+	struct rs_ctx c = { .m = m, .key = key };
 	/* a terminating ReplicaSet still removes surplus pods (it creates none) */
 	int rc = tpc_get_live(m, "replicasets", key, TPC_LIVE_TERMINATING, &live);
+	if (rc == 0)
+		tpc_expect_forget(tpc_exp(m, CTL_RS), key);
 	if (rc <= 0)
 		return rc;
 	rc = 0;
+	int64_t wait_ms;
+	if (!tpc_expect_satisfied(tpc_exp(m, CTL_RS), key, mono_ms(), &wait_ms)) {
+		/* the pod informer has not seen all this controller wrote: its events re-queue the key */
+		wq_add_after(m->wq[CTL_RS], key, wait_ms + 100);
+		goto out;
+	}
 	const char *t = live.tenant, *ns = live.ns, *name = live.name;
 	c.rs = live.obj, c.tenant = t, c.ns = ns, c.name = name, c.uid = live.uid;
 	if ((rc = load_pods(&c)) < 0) {

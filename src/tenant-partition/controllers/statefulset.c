@@ -11,12 +11,14 @@
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/selector.h"
+#include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
 #define MAX_ACTIONS 500
 
 struct sts_ctx {
 	struct tpc *m;
+	const char *key;
 	json_t *set; /* live (borrowed from the sync's struct tpc_live) */
 	const char *tenant, *ns, *name, *uid;
 	char *cur_rev, *upd_rev; /* revision names (owned) */
@@ -42,7 +44,8 @@ static bool owned(const json_t *obj, const char *uid)
 static int list_owned(struct sts_ctx *c, const char *plural, json_t **ret)
 {
 	int rc;
-	json_t *items = tpc_list_by_selector(c->m, plural, c->tenant, c->ns, json_path(c->set, "spec.selector"), NULL, &rc);
+	json_t *items = tpc_list_controlled(c->m, plural, c->tenant, c->ns, json_path(c->set, "spec.selector"), c->uid,
+					    false, NULL, &rc);
 	*ret = NULL;
 	if (!items)
 		return rc;
@@ -284,7 +287,10 @@ static void create_pod(struct sts_ctx *c, long long ordinal, const char *rev)
 	json_t *pod = new_pod(c, ordinal, rev), *resp = NULL;
 	struct buf path = BUF_INIT;
 	tpc_path(&path, "pods", c->tenant, c->ns, NULL);
+	tpc_expect_creations(tpc_exp(c->m, CTL_STS), c->key, 1, mono_ms());
 	int code = tpc_send(c->m, "POST", path.ptr, pod, &resp);
+	if (code != 201 && code != 200)
+		tpc_expect_created(tpc_exp(c->m, CTL_STS), c->key, 1); /* never made */
 	if (code == 201 || code == 200)
 		tpc_event(c->m, c->set, "Normal", "SuccessfulCreate", "create Pod %s-%lld in StatefulSet %s successful",
 			  c->name, ordinal, c->name);
@@ -304,9 +310,14 @@ static void create_pod(struct sts_ctx *c, long long ordinal, const char *rev)
 static void delete_pod(struct sts_ctx *c, long long ordinal)
 {
 	char *pname = xasprintf("%s-%lld", c->name, ordinal);
+	char *pk = xasprintf("%s/%s/%s", c->tenant, c->ns, pname);
 	struct buf path = BUF_INIT;
 	tpc_path(&path, "pods", c->tenant, c->ns, pname);
+	tpc_expect_deletion(tpc_exp(c->m, CTL_STS), c->key, pk, mono_ms());
 	int code = tpc_send(c->m, "DELETE", path.ptr, NULL, NULL);
+	if (code != 200 && code != 202)
+		tpc_expect_deleted(tpc_exp(c->m, CTL_STS), c->key, pk); /* nothing to observe */
+	free(pk);
 	if (code == 200 || code == 202)
 		tpc_event(c->m, c->set, "Normal", "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful",
 			  pname, c->name);
@@ -384,13 +395,21 @@ static json_t *make_status(struct sts_ctx *c, long long replicas)
 int tpc_sync_statefulset(struct tpc *m, const char *key)
 {
 	struct tpc_live live;
-	struct sts_ctx c = { .m = m };
+	struct sts_ctx c = { .m = m, .key = key };
 	struct sts_pod *slots = NULL;
 	json_t *st = NULL;
 	int rc = tpc_get_live(m, "statefulsets", key, 0, &live);
+	if (rc == 0)
+		tpc_expect_forget(tpc_exp(m, CTL_STS), key);
 	if (rc <= 0)
 		return rc;
 	rc = 0;
+	int64_t wait_ms;
+	if (!tpc_expect_satisfied(tpc_exp(m, CTL_STS), key, mono_ms(), &wait_ms)) {
+		/* the pod informer has not seen all this controller wrote: its events re-queue the key */
+		wq_add_after(m->wq[CTL_STS], key, wait_ms + 100);
+		goto out;
+	}
 	const char *t = live.tenant, *ns = live.ns, *name = live.name;
 	c.set = live.obj, c.tenant = t, c.ns = ns, c.name = name, c.uid = live.uid;
 	json_t *all = NULL;

@@ -3,8 +3,9 @@
  *
  * Model: informers over /tenants/all/... feed work queues with keys "tenant/namespace/name"
  * (the queue is fair between tenants); a worker syncs one key by reading the live object from
- * the API server (so a lagging informer never makes a controller create twice) and writing
- * the difference. Pure arithmetic lives in logic.c so unit tests reach it without a server. */
+ * the API server, its pods (or jobs) from the shared informers' indexes (listers, guarded by
+ * expectations so a lagging informer never makes a controller create twice) and writing the
+ * difference. Pure arithmetic lives in logic.c so unit tests reach it without a server. */
 #ifndef TPC_H
 #define TPC_H
 #include <jansson.h>
@@ -121,8 +122,13 @@ struct tpc_live {
  * Release *ret with tpc_live_release (safe on an empty or zeroed one). */
 int tpc_get_live(struct tpc *m, const char *plural, const char *key, unsigned flags, struct tpc_live *ret);
 void tpc_live_release(struct tpc_live *l);
-/* The items (a new array) of plural in tenant/ns that selector (a label selector string; ""
- * takes all) selects, read live from the API server; NULL when it cannot be read. */
+/* Listers: "pods", "jobs" and "replicasets" are read from the controller manager's shared informers (their
+ * namespace or controller index, so a lookup costs that bucket's size), other plurals and
+ * informers not yet synced from the API server. Read from an informer, a list may lag what this
+ * process just wrote: controllers that create or delete what they list guard with expectations.
+ *
+ * The items (a new array) of plural in tenant/ns that selector (a label selector string; ""
+ * takes all) selects; NULL when it cannot be read. */
 json_t *tpc_list_selected(struct tpc *m, const char *plural, const char *tenant, const char *ns, const char *selector);
 /* The same for a metav1.LabelSelector object. An empty or unreadable selector (which would take
  * everything) is E_INVALID, an unreadable server E_UNAVAILABLE: NULL then, with the code in
@@ -130,6 +136,39 @@ json_t *tpc_list_selected(struct tpc *m, const char *plural, const char *tenant,
 struct label_selector;
 json_t *tpc_list_by_selector(struct tpc *m, const char *plural, const char *tenant, const char *ns,
 			     const json_t *selector, struct label_selector **ret_sel, int *ret_err);
+/* The items of plural in tenant/ns that selector (a metav1.LabelSelector; NULL: no label
+ * filter, refused with orphans) selects and whose controller ownerReference has uid (NULL:
+ * none), plus, with orphans, those without a controller reference. Errors as
+ * tpc_list_by_selector's. */
+json_t *tpc_list_controlled(struct tpc *m, const char *plural, const char *tenant, const char *ns,
+			    const json_t *selector, const char *uid, bool orphans, struct label_selector **ret_sel,
+			    int *ret_err);
+
+/* Expectations: a controller that creates or deletes objects it then lists from an informer
+ * records what it expects to see (before writing), the informer's events lower that as they are
+ * observed, and the controller skips syncing the key until nothing is outstanding or
+ * timeout_ms passed since the expectations were last raised (so a lagging informer never
+ * makes it create twice). Keys are the controller's keys; deletions are tracked by the deleted
+ * object's store key, so an update setting deletionTimestamp and the final delete event count
+ * once. Thread-safe; every function is NULL-safe on x. */
+#define TPC_EXPECT_TIMEOUT_MS (5 * 60 * 1000)
+struct tpc_expect;
+struct tpc_expect *tpc_expect_new(int64_t timeout_ms); /* <= 0: TPC_EXPECT_TIMEOUT_MS */
+void tpc_expect_free(struct tpc_expect *x);
+/* Raising: n more creations; one deletion of obj_key. */
+void tpc_expect_creations(struct tpc_expect *x, const char *key, long long n, int64_t now_ms);
+void tpc_expect_deletion(struct tpc_expect *x, const char *key, const char *obj_key, int64_t now_ms);
+/* Lowering: n creations observed (or not made after all); obj_key's deletion observed (or not
+ * made). Unknown keys are ignored. */
+void tpc_expect_created(struct tpc_expect *x, const char *key, long long n);
+void tpc_expect_deleted(struct tpc_expect *x, const char *key, const char *obj_key);
+/* True when key may be synced; else false with *ret_wait_ms (may be NULL) the time left to the
+ * timeout. Met or timed-out records are dropped. */
+bool tpc_expect_satisfied(struct tpc_expect *x, const char *key, int64_t now_ms, int64_t *ret_wait_ms);
+void tpc_expect_forget(struct tpc_expect *x, const char *key); /* the controller object is gone */
+size_t tpc_expect_pending(struct tpc_expect *x);                /* keys with a record */
+/* The expectations of controller c (CTL_RS, CTL_JOB, CTL_STS), or NULL. */
+#define tpc_exp(m, c) ((m)->exp[(c)])
 
 /* manager.c -------------------------------------------------------------------------------- */
 enum tpc_inf {
@@ -145,6 +184,7 @@ struct tpc {
 	struct rest_client *rest;
 	struct ctl_manager *ctl;
 	struct workqueue *wq[CTL__N]; /* the controllers' queues (borrowed from ctl), NULL when disabled */
+	struct tpc_expect *exp[CTL__N]; /* expectations of CTL_RS, CTL_JOB, CTL_STS (owned; else NULL) */
 	/* rmloss: the kubeconfig whose credentials reach the RMs (borrowed), its settings and state */
 	const char *kubeconfig;
 	long long grace_s;       /* --node-monitor-grace-period */
@@ -199,6 +239,8 @@ int tpc_parse_rate(const char *s, double *ret);
  * the caller with ctl_manager_start, freed with ctl_manager_free) and m->wq. E_INVALID on a bad
  * --controllers list in cfg. */
 int tpc_manager_new(struct tpc *m, struct ctl_config *cfg);
+/* Frees what tpc_manager_new made besides m->ctl (after ctl_manager_free). NULL-safe parts. */
+void tpc_manager_release(struct tpc *m);
 /* The shared informer of one collection (borrowed), NULL before it started or when no enabled
  * controller watches it. */
 struct informer *tpc_informer(struct tpc *m, enum tpc_inf i);
