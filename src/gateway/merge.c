@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gw.h"
+#include "ursa/base64.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
@@ -11,51 +12,9 @@
 #define PARTITION_ANNOTATION "ursa.io/partition"
 #define EVENT_MAX_DEPTH 128
 
-static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-static int b64_val(char c)
-{
-	const char *p = c ? strchr(b64url, c) : NULL;
-	return p ? (int)(p - b64url) : -1;
-}
-
-static void b64_encode(const unsigned char *in, size_t n, struct buf *out)
-{
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)in[i] << 16;
-		size_t k = n - i < 3 ? n - i : 3;
-		if (k > 1)
-			v |= (unsigned)in[i + 1] << 8;
-		if (k > 2)
-			v |= in[i + 2];
-		for (size_t j = 0; j < k + 1; j++)
-			buf_addch(out, b64url[(v >> (18 - 6 * j)) & 63]);
-	}
-}
-
-/* Strict unpadded base64url; -1 on any other character, an impossible length or non-zero
- * trailing bits (so every value has exactly one spelling). */
-static int b64_decode(const char *s, size_t n, struct buf *out)
-{
-	if (n % 4 == 1)
-		return -1;
-	for (size_t i = 0; i < n; i += 4) {
-		size_t k = n - i < 4 ? n - i : 4;
-		unsigned v = 0;
-		for (size_t j = 0; j < 4; j++) {
-			int d = j < k ? b64_val(s[i + j]) : 0;
-			if (d < 0)
-				return -1;
-			v = (v << 6) | (unsigned)d;
-		}
-		unsigned char bytes[3] = { (unsigned char)(v >> 16), (unsigned char)(v >> 8), (unsigned char)v };
-		size_t nb = k - 1;
-		if ((nb < 3 && bytes[nb]) || (nb == 1 && bytes[2]))
-			return -1;
-		buf_add(out, bytes, nb);
-	}
-	return 0;
-}
+/* The encoded object is base64url without padding, decoded strictly (non-zero trailing bits
+ * rejected) so that every value has exactly one spelling. */
+#define CRV_B64 (BASE64_URL | BASE64_NOPAD | BASE64_CANONICAL)
 
 bool crv_is_composite(const char *s)
 {
@@ -143,7 +102,7 @@ char *crv_encode(const struct crv *c)
 	}
 	buf_addch(&js, '}');
 	buf_adds(&out, CRV_PREFIX);
-	b64_encode((const unsigned char *)js.ptr, js.len, &out);
+	base64_encode(&out, js.ptr, js.len, CRV_B64);
 	buf_release(&js);
 	return buf_detach(&out, NULL);
 }
@@ -165,7 +124,7 @@ int crv_parse(const char *s, struct crv *ret, const char **ret_msg)
 		goto out;
 	}
 	size_t pl = strlen(CRV_PREFIX);
-	if (b64_decode(s + pl, n - pl, &raw) < 0) {
+	if (base64_decode(&raw, s + pl, n - pl, CRV_B64) < 0) {
 		msg = "composite resourceVersion is not valid base64url";
 		goto out;
 	}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "images.h"
+#include "ursa/base64.h"
 #include "ursa/buf.h"
 #include "ursa/xalloc.h"
 
@@ -344,48 +345,14 @@ void pull_auth_release(struct pull_auth *a)
 	memset(a, 0, sizeof(*a));
 }
 
-static int b64val(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/* Standard base64, padding optional. New NUL-terminated buffer with *ret_len, or NULL. */
-static char *b64_decode(const char *s, size_t n, size_t *ret_len)
+/* Standard base64, padding optional: any run of trailing '=' is dropped, then the rest must be
+ * unpadded base64 (a length of 1 mod 4 is invalid; unused trailing bits are not checked). Appends
+ * to out; 0 or -1. */
+static int b64_decode(const char *s, size_t n, struct buf *out)
 {
 	while (n > 0 && s[n - 1] == '=')
 		n--;
-	if (n % 4 == 1)
-		return NULL;
-	char *out = xmalloc(n / 4 * 3 + 3);
-	size_t o = 0;
-	uint32_t acc = 0;
-	int bits = 0;
-	for (size_t i = 0; i < n; i++) {
-		int v = b64val(s[i]);
-		if (v < 0) {
-			free(out);
-			return NULL;
-		}
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	out[o] = '\0';
-	*ret_len = o;
-	return out;
+	return base64_decode(out, s, n, BASE64_NOPAD);
 }
 
 /* The decoded config of a docker-registry secret: the object of registry entries (new
@@ -409,12 +376,13 @@ static json_t *secret_auths(const json_t *secret)
 	size_t b64_len = json_string_length(v);
 	if (!b64 || b64_len == 0 || b64_len > SECRET_DATA_MAX * 4 / 3 + 4)
 		return NULL;
-	size_t n;
-	char *raw = b64_decode(b64, b64_len, &n);
-	if (!raw)
+	struct buf raw = BUF_INIT;
+	if (b64_decode(b64, b64_len, &raw) < 0) {
+		buf_release(&raw);
 		return NULL;
-	json_t *doc = json_loadb(raw, n, 0, NULL); /* a repeated key: the last wins, as in Go */
-	free(raw);
+	}
+	json_t *doc = json_loadb(raw.ptr, raw.len, 0, NULL); /* a repeated key: the last wins, as in Go */
+	buf_release(&raw);
 	json_t *auths = with_auths ? json_incref(json_object_get(doc, "auths")) : json_incref(doc);
 	json_decref(doc);
 	if (!json_is_object(auths)) {
@@ -430,16 +398,17 @@ static int entry_creds(const json_t *e, char **ret_user, char **ret_pass)
 	json_t *auth = json_object_get(e, "auth");
 	const char *a = json_string_value(auth);
 	if (a && *a) {
-		size_t n;
-		char *dec = b64_decode(a, json_string_length(auth), &n);
-		char *colon = dec ? memchr(dec, ':', n) : NULL;
+		struct buf dec = BUF_INIT;
+		const char *colon = NULL;
+		if (b64_decode(a, json_string_length(auth), &dec) == 0)
+			colon = memchr(dec.ptr, ':', dec.len);
 		if (!colon) {
-			free(dec);
+			buf_release(&dec);
 			return -1;
 		}
-		*ret_user = xstrndup(dec, (size_t)(colon - dec));
-		*ret_pass = xstrndup(colon + 1, n - (size_t)(colon - dec) - 1);
-		free(dec);
+		*ret_user = xstrndup(dec.ptr, (size_t)(colon - dec.ptr));
+		*ret_pass = xstrndup(colon + 1, dec.len - (size_t)(colon - dec.ptr) - 1);
+		buf_release(&dec);
 		return 0;
 	}
 	const char *u = json_string_value(json_object_get(e, "username"));

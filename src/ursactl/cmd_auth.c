@@ -1,10 +1,10 @@
 /* Credentials subcommands: keygen, token, kubeconfig. */
 #include "ursactl.h"
 #include "auth/auth_internal.h"
+#include "ursa/base64.h"
 #include "ursa/rbac.h"
 #include "ursa/xalloc.h"
 #include <errno.h>
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -166,11 +166,7 @@ static int ca_data(const char *path, struct buf *out)
 		fail("certificate authority %s: no PEM certificate in it", path);
 		goto out;
 	}
-	buf_grow(out, (pem.len + 2) / 3 * 4 + 1);
-	int n = EVP_EncodeBlock((unsigned char *)out->ptr + out->len, (const unsigned char *)pem.ptr,
-				(int)pem.len);
-	out->len += (size_t)n;
-	out->ptr[out->len] = '\0';
+	base64_encode(out, pem.ptr, pem.len, 0);
 	r = EXIT_OK;
 out:
 	buf_release(&pem);

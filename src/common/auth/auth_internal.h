@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <time.h>
 #include "ursa/auth.h"
+#include "ursa/base64.h"
 #include "ursa/buf.h"
 
 /* Caps on what a client or an operator controls. */
@@ -17,10 +18,19 @@
 #define AUTH_AUDIENCES_MAX 32                /* entries of a token's "aud" */
 #define AUTH_JSON_DEPTH 4                   /* header and claims: {"groups":[...]} is depth 2 */
 
-/* ---- base64url (RFC 4648 section 5, no padding) ---- */
-void b64url_encode(struct buf *out, const void *data, size_t len);
-/* Strict decode: only the url alphabet, no padding, no stray bits. Appends to out; 0 or -1. */
-int b64url_decode(struct sv in, struct buf *out);
+/* ---- base64url as JWT compact serialization uses it (RFC 7515: RFC 4648 section 5, no padding),
+ * over the common codec in ursa/base64.h ---- */
+#define B64URL_JWT (BASE64_URL | BASE64_NOPAD | BASE64_CANONICAL)
+static inline void b64url_encode(struct buf *out, const void *data, size_t len)
+{
+	base64_encode(out, data, len, B64URL_JWT);
+}
+/* Strict decode: only the url alphabet, no padding, no stray bits, so each token has one
+ * spelling. Appends to out (allocated and NUL-terminated afterwards); 0, or -1 with out unchanged. */
+static inline int b64url_decode(struct sv in, struct buf *out)
+{
+	return base64_decode(out, in.ptr, in.len, B64URL_JWT);
+}
 
 /* ---- identity helpers ---- */
 /* Checks one identity string (user, uid, tenant, group): not empty, at most AUTH_FIELD_MAX bytes,

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <yaml.h>
 #include "client/client_internal.h"
+#include "ursa/base64.h"
 #include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
 
@@ -82,47 +83,15 @@ json_t *yaml_doc_to_json(const char *data, size_t len, struct buf *ret_err)
 
 /* Base64 ----------------------------------------------------------------------------------------- */
 
-static int b64_value(char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+' || ch == '-')
-		return 62;
-	if (ch == '/' || ch == '_')
-		return 63;
-	return -1;
-}
-
 int base64_decode_buf(const char *s, size_t len, struct buf *out)
 {
-	uint32_t acc = 0;
-	int bits = 0;
-	bool pad = false;
-
-	for (size_t i = 0; i < len; i++) {
-		char ch = s[i];
-		int v;
-		if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t')
-			continue;
-		if (ch == '=') {
-			pad = true;
-			continue;
-		}
-		v = b64_value(ch);
-		if (v < 0 || pad)
-			return -1;
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			buf_addch(out, (char)((acc >> bits) & 0xff));
-		}
-	}
-	return bits >= 6 ? -1 : 0;
+	struct buf text = BUF_INIT; /* kubeconfigs may wrap long base64 values: whitespace goes */
+	for (size_t i = 0; i < len; i++)
+		if (s[i] != ' ' && s[i] != '\n' && s[i] != '\r' && s[i] != '\t')
+			buf_addch(&text, s[i]);
+	int rc = base64_decode(out, text.ptr ? text.ptr : "", text.len, BASE64_PAD_OPTIONAL);
+	buf_release(&text);
+	return rc;
 }
 
 /* Files and lookups ------------------------------------------------------------------------------- */

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kinds/kinds_common.h"
+#include "ursa/base64.h"
 #include "ursa/jsonutil.h"
 #include "ursa/selector.h"
 #include "ursa/timeutil.h"
@@ -174,48 +175,6 @@ static const char *config_key_error(const char *k)
 	return NULL;
 }
 
-static int b64_val(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
-long long base64_decoded_len(const char *s, size_t len)
-{
-	if (len % 4)
-		return -1;
-	size_t pad = 0;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] == '=' && i >= len - 2) {
-			pad++;
-			continue;
-		}
-		if (pad || b64_val((unsigned char)s[i]) < 0)
-			return -1;
-	}
-	return (long long)(len / 4 * 3 - pad);
-}
-
-void base64_encode(const unsigned char *d, size_t len, struct buf *out)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	for (size_t i = 0; i < len; i += 3) {
-		unsigned v = (unsigned)d[i] << 16;
-		if (i + 1 < len)
-			v |= (unsigned)d[i + 1] << 8;
-		if (i + 2 < len)
-			v |= d[i + 2];
-		char q[4] = { tab[v >> 18 & 63], tab[v >> 12 & 63], i + 1 < len ? tab[v >> 6 & 63] : '=',
-			      i + 2 < len ? tab[v & 63] : '=' };
-		buf_add(out, q, 4);
-	}
-}
-
 void validate_config_data(const json_t *map, const char *field, bool base64, const json_t *seen, size_t *size,
 			  struct field_errors *errs)
 {
@@ -238,7 +197,8 @@ void validate_config_data(const json_t *map, const char *field, bool base64, con
 		if (!json_is_string(v)) {
 			field_error_type(errs, f, "a string");
 		} else if (base64) {
-			long long n = base64_decoded_len(json_string_value(v), json_string_length(v));
+			/* Go's StdEncoding: padding required, unused trailing bits not checked */
+			long long n = base64_decoded_len(json_string_value(v), json_string_length(v), 0);
 			if (n < 0)
 				field_error_invalid(errs, f, "<value omitted>", "must be valid base64 data");
 			else

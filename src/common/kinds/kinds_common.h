@@ -62,10 +62,6 @@ void validate_config_data(const json_t *map, const char *field, bool base64, con
 			  struct field_errors *errs);
 /* When old has immutable=true: data, binaryData (or stringData) and immutable may not change. */
 void validate_immutable_data(const json_t *obj, const json_t *old, struct field_errors *errs);
-/* Standard base64 with padding; returns the decoded length, or -1 if s is not valid base64. */
-long long base64_decoded_len(const char *s, size_t len);
-/* Appends the standard base64 encoding of data to out. */
-void base64_encode(const unsigned char *data, size_t len, struct buf *out);
 
 /* ---- pod spec (podspec.c) ---- */
 enum pod_spec_owner {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kinds/kinds_common.h"
+#include "ursa/base64.h"
 #include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
 
@@ -21,7 +22,7 @@ static void secret_defaults(json_t *obj)
 		if (!json_is_string(v))
 			continue;
 		struct buf b = BUF_INIT;
-		base64_encode((const unsigned char *)json_string_value(v), json_string_length(v), &b);
+		base64_encode(&b, json_string_value(v), json_string_length(v), 0);
 		json_object_set_new(data, k, json_string(buf_cstr(&b)));
 		buf_release(&b);
 	}

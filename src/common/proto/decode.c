@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ursa/base64.h"
 #include "ursa/errors.h"
 #include "ursa/proto.h"
 #include "ursa/xalloc.h"
@@ -126,26 +127,12 @@ static json_t *make_string(const struct rd *s)
 	return json_stringn((const char *)s->p, n);
 }
 
+/* bytes fields are base64 strings in JSON (standard alphabet, padded), as protojson writes them */
 static json_t *make_base64(const struct rd *s)
 {
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t n = (size_t)(s->end - s->p);
 	struct buf b = BUF_INIT;
-	json_t *j;
-
-	buf_grow(&b, (n + 2) / 3 * 4 + 1);
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)s->p[i] << 16;
-		if (i + 1 < n)
-			v |= (uint32_t)s->p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= s->p[i + 2];
-		buf_addch(&b, tab[(v >> 18) & 63]);
-		buf_addch(&b, tab[(v >> 12) & 63]);
-		buf_addch(&b, i + 1 < n ? tab[(v >> 6) & 63] : '=');
-		buf_addch(&b, i + 2 < n ? tab[v & 63] : '=');
-	}
-	j = json_stringn(buf_cstr(&b), b.len);
+	base64_encode(&b, s->p, (size_t)(s->end - s->p), 0);
+	json_t *j = json_stringn(b.ptr, b.len);
 	buf_release(&b);
 	return j;
 }
