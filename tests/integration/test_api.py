@@ -122,6 +122,15 @@ def test_list_limit_and_continue():
     eq(sorted(seen), ["%s-%d" % (run_id, i) for i in range(5)],
        "pods over all pages (no duplicates, nothing created after the first page)")
     eq(len(names(list_pods(labelSelector="page=" + run_id))), 6, "pods in a fresh list")
+    # Tokens are Go's RawURLEncoding: padding, the standard alphabet or a broken body are 400.
+    for bad in (token_of(first) + "=", token_of(first).replace("-", "+").replace("_", "/") + "+/", "e30",
+                "not base64!"):
+        r = admin().get(pods_path(S["t"]) + q(limit=2, **{"continue": bad}))
+        expect_status(r, 400, "malformed continue token %r" % bad, "BadRequest")
+
+
+def token_of(page):
+    return page["metadata"]["continue"]
 
 
 def test_label_selectors():

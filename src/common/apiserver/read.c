@@ -1,10 +1,10 @@
 /* GET and LIST: single objects from etcd; lists from the watch cache (resourceVersion 0 /
  * NotOlderThan) or from etcd with limit/continue (consistent and exact reads). */
 #include "internal.h"
+#include "ursa/base64.h"
 #include "ursa/jsonutil.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,16 +98,10 @@ static char *continue_encode(int64_t rv, const char *start_suffix)
 	json_t *t = json_pack("{s:s,s:I,s:s}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv, "start", start_suffix);
 	char *s = json_dumps(t, JSON_COMPACT);
 	json_decref(t);
-	size_t n = strlen(s);
-	char *out = xmalloc(4 * ((n + 2) / 3) + 1);
-	int len = EVP_EncodeBlock((unsigned char *)out, (unsigned char *)s, (int)n);
+	struct buf out = BUF_INIT;
+	base64_encode(&out, s, strlen(s), BASE64_URL | BASE64_NOPAD); /* Go's RawURLEncoding */
 	free(s);
-	while (len > 0 && out[len - 1] == '=')
-		len--;
-	out[len] = '\0';
-	for (int i = 0; i < len; i++)
-		out[i] = out[i] == '+' ? '-' : out[i] == '/' ? '_' : out[i];
-	return out;
+	return buf_detach(&out, NULL);
 }
 
 /* A key suffix as this server writes them: '/'-separated non-empty segments, none "." or "..". */
@@ -131,22 +125,11 @@ static int continue_decode(const char *tok, int64_t *ret_rv, char **ret_suffix)
 	size_t n = strlen(tok);
 	if (n == 0 || n > 4096)
 		return -1;
-	struct buf b = BUF_INIT;
-	for (size_t i = 0; i < n; i++) {
-		char c = tok[i] == '-' ? '+' : tok[i] == '_' ? '/' : tok[i];
-		buf_addch(&b, c);
-	}
-	while (b.len % 4)
-		buf_addch(&b, '=');
-	unsigned char *raw = xmalloc(b.len);
-	int len = EVP_DecodeBlock(raw, (unsigned char *)b.ptr, (int)b.len);
+	struct buf raw = BUF_INIT;
 	int rc = -1;
 	json_t *j = NULL;
-	if (len > 0) {
-		while (len > 0 && raw[len - 1] == '\0')
-			len--;
-		j = json_loadb((char *)raw, (size_t)len, 0, NULL);
-	}
+	if (base64_decode(&raw, tok, n, BASE64_URL | BASE64_NOPAD) == 0)
+		j = json_loadb(raw.ptr, raw.len, 0, NULL);
 	const char *start = json_str(j, "start");
 	json_t *rv = json_object_get(j, "rv");
 	if (j && start && json_is_integer(rv) && json_integer_value(rv) > 0 && valid_key_suffix(start) &&
@@ -156,8 +139,7 @@ static int continue_decode(const char *tok, int64_t *ret_rv, char **ret_suffix)
 		rc = 0;
 	}
 	json_decref(j);
-	free(raw);
-	buf_release(&b);
+	buf_release(&raw);
 	return rc;
 }
 
