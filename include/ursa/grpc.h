@@ -7,6 +7,7 @@
 #ifndef URSA_GRPC_H
 #define URSA_GRPC_H
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -112,5 +113,21 @@ void grpc_exchange_release(struct grpc_exchange *x);
 typedef int (*grpc_error_fn)(int64_t code, const char *message);
 int grpc_exchange_outcome(const struct grpc_exchange *x, grpc_error_fn map, const uint8_t **ret_msg,
 			  size_t *ret_len);
+
+/* ---- a pool of idle libcurl easy handles (etcd's JSON and gRPC handles, the CRI client) ----
+ * Thread-safe. take: an idle handle, or a new one given to setup(ud, handle) first (allocation
+ * failure aborts). give: back to the pool. release: cleans up every idle handle and frees its
+ * CURLOPT_PRIVATE pointer, if its setup set one; handles taken must have been given back. */
+struct curl_pool {
+	pthread_mutex_t lock;
+	CURL **h;
+	size_t n, alloc;
+	void (*setup)(void *ud, CURL *c);
+	void *ud;
+};
+void curl_pool_init(struct curl_pool *p, void (*setup)(void *ud, CURL *c), void *ud);
+void curl_pool_release(struct curl_pool *p);
+CURL *curl_pool_take(struct curl_pool *p);
+void curl_pool_give(struct curl_pool *p, CURL *c);
 
 #endif

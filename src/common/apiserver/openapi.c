@@ -8,10 +8,10 @@
  * The tables are static, so the documents are built once per set of served kinds (on first
  * use), serialized, hashed and kept for the life of the process; requests only pick bytes. */
 #include "internal.h"
+#include "ursa/apidisc.h"
 #include "ursa/jsonutil.h"
 #include "ursa/schema.h"
 #include "ursa/xalloc.h"
-#include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -698,8 +698,8 @@ json_t *openapi_v3_documents(const struct api_resource *const *res, size_t n)
 
 struct blob {
 	struct buf body;
-	char hash[2 * SHA256_DIGEST_LENGTH + 1]; /* upper-case hex of the body's SHA-256 */
-	char *etag;				 /* "\"<hash>\"" */
+	struct buf etag; /* apidisc_etag of the body: "\"<hex SHA-256>\"" */
+	char *hash;      /* the hex inside the quotes: the v3 URLs' ?hash= */
 };
 
 struct openapi {
@@ -714,14 +714,8 @@ struct openapi {
 
 static void blob_seal(struct blob *b)
 {
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	SHA256((const unsigned char *)(b->body.ptr ? b->body.ptr : ""), b->body.len, md);
-	for (size_t i = 0; i < sizeof(md); i++) {
-		b->hash[2 * i] = "0123456789ABCDEF"[md[i] >> 4];
-		b->hash[2 * i + 1] = "0123456789ABCDEF"[md[i] & 15];
-	}
-	b->hash[2 * SHA256_DIGEST_LENGTH] = '\0';
-	b->etag = xasprintf("\"%s\"", b->hash);
+	apidisc_etag(b->body.ptr, b->body.len, &b->etag);
+	b->hash = xasprintf("%.*s", (int)b->etag.len - 2, b->etag.ptr + 1);
 }
 
 static void blob_json(struct blob *b, const json_t *j)
@@ -800,11 +794,10 @@ bool openapi_wants_protobuf(const char *accept)
 static void reply_blob(struct http_request *hr, struct http_reply *rp, const struct blob *b, const char *ctype,
 		       const char *cache_control)
 {
-	http_reply_header(rp, "ETag", b->etag);
+	http_reply_header(rp, "ETag", buf_cstr(&b->etag));
 	http_reply_header(rp, "Vary", "Accept");
 	http_reply_header(rp, "Cache-Control", cache_control);
-	const char *inm = http_header(hr, "If-None-Match");
-	if (inm && strstr(inm, b->hash)) {
+	if (apidisc_etag_matches(http_header(hr, "If-None-Match"), buf_cstr(&b->etag))) {
 		http_reply_set(rp, 304, NULL, NULL);
 		return;
 	}

@@ -15,10 +15,7 @@ struct cri {
 	char *socket_path;
 	long timeout_ms;
 	long pull_timeout_ms;
-	pthread_mutex_t lock; /* guards idle */
-	CURL **idle;
-	size_t n_idle;
-	size_t alloc_idle;
+	struct curl_pool handles;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -40,6 +37,22 @@ const char *cri_socket_path(const char *endpoint)
 	return p;
 }
 
+/* ---- handles ---- */
+
+static void handle_setup(void *ud, CURL *h)
+{
+	const struct cri *c = ud;
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket_path);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+	/* one connection per call: see ursa/cri.h */
+	curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+	curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 102400L);
+}
+
 struct cri *cri_open(const char *endpoint, long timeout_ms)
 {
 	const char *path = cri_socket_path(endpoint);
@@ -52,7 +65,7 @@ struct cri *cri_open(const char *endpoint, long timeout_ms)
 	c->socket_path = xstrdup(path);
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
 	c->pull_timeout_ms = c->timeout_ms > CRI_PULL_TIMEOUT_MS ? c->timeout_ms : CRI_PULL_TIMEOUT_MS;
-	pthread_mutex_init(&c->lock, NULL);
+	curl_pool_init(&c->handles, handle_setup, c);
 	return c;
 }
 
@@ -60,10 +73,7 @@ void cri_close(struct cri *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->n_idle; i++)
-		curl_easy_cleanup(c->idle[i]);
-	free(c->idle);
-	pthread_mutex_destroy(&c->lock);
+	curl_pool_release(&c->handles);
 	free(c->socket_path);
 	free(c);
 }
@@ -79,44 +89,6 @@ ProtobufCMessage *cri_unpack(const ProtobufCMessageDescriptor *desc, const uint8
 	if (len > CRI_MAX_MESSAGE)
 		return NULL;
 	return protobuf_c_message_unpack(desc, NULL, len, data);
-}
-
-/* ---- handles ---- */
-
-static CURL *handle_take(struct cri *c)
-{
-	CURL *h = NULL;
-
-	pthread_mutex_lock(&c->lock);
-	if (c->n_idle)
-		h = c->idle[--c->n_idle];
-	pthread_mutex_unlock(&c->lock);
-	if (h)
-		return h;
-	h = curl_easy_init();
-	if (!h)
-		abort();
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket_path);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
-	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
-	/* one connection per call: see ursa/cri.h */
-	curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
-	curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms);
-	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 102400L);
-	return h;
-}
-
-static void handle_give(struct cri *c, CURL *h)
-{
-	pthread_mutex_lock(&c->lock);
-	if (c->n_idle == c->alloc_idle) {
-		c->alloc_idle = c->alloc_idle ? c->alloc_idle * 2 : 4;
-		c->idle = xrealloc(c->idle, c->alloc_idle * sizeof(*c->idle));
-	}
-	c->idle[c->n_idle++] = h;
-	pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- calls ---- */
@@ -195,12 +167,12 @@ int cri_call(struct cri *c, const char *method, const ProtobufCMessage *req, con
 	headers = grpc_headers(NULL, timeout_ms);
 	x.url = url;
 	x.framed = &framed;
-	h = handle_take(c);
+	h = curl_pool_take(&c->handles);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
 	rc = exchange(h, &x, method, err);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-	handle_give(c, h);
+	curl_pool_give(&c->handles, h);
 	if (rc == 0) {
 		grpc_unframe(x.body.ptr, x.body.len, CRI_MAX_MESSAGE, &msg, &len);
 		resp = cri_unpack(resp_desc, msg, len);

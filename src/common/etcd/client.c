@@ -64,54 +64,6 @@ static int parse_endpoints(struct etcd *e, const char *list)
 	return e->n_endpoints ? 0 : -1;
 }
 
-/* ---- handle pools ---- */
-
-static void pool_init(struct etcd_pool *p, void (*setup)(struct etcd *e, CURL *c))
-{
-	pthread_mutex_init(&p->lock, NULL);
-	p->setup = setup;
-}
-
-static void pool_release(struct etcd_pool *p)
-{
-	for (size_t i = 0; i < p->n; i++) {
-		char *priv = NULL;
-		curl_easy_getinfo(p->h[i], CURLINFO_PRIVATE, &priv);
-		curl_easy_cleanup(p->h[i]);
-		free(priv); /* a handle's own state, if its setup gave it one */
-	}
-	free(p->h);
-	pthread_mutex_destroy(&p->lock);
-}
-
-static CURL *handle_take(struct etcd *e, struct etcd_pool *p)
-{
-	CURL *c = NULL;
-
-	pthread_mutex_lock(&p->lock);
-	if (p->n)
-		c = p->h[--p->n];
-	pthread_mutex_unlock(&p->lock);
-	if (c)
-		return c;
-	c = curl_easy_init();
-	if (!c)
-		abort();
-	p->setup(e, c);
-	return c;
-}
-
-static void handle_give(struct etcd_pool *p, CURL *c)
-{
-	pthread_mutex_lock(&p->lock);
-	if (p->n == p->alloc) {
-		p->alloc = p->alloc ? p->alloc * 2 : 8;
-		p->h = xrealloc(p->h, p->alloc * sizeof(*p->h));
-	}
-	p->h[p->n++] = c;
-	pthread_mutex_unlock(&p->lock);
-}
-
 /* grpc-timeout (unary calls only, not the watch stream: timeout 0) lets etcd give up on a
  * request the client stopped waiting for. */
 struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts)
@@ -137,8 +89,8 @@ struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts)
 	e->headers = curl_slist_append(e->headers, "Content-Type: application/json");
 	e->grpc_headers = grpc_headers(NULL, e->timeout_ms);
 	e->stream_headers = grpc_headers(NULL, 0);
-	pool_init(&e->json_pool, etcd_curl_setup);
-	pool_init(&e->grpc_pool, etcd_grpc_setup);
+	curl_pool_init(&e->json_pool, etcd_curl_setup, e);
+	curl_pool_init(&e->grpc_pool, etcd_grpc_setup, e);
 	e->gc = etcd_gc_new(opts);
 	return e;
 }
@@ -147,8 +99,8 @@ void etcd_free(struct etcd *e)
 {
 	if (!e)
 		return;
-	pool_release(&e->json_pool);
-	pool_release(&e->grpc_pool);
+	curl_pool_release(&e->json_pool);
+	curl_pool_release(&e->grpc_pool);
 	for (size_t i = 0; i < e->n_endpoints; i++)
 		free(e->endpoints[i]);
 	free(e->endpoints);
@@ -199,9 +151,9 @@ int etcd_transport_error(CURLcode cc, bool sent, bool idempotent)
 	return cc == CURLE_OPERATION_TIMEDOUT ? E_TIMEOUT : E_UNAVAILABLE;
 }
 
-int etcd_failover(struct etcd *e, struct etcd_pool *pool, etcd_attempt_fn attempt, void *ctx)
+int etcd_failover(struct etcd *e, struct curl_pool *pool, etcd_attempt_fn attempt, void *ctx)
 {
-	CURL *c = handle_take(e, pool);
+	CURL *c = curl_pool_take(pool);
 	size_t start = atomic_load(&e->preferred);
 	int rc = E_UNAVAILABLE;
 
@@ -216,7 +168,7 @@ int etcd_failover(struct etcd *e, struct etcd_pool *pool, etcd_attempt_fn attemp
 			atomic_store(&e->preferred, idx);
 		break;
 	}
-	handle_give(pool, c);
+	curl_pool_give(pool, c);
 	return rc;
 }
 

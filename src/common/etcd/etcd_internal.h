@@ -17,15 +17,6 @@
 #define ETCD_MAX_WATCH_MSG ((size_t)64 << 20) /* cap on one watch stream message */
 #define ETCD_JSON_DEPTH 16                 /* etcd responses nest at most ~6 levels */
 
-/* Idle easy handles, each keeping its own keep-alive connections (one per member). */
-struct etcd_pool {
-	pthread_mutex_t lock;
-	CURL **h;
-	size_t n;
-	size_t alloc;
-	void (*setup)(struct etcd *e, CURL *c); /* applied to each new handle */
-};
-
 struct etcd {
 	char **endpoints; /* "http://host:port" without trailing slash */
 	size_t n_endpoints;
@@ -35,8 +26,8 @@ struct etcd {
 	struct curl_slist *headers;      /* JSON gateway requests; immutable after etcd_new */
 	struct curl_slist *grpc_headers; /* gRPC requests; immutable after etcd_new */
 	struct curl_slist *stream_headers; /* the gRPC watch stream (no grpc-timeout) */
-	struct etcd_pool json_pool;      /* HTTP/1.1 handles for the JSON gateway */
-	struct etcd_pool grpc_pool;      /* HTTP/2 handles for gRPC */
+	struct curl_pool json_pool;      /* HTTP/1.1 handles for the JSON gateway */
+	struct curl_pool grpc_pool;      /* HTTP/2 handles for gRPC */
 	struct etcd_gc *gc; /* group commit of conditional writes (batch.c) */
 };
 
@@ -48,7 +39,7 @@ struct etcd {
 typedef int (*etcd_attempt_fn)(struct etcd *e, CURL *c, size_t idx, void *ctx);
 /* Runs attempt on the member that answered last, then on the others while it returns
  * ETCD_TRY_NEXT (E_UNAVAILABLE when every member did), with a handle of pool. */
-int etcd_failover(struct etcd *e, struct etcd_pool *pool, etcd_attempt_fn attempt, void *ctx);
+int etcd_failover(struct etcd *e, struct curl_pool *pool, etcd_attempt_fn attempt, void *ctx);
 /* A failed transfer: ETCD_TRY_NEXT if the request may go to another member (idempotent, or it
  * certainly was not sent: sent false, or connection refused), else E_TIMEOUT / E_UNAVAILABLE. */
 int etcd_transport_error(CURLcode cc, bool sent, bool idempotent);
@@ -85,8 +76,8 @@ int etcd_gc_put(struct etcd *e, const char *key, const char *value, size_t len, 
 
 /* Applies the options every JSON-gateway handle of e uses (keep-alive, TCP_NODELAY, HTTP/1.1,
  * no Expect:, connect timeout); etcd_grpc_setup those of gRPC handles (HTTP/2). */
-void etcd_curl_setup(struct etcd *e, CURL *c);
-void etcd_grpc_setup(struct etcd *e, CURL *c);
+void etcd_curl_setup(void *e /* struct etcd */, CURL *c);
+void etcd_grpc_setup(void *e /* struct etcd */, CURL *c);
 
 /* obj[key] as int64: a decimal string or a JSON integer; absent or null gives 0 (the gateway
  * omits default values). E_INTERNAL for anything else. */

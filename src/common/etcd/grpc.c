@@ -16,8 +16,9 @@ struct grpc_handle {
 	uint32_t h2; /* bit i: an HTTP/2 connection to member i is (probably) open */
 };
 
-void etcd_grpc_setup(struct etcd *e, CURL *c)
+void etcd_grpc_setup(void *ud, CURL *c)
 {
+	const struct etcd *e = ud;
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);

@@ -10,8 +10,9 @@
 #include <string.h>
 
 /* Settings shared by unary handles and the watch stream handle. */
-void etcd_curl_setup(struct etcd *e, CURL *c)
+void etcd_curl_setup(void *ud, CURL *c)
 {
+	const struct etcd *e = ud;
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);

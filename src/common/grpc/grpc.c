@@ -255,3 +255,49 @@ int grpc_exchange_outcome(const struct grpc_exchange *x, grpc_error_fn map, cons
 		return E_INTERNAL;
 	return 0;
 }
+
+/* ---- handle pool ---- */
+
+void curl_pool_init(struct curl_pool *p, void (*setup)(void *ud, CURL *c), void *ud)
+{
+	*p = (struct curl_pool){ .setup = setup, .ud = ud };
+	pthread_mutex_init(&p->lock, NULL);
+}
+
+void curl_pool_release(struct curl_pool *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		char *priv = NULL;
+		curl_easy_getinfo(p->h[i], CURLINFO_PRIVATE, &priv);
+		curl_easy_cleanup(p->h[i]);
+		free(priv);
+	}
+	free(p->h);
+	pthread_mutex_destroy(&p->lock);
+}
+
+CURL *curl_pool_take(struct curl_pool *p)
+{
+	CURL *c = NULL;
+	pthread_mutex_lock(&p->lock);
+	if (p->n)
+		c = p->h[--p->n];
+	pthread_mutex_unlock(&p->lock);
+	if (c)
+		return c;
+	if (!(c = curl_easy_init()))
+		abort();
+	p->setup(p->ud, c);
+	return c;
+}
+
+void curl_pool_give(struct curl_pool *p, CURL *c)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->n == p->alloc) {
+		p->alloc = p->alloc ? p->alloc * 2 : 8;
+		p->h = xrealloc(p->h, p->alloc * sizeof(*p->h));
+	}
+	p->h[p->n++] = c;
+	pthread_mutex_unlock(&p->lock);
+}
