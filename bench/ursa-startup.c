@@ -7,7 +7,8 @@
  * if the stream ends) records the first event where each pod's status.phase is Running.
  * Latency = that event's arrival - the client-side send time of the create (creationTimestamp
  * has only second resolution). Stops once every created pod ran, or --wait s after the last
- * create. Pods tolerate ursa.io/hollow:NoSchedule and request --cpu / --memory.
+ * create. Pods tolerate ursa.io/hollow:NoSchedule, request --cpu / --memory, run --image (with
+ * --command through sh -c, if given) and, with --node, are bound to that node at creation.
  *
  * Prints human-readable lines and a final "RESULT {json}" line: created, create_errors,
  * running, p50_ms, p90_ms, p99_ms, max_ms, create_rate (achieved pods/s).
@@ -36,6 +37,7 @@ struct run {
 	const char *pods_path;      /* /api/v1/tenants/<t>/namespaces/<ns>/pods */
 	const char *prefix;
 	const char *cpu, *memory;
+	const char *image, *command, *node; /* command (sh -c) and node may be NULL */
 	long long rate, total;
 	int64_t start_us;           /* monotonic */
 	atomic_llong next;          /* next pod index to create */
@@ -63,11 +65,16 @@ static void sleep_until_us(int64_t t)
 static json_t *pod_body(const struct run *r, long long i)
 {
 	char *name = xasprintf("%s-%lld", r->prefix, i);
-	json_t *p = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:[{s:s, s:s, s:s}], s:[{s:s, s:s, s:{s:{s:s, s:s}}}]}}",
+	json_t *c = json_pack("{s:s, s:s, s:{s:{s:s, s:s}}}", "name", "c", "image", r->image, "resources", "requests",
+			      "cpu", r->cpu, "memory", r->memory);
+	if (r->command)
+		json_object_set_new(c, "command", json_pack("[s,s,s]", "sh", "-c", r->command));
+	json_t *p = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:[{s:s, s:s, s:s}], s:[o], s:i}}",
 			      "apiVersion", "v1", "kind", "Pod", "metadata", "name", name, "labels", "app",
 			      "ursa-startup", "spec", "tolerations", "key", "ursa.io/hollow", "operator", "Exists",
-			      "effect", "NoSchedule", "containers", "name", "c", "image", "pause", "resources",
-			      "requests", "cpu", r->cpu, "memory", r->memory);
+			      "effect", "NoSchedule", "containers", c, "terminationGracePeriodSeconds", 1);
+	if (r->node)
+		json_object_set_new(json_object_get(p, "spec"), "nodeName", json_string(r->node));
 	free(name);
 	return p;
 }
@@ -254,7 +261,7 @@ static int initial_rv(struct run *r)
 int main(int argc, char **argv)
 {
 	const char *kubeconfig = NULL, *tenant = NULL, *ns = "default", *prefix = "startup", *cpu = "10m",
-		   *memory = "10Mi";
+		   *memory = "10Mi", *image = "pause", *command = NULL, *node = NULL;
 	long long rate = 100, duration = 30, wait_s = 60, senders = 16;
 	const struct opt opts[] = {
 		{ "kubeconfig", OPT_STRING, &kubeconfig, "kubeconfig of the tenant partition (required)" },
@@ -267,6 +274,9 @@ int main(int argc, char **argv)
 		{ "senders", OPT_INT, &senders, "threads sharing the creation schedule" },
 		{ "cpu", OPT_STRING, &cpu, "cpu request of each pod" },
 		{ "memory", OPT_STRING, &memory, "memory request of each pod" },
+		{ "image", OPT_STRING, &image, "image of the pods' container" },
+		{ "command", OPT_STRING, &command, "the container's command, run with sh -c (default: the image's)" },
+		{ "node", OPT_STRING, &node, "spec.nodeName of the pods (default: the scheduler places them)" },
 	};
 	if (opts_parse("ursa-startup", "Pod startup latency under a steady creation rate.", opts,
 		       (int)(sizeof(opts) / sizeof(opts[0])), argc, argv) < 0)
@@ -290,6 +300,9 @@ int main(int argc, char **argv)
 	r.prefix = prefix;
 	r.cpu = cpu;
 	r.memory = memory;
+	r.image = image;
+	r.command = command;
+	r.node = node;
 	r.rate = rate;
 	r.total = rate * duration;
 	r.sent_us = xcalloc((size_t)r.total, sizeof(int64_t));

@@ -11,12 +11,13 @@
 # kubeconfig per partition (.ursa/tp-1.kubeconfig, .ursa/tp-2.kubeconfig,
 # .ursa/rm-az-1.kubeconfig, .ursa/rm-az-2.kubeconfig) and .ursa/admin.kubeconfig (HAProxy).
 #
-# The real nodes run their pods as processes (URSA_RUNTIME=process, the default), or with
-# URSA_RUNTIME=cri|auto on containerd: one containerd per node under .ursa/ZONE/HOST/containerd
-# (its own config, sockets, CNI bridge), images from one local registry for the region
-# (127.0.0.1:7401, docker.io mirrored to it: busybox:1.36, httpd:1, pause:3.9). With auto, when
-# containerd cannot run (not root, no writable cgroups) or ursa-kubelet lacks the cri runtime, a
-# node falls back to the process runtime and this says so; cri fails instead.
+# The real nodes run their pods in containers on containerd (URSA_RUNTIME=auto, the default):
+# one containerd per node under .ursa/ZONE/HOST/containerd (its own config, sockets, CNI
+# networks), images from one local registry for the region (127.0.0.1:7401, docker.io mirrored
+# to it: busybox:1.36 and :latest, httpd:1 and :latest, pause:3.9). When containerd cannot run
+# (not root, no writable cgroups) or ursa-kubelet lacks the cri runtime, a node falls back to the
+# process runtime (each container's command a process of this machine) and this says so;
+# URSA_RUNTIME=cri fails instead, URSA_RUNTIME=process always runs processes.
 #
 # Another region beside this one: URSA_STATE=/dir URSA_PORT_OFFSET=N (every port + N)
 # URSA_POD_CIDR=10.245.0.0/16 (the pods' addresses; default 10.244.0.0/16).
@@ -37,7 +38,7 @@ build=1
 for arg in "$@"; do
 	case $arg in
 	--no-build) build=0 ;;
-	-h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $arg (see --help)" ;;
 	esac
 done

@@ -232,19 +232,20 @@ kubelet_kubeconfig() {
 }
 
 # --- containerd for the real nodes -----------------------------------------------------------
-# URSA_RUNTIME chooses the real nodes' runtime: process (the default while issue 18 is under
-# way: the walkthrough's images, such as nginx, exist only as names) starts neither the registry
-# nor containerd; auto runs a node on containerd (CRI) when containerd can run here (root, a
-# writable cgroup filesystem, the region's registry up, containerd starting with its CRI plugin)
-# and ursa-kubelet has the cri runtime, else on the process runtime, and says which and why;
-# cri insists (fails instead of falling back).
-URSA_RUNTIME=${URSA_RUNTIME:-process}
+# URSA_RUNTIME chooses the real nodes' runtime: auto (the default) runs a node on containerd
+# (CRI) when containerd can run here (root, a writable cgroup filesystem, the region's registry
+# up, containerd starting with its CRI plugin) and ursa-kubelet has the cri runtime, else on the
+# process runtime, and says which and why; cri insists (fails instead of falling back); process
+# starts neither the registry nor containerd.
+URSA_RUNTIME=${URSA_RUNTIME:-auto}
 case $URSA_RUNTIME in auto | cri | process) ;; *) die "URSA_RUNTIME must be auto, cri or process (is '$URSA_RUNTIME')" ;; esac
 # Where images_build keeps the OCI layout of the images the registry serves.
 URSA_IMAGE_CACHE=${URSA_IMAGE_CACHE:-$URSA_STATE/cache/images}
-# The pods' addresses: node N of the table gets the /24 number N of this /16, on a bridge
-# ursa-<second octet>-N of its own. Pods of every tenant share their node's bridge for now;
-# a bridge (or VRF) per tenant to keep tenants' pods apart is later work.
+# The pods' addresses: node N (0..15) of the table gets the /20 number N of this /16
+# (10.244.16.0/20 for node 1), split in 64 blocks of a /26 (61 pods each); each tenant with pods
+# on the node gets a bridge ut-<second octet>-N-<index> of its own and as many blocks as its pods
+# there need, given back as they empty (ursa-cni); forwarding between tenants' bridges is
+# dropped, the node reaches every pod.
 URSA_POD_CIDR=${URSA_POD_CIDR:-10.244.0.0/16}
 
 # cri_blocker: prints why containerd cannot run on this machine, or nothing.
@@ -263,6 +264,27 @@ cri_blocker() {
 
 # node_containerd_dir ZONE HOST: the directory of node ZONE-HOST's containerd.
 node_containerd_dir() { printf '%s/%s/%s/containerd\n' "$URSA_STATE" "$1" "$2"; }
+
+# node_cgroup_parent ZONE HOST: the cgroup under which node ZONE-HOST's kubelet puts its pods
+# (--cgroup-parent; each pod's cgroup <parent>/pod<uid> carries its pids limit), one per region
+# (the pods' /16 tells regions apart) so that regions side by side keep apart.
+node_cgroup_parent() {
+	local net=${URSA_POD_CIDR%%.0.0/*}
+	printf '/ursa-%s/%s-%s\n' "${net//./-}" "$1" "$2"
+}
+
+# remove_node_cgroups ZONE HOST: the node's cgroups in every hierarchy, once its containers are
+# gone (empty cgroups only: rmdir refuses the others).
+remove_node_cgroups() {
+	local parent top d
+	parent=$(node_cgroup_parent "$1" "$2")
+	for top in /sys/fs/cgroup/*"$parent" /sys/fs/cgroup"$parent"; do
+		[ -d "$top" ] || continue
+		find "$top" -depth -type d -exec rmdir {} + 2>/dev/null || true
+		d=$(dirname "$top")
+		rmdir "$d" 2>/dev/null || true
+	done
+}
 
 # kubelet_has_cri: ursa-kubelet was built with the cri runtime (its --help lists --cri-endpoint).
 kubelet_has_cri() {
@@ -312,9 +334,10 @@ start_containerd() {
 	fi
 	[[ $URSA_POD_CIDR =~ ^([0-9]+)\.([0-9]+)\.0\.0/16$ ]] || die "URSA_POD_CIDR must be a /16 like 10.244.0.0/16 (is $URSA_POD_CIDR)"
 	prefix=${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
-	bridge=ursa-${BASH_REMATCH[2]}-$idx subnet=$prefix.$idx.0/24
+	if [ "$idx" -lt 0 ] || [ "$idx" -gt 15 ]; then die "$name: node number $idx has no /20 in $URSA_POD_CIDR (0..15)"; fi
+	bridge=ut-${BASH_REMATCH[2]}-$idx subnet=$prefix.$((idx * 16)).0/20
 	mkdir -p "$dir"
-	if ! ( containerd_write_cni "$dir" "$bridge" "$bridge" "$subnet" &&
+	if ! ( containerd_write_cni "$dir" "ursa-${BASH_REMATCH[2]}-$idx" "$bridge" "$subnet" 26 &&
 		containerd_write_config "$dir" "${URSA_REGISTRY_PORT:?}" && containerd_start "$dir" ); then
 		[ "$URSA_RUNTIME" = cri ] && die "$name: containerd did not start; log: $dir/containerd.log"
 		warn "$name: containerd did not start (log: $dir/containerd.log): node $zone-$host falls back to the process runtime"
@@ -322,8 +345,8 @@ start_containerd() {
 		containerd_remove_network "$dir"
 		return 0
 	fi
-	say "$name: containerd of node $zone-$host up (pid $(cat "$dir/containerd.pid"), snapshotter $(containerd_snapshotter "$dir"), pods $subnet on bridge $bridge)"
-	URSA_SUMMARY+=("$name: containerd of node $zone-$host, unix://$dir/containerd.sock, pods $subnet on bridge $bridge (log $dir/containerd.log)")
+	say "$name: containerd of node $zone-$host up (pid $(cat "$dir/containerd.pid"), snapshotter $(containerd_snapshotter "$dir"), pods $subnet, a bridge $bridge-N and /26 blocks per tenant)"
+	URSA_SUMMARY+=("$name: containerd of node $zone-$host, unix://$dir/containerd.sock, pods $subnet, a bridge $bridge-N and /26 blocks per tenant (log $dir/containerd.log)")
 }
 
 # containerd_running DIR: DIR's containerd runs.
@@ -340,7 +363,8 @@ stop_containerd() {
 	containerd_running "$dir" || say "$name was not running; cleaning up after it"
 	containerd_teardown "$dir"
 	containerd_remove_network "$dir"
-	say "stopped $name (containers, shims, mounts and bridge of node $2-$3 gone)"
+	remove_node_cgroups "$2" "$3"
+	say "stopped $name (containers, shims, mounts, networks and cgroups of node $2-$3 gone)"
 }
 
 # start_kubelet NAME ZONE RM_PORT HOST PORT: a real node ZONE-HOST, its state under
@@ -362,7 +386,8 @@ start_kubelet() {
 		[ "$URSA_RUNTIME" = cri ] && die "$name: this ursa-kubelet has no cri runtime (URSA_RUNTIME=cri)"
 		say "$name: process runtime (this ursa-kubelet has no cri runtime; containerd runs unused)"
 	else
-		runtime=(--runtime cri --cri-endpoint "unix://$(containerd_socket "$cdir")")
+		runtime=(--runtime cri --cri-endpoint "unix://$(containerd_socket "$cdir")"
+			--cgroup-parent "$(node_cgroup_parent "$zone" "$host")")
 		rt=cri
 		say "$name: cri runtime on containerd unix://$(containerd_socket "$cdir")"
 	fi

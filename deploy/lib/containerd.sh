@@ -9,7 +9,10 @@
 #   root/ state/ tmp/  containerd's root, state and temp dirs  containerd.log   its output
 #   runc/<namespace>/  runc's state (the runc options' Root)   containerd.pid   its PID
 #   certs.d/<host>/hosts.toml  registry hosts (CRI config_path; `ctr --hosts-dir` reads it too)
-#   cni/net.d/         the CRI plugin's CNI conf_dir (bin_dir is /usr/lib/cni)
+#   cni/net.d/         the CRI plugin's CNI conf_dir
+#   cni/bin/           its bin_dir: links to /usr/lib/cni's plugins and to ursa-cni
+#   cni/ursa-cni.state, cni/ipam/  ursa-cni's tenant networks (their blocks and containers) and
+#                      host-local's leases (one directory per block in use)
 #
 # Functions:
 #   containerd_detect_snapshotter DIR        prints overlayfs if an overlay mount with two lower
@@ -25,8 +28,11 @@
 #                                            everything under DIR
 #   containerd_leftovers DIR                 prints processes and mounts of DIR still alive
 #   containerd_ctr DIR ARGS...               ctr against DIR's socket
-#   containerd_write_cni DIR NET BRIDGE SUBNET  the CRI plugin's CNI network (bridge, host-local)
-#   containerd_remove_network DIR            deletes its bridge, leases and libcni's cache
+#   containerd_write_cni DIR NET PREFIX RANGE [LEN]  the CRI plugin's CNI network: ursa-cni,
+#                                            a bridge PREFIX-N per tenant with as many /LEN
+#                                            blocks of RANGE as its pods need
+#   containerd_remove_network DIR            deletes its bridges, iptables rules, leases and
+#                                            libcni's cache
 #
 # What outlives containerd, and why teardown is needed: each container (and each CRI pod
 # sandbox) has a containerd-shim-runc-v2 process in its own session, reparented to PID 1,
@@ -41,6 +47,30 @@ if ! declare -F images_build >/dev/null; then
 fi
 
 URSA_CNI_BIN_DIR=${URSA_CNI_BIN_DIR:-/usr/lib/cni}
+# ursa-cni (src/cni): the build's when there is one, else the host's (installed in /usr/lib/cni).
+URSA_CNI_PLUGIN=${URSA_CNI_PLUGIN:-}
+
+# _cni_plugin: prints the ursa-cni binary to use, or nothing.
+_cni_plugin() {
+	local p
+	for p in "$URSA_CNI_PLUGIN" "${URSA_BUILD_DIR:-}/src/cni/ursa-cni" "$URSA_CNI_BIN_DIR/ursa-cni"; do
+		[ -n "$p" ] && [ -x "$p" ] && { printf '%s\n' "$(cd "$(dirname "$p")" && pwd)/$(basename "$p")"; return 0; }
+	done
+	return 0
+}
+
+# _cni_bin_dir DIR: DIR/cni/bin, the CRI plugin's bin_dir (containerd 1.6 takes one directory):
+# links to the plugins of URSA_CNI_BIN_DIR and to ursa-cni.
+_cni_bin_dir() {
+	local dir=$1 p u
+	mkdir -p "$dir/cni/bin"
+	for p in "$URSA_CNI_BIN_DIR"/*; do
+		[ -x "$p" ] && [ "$(basename "$p")" != ursa-cni ] && ln -sfn "$p" "$dir/cni/bin/$(basename "$p")"
+	done
+	u=$(_cni_plugin)
+	if [ -n "$u" ]; then ln -sfn "$u" "$dir/cni/bin/ursa-cni"; fi
+	return 0
+}
 
 containerd_socket() { printf '%s/containerd.sock\n' "$1"; }
 containerd_runc_root() { printf '%s/runc\n' "$1"; }
@@ -89,6 +119,7 @@ containerd_write_config() {
 	[ ${#dir} -le 80 ] || die "$dir is too long for containerd's sockets (unix socket paths are limited to 107 bytes)"
 	[ -n "$snap" ] || snap=$(containerd_detect_snapshotter "$dir")
 	reg=127.0.0.1:$port
+	_cni_bin_dir "$dir"
 	mkdir -p "$dir/root" "$dir/state" "$dir/tmp" "$dir/runc" "$dir/cni/net.d" \
 		"$dir/certs.d/docker.io" "$dir/certs.d/$reg"
 	_hosts_toml https://registry-1.docker.io "http://$reg" >"$dir/certs.d/docker.io/hosts.toml"
@@ -150,7 +181,7 @@ containerd_write_config() {
 		        Root = "$dir/runc"
 
 		  [plugins."io.containerd.grpc.v1.cri".cni]
-		    bin_dir = "$URSA_CNI_BIN_DIR"
+		    bin_dir = "$dir/cni/bin"
 		    conf_dir = "$dir/cni/net.d"
 
 		  [plugins."io.containerd.grpc.v1.cri".registry]
@@ -159,18 +190,27 @@ containerd_write_config() {
 	printf '%s\n' "$snap" >"$dir/snapshotter"
 }
 
-# containerd_write_cni DIR NETWORK BRIDGE SUBNET: the CRI plugin's network, DIR/cni/net.d/
-# 10-NETWORK.conflist: a bridge BRIDGE (created on the first pod; the gateway, SUBNET's first
-# address, on it) and host-local addresses from SUBNET, leases under DIR/cni/ipam. No masquerade
-# and no port mapping, so no iptables rules. The pods' loopback is containerd's: its CRI
-# plugin runs the loopback plugin from bin_dir for every sandbox. DIR/cni/network records
-# "NETWORK BRIDGE SUBNET" for containerd_remove_network.
+# containerd_write_cni DIR NETWORK PREFIX RANGE [LEN]: the CRI plugin's one network, DIR/cni/net.d/
+# 10-NETWORK.conflist: ursa-cni (src/cni), which gives each tenant with pods on the node a
+# bridge PREFIX-N (PREFIX starts with ut-; created on the tenant's first pod, deleted after its
+# last) and blocks of the node's RANGE, /LEN each (default 26: 61 pods a block): the lowest free
+# one with the tenant's first pod, another on the same bridge whenever the tenant's blocks are
+# full, each given back when its last pod goes. Addresses come from Debian's bridge and
+# host-local plugins (leases under DIR/cni/ipam), each block's gateway on the bridge from
+# ursa-cni. A small LEN (/29: 5 pods a block) makes tests outgrow a block with a handful of
+# pods. Forwarding between two ut-* bridges is dropped
+# (iptables chain URSA-CNI); the node reaches every pod. No masquerade, no port mapping. The
+# pods' loopback is containerd's own. DIR/cni/network records "ursa-cni NETWORK PREFIX RANGE"
+# for containerd_remove_network.
 containerd_write_cni() {
-	local dir=$1 net=$2 bridge=$3 subnet=$4 b
-	[ ${#bridge} -le 15 ] || die "bridge name $bridge is longer than 15 characters"
+	local dir=$1 net=$2 prefix=$3 range=$4 len=${5:-26} b
+	[[ $prefix =~ ^ut-[a-z0-9-]+$ ]] || die "bridge prefix $prefix must be ut-[a-z0-9-]+"
 	for b in bridge host-local loopback; do
 		[ -x "$URSA_CNI_BIN_DIR/$b" ] || die "$URSA_CNI_BIN_DIR/$b missing (Debian package containernetworking-plugins)"
 	done
+	[ -n "$(_cni_plugin)" ] || die "ursa-cni not found (build it, or set URSA_CNI_PLUGIN, or install it in $URSA_CNI_BIN_DIR)"
+	command -v iptables >/dev/null || die "iptables missing (ursa-cni keeps tenants' bridges apart with it)"
+	_cni_bin_dir "$dir"
 	mkdir -p "$dir/cni/net.d" "$dir/cni/ipam"
 	cat >"$dir/cni/net.d/10-$net.conflist" <<-EOF
 		{
@@ -178,39 +218,64 @@ containerd_write_cni() {
 		  "name": "$net",
 		  "plugins": [
 		    {
-		      "type": "bridge",
-		      "bridge": "$bridge",
-		      "isGateway": true,
+		      "type": "ursa-cni",
+		      "bridgePrefix": "$prefix",
+		      "subnet": "$range",
+		      "tenantPrefixLength": $len,
+		      "dataDir": "$(cd "$dir" && pwd)/cni",
 		      "ipMasq": false,
 		      "hairpinMode": true,
-		      "ipam": {
-		        "type": "host-local",
-		        "ranges": [[{"subnet": "$subnet"}]],
-		        "routes": [{"dst": "0.0.0.0/0"}],
-		        "dataDir": "$dir/cni/ipam"
-		      }
+		      "capabilities": {"io.kubernetes.cri.pod-annotations": true}
 		    }
 		  ]
 		}
 	EOF
-	printf '%s %s %s\n' "$net" "$bridge" "$subnet" >"$dir/cni/network"
+	printf 'ursa-cni %s %s %s\n' "$net" "$prefix" "$range" >"$dir/cni/network"
 }
 
+# _cni_chain_rules: the rules of chain URSA-CNI ("-A URSA-CNI ..."), nothing when it does not exist.
+_cni_chain_rules() { iptables -w 5 -S URSA-CNI 2>/dev/null | grep '^-A URSA-CNI' || true; }
+
 # containerd_remove_network DIR: after containerd_teardown, deletes what DIR's CNI network left
-# on the host: its bridge, the address leases and libcni's cached results of its sandboxes
+# on the host: its tenant bridges and their iptables rules (and the URSA-CNI chain once no node
+# uses it), ursa-cni's state, the address leases and libcni's cached results of its sandboxes
 # (/var/lib/cni/results/NETWORK-* and cni-loopback-<sandbox>-lo, written there whatever the
 # config says, and left behind when sandboxes are killed rather than stopped through the CRI).
+# A network of the single-bridge form ("NETWORK BRIDGE SUBNET") is removed as well.
 containerd_remove_network() {
-	local dir=$1 net bridge subnet sb
+	local dir=$1 kind net prefix range sb br rule
 	for sb in "$dir"/root/io.containerd.grpc.v1.cri/sandboxes/* "$dir"/state/io.containerd.grpc.v1.cri/sandboxes/*; do
 		[ -e "$sb" ] && rm -f "/var/lib/cni/results/cni-loopback-$(basename "$sb")-lo"
 	done
 	[ -s "$dir/cni/network" ] || return 0
-	read -r net bridge subnet <"$dir/cni/network"
-	if [ -n "$bridge" ] && ip link show "$bridge" >/dev/null 2>&1; then
-		ip link del "$bridge" 2>/dev/null || warn "cannot delete bridge $bridge"
+	read -r kind net prefix range <"$dir/cni/network"
+	if [ "$kind" != ursa-cni ]; then # the single-bridge form: NETWORK BRIDGE SUBNET
+		range=$prefix prefix=$net net=$kind
+		if [ -n "$prefix" ] && ip link show "$prefix" >/dev/null 2>&1; then
+			ip link del "$prefix" 2>/dev/null || warn "cannot delete bridge $prefix"
+		fi
+	elif [[ $prefix =~ ^ut-[a-z0-9-]+$ ]]; then
+		for br in /sys/class/net/"$prefix"-*; do
+			br=$(basename "$br")
+			[[ $br =~ ^$prefix-[0-9]+$ ]] || continue
+			ip link del "$br" 2>/dev/null || warn "cannot delete bridge $br"
+		done
+		if command -v iptables >/dev/null; then
+			while IFS= read -r rule; do
+				[[ $rule =~ ^-A\ URSA-CNI\ -i\ ($prefix-[0-9]+)\ -o\ ($prefix-[0-9]+)\ -j\ RETURN$ ]] || continue
+				iptables -w 5 -D URSA-CNI -i "${BASH_REMATCH[1]}" -o "${BASH_REMATCH[2]}" -j RETURN 2>/dev/null ||
+					warn "cannot delete iptables rule $rule"
+			done < <(_cni_chain_rules)
+			# the last node's network gone: the chain (only its DROP left) and FORWARD's jump to it
+			if [ "$(_cni_chain_rules)" = "-A URSA-CNI -j DROP" ]; then
+				while iptables -w 5 -D FORWARD -i 'ut-+' -o 'ut-+' -j URSA-CNI 2>/dev/null; do :; done
+				iptables -w 5 -F URSA-CNI 2>/dev/null || true
+				iptables -w 5 -X URSA-CNI 2>/dev/null || warn "cannot delete iptables chain URSA-CNI"
+			fi
+		fi
 	fi
 	rm -rf "${dir:?}/cni/ipam"
+	rm -f "$dir/cni/ursa-cni.state" "$dir/cni/ursa-cni.state.tmp" "$dir/cni/ursa-cni.lock"
 	[ -n "$net" ] && rm -f "/var/lib/cni/results/$net-"*
 	return 0
 }

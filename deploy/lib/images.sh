@@ -15,6 +15,8 @@
 #   library/httpd:1      <- httpd-1       the busybox layer plus /www/index.html; cmd
 #                           ["httpd","-f","-p","80","-h","/www"], exposes 80/tcp.
 # pause and httpd share the busybox layer, so a registry and a node store it once.
+# Pushed under a second tag (URSA_IMAGE_ALIASES): library/busybox:latest and library/httpd:latest,
+# so that `--image=busybox` and `--image=httpd` name them as users are used to.
 #
 # Functions:
 #   images_build CACHE_DIR         builds the layout once into CACHE_DIR/<key>/oci and sets
@@ -36,6 +38,8 @@ URSA_IMAGES_SRC=$URSA_ROOT/deploy/images
 URSA_BUSYBOX_BIN=${URSA_BUSYBOX_BIN:-/bin/busybox}
 # Registry repository:tag of every image, in build order.
 URSA_IMAGES=(library/busybox:1.36 library/pause:3.9 library/httpd:1)
+# ALIAS=IMAGE: the image of URSA_IMAGES pushed again under ALIAS.
+URSA_IMAGE_ALIASES=(library/busybox:latest=library/busybox:1.36 library/httpd:latest=library/httpd:1)
 URSA_IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # PID 1 of the sandbox: without a handler PID 1 of a PID namespace ignores TERM, so the shell
 # traps it; `wait` returns at once when a trapped signal arrives and reaps any child (orphans
@@ -260,13 +264,14 @@ registry_push() {
 		printf '{"default":[{"type":"insecureAcceptAnything"}]}\n' >"$tmp"
 		policy=$tmp
 	fi
-	for ref in "${URSA_IMAGES[@]}"; do
+	for ref in "${URSA_IMAGES[@]}" "${URSA_IMAGE_ALIASES[@]}"; do
+		local dest=${ref%%=*} src=${ref#*=}
 		if ! skopeo --policy "$policy" copy --quiet --dest-tls-verify=false \
-			"oci:$layout:$(image_layout_tag "$ref")" "docker://127.0.0.1:$port/$ref" >&2; then
+			"oci:$layout:$(image_layout_tag "$src")" "docker://127.0.0.1:$port/$dest" >&2; then
 			rm -f "$tmp"
-			die "skopeo could not push $ref to 127.0.0.1:$port"
+			die "skopeo could not push $src to 127.0.0.1:$port/$dest"
 		fi
 	done
 	rm -f "$tmp"
-	say "pushed ${URSA_IMAGES[*]} to 127.0.0.1:$port"
+	say "pushed ${URSA_IMAGES[*]} ${URSA_IMAGE_ALIASES[*]%%=*} to 127.0.0.1:$port"
 }

@@ -36,6 +36,9 @@ void buf_add_json_str(struct buf *b, const char *s, size_t len);
 char *buf_detach(struct buf *b, size_t *ret_len);
 /* Returns b's contents as a C string ("" when empty); borrowed. */
 const char *buf_cstr(const struct buf *b);
+/* Appends what fd gives until end of file or max bytes (retrying EINTR); fd stays open.
+ * 0, or -errno of a failed read (what came before it stays in b). */
+int buf_read_fd(struct buf *b, int fd, size_t max);
 
 struct sv sv_from(const char *s);
 bool sv_eq(struct sv a, const char *s);

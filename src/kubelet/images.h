@@ -1,5 +1,6 @@
 /* Image references, registry mirrors and pull credentials: the pure helpers the CRI runtime uses
- * before PullImage. Nothing here does I/O except kl_pull_secrets_fetch (secrets.c).
+ * before PullImage. Nothing here does I/O except kl_pull_secrets_fetch (secrets.c), the image
+ * puller (imagepull.c) and the image garbage collector (imagegc.c), declared at the end.
  *
  * References follow the docker reference grammar as Kubernetes and containerd normalise it:
  *   busybox                    -> docker.io/library/busybox:latest
@@ -11,6 +12,7 @@
 #define URSA_KUBELET_IMAGES_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 
 #define IMAGE_DEFAULT_DOMAIN "docker.io"
@@ -95,5 +97,67 @@ struct kl_partition;
  * secrets that pods bound to that node name (src/common/apiserver/nodesecrets.c). */
 size_t kl_pull_secrets_fetch(struct kl_partition *p, const json_t *pod, json_t ***ret_secrets, size_t *ret_missing);
 void kl_pull_secrets_free(json_t **secrets, size_t n);
+
+/* ---- image pulls off the pod worker (imagepull.c) ----
+ * A few puller threads with their own CRI client (ursa/cri.h allows sharing one, but the
+ * puller's threads may outlive the runtime while a pull hangs: see img_puller_stop) run
+ * PullImage. Pulls are keyed by image name and credentials: a request for a pull already queued
+ * or running joins it (one pull per image at a time, shared by every pod waiting for it); a
+ * finished pull leaves the table, so a later request (a back-off retry) pulls again. */
+struct img_puller;
+struct img_pull;
+
+/* Starts nthreads (1..16) pullers talking to endpoint (unix:///...). NULL for a bad endpoint. */
+struct img_puller *img_puller_start(const char *endpoint, int nthreads);
+/* Stops the threads: queued pulls fail ("the kubelet is stopping"), running ones are left to
+ * end on their own (their threads are detached and free the puller last); waits at most about
+ * 2 s. Pulls still referenced stay valid. NULL is fine. */
+void img_puller_stop(struct img_puller *pl);
+
+/* A reference to the pull of image with these credentials (NULL: none), started or joined.
+ * sandbox_config (may be NULL) is copied and sent with the pull that starts. Release with
+ * img_pull_put. Never blocks on the runtime. */
+struct img_pull *img_pull_get(struct img_puller *pl, const char *image, const char *server, const char *user,
+			      const char *pass, const void *sandbox_config);
+/* 0 while pending; 1 when pulled, with *ret_ref (new string: the runtime's image reference);
+ * -1 when it failed, with *ret_err (new string: the runtime's message). */
+int img_pull_result(struct img_pull *p, char **ret_ref, char **ret_err);
+void img_pull_put(struct img_pull *p); /* NULL is fine */
+
+/* ---- image garbage collection (imagegc.c) ----
+ * As Kubernetes' kubelet: when the image filesystem's usage (100 - available*100/capacity, in
+ * whole percent) reaches high_pct, images no container uses (and not pinned, not the sandbox
+ * image) are removed, least recently used first (then first detected first), skipping those
+ * first detected less than min_age_ms ago, until capacity*(100-low_pct)/100 - available bytes
+ * are freed. high_pct 100 disables it. */
+struct imggc_policy {
+	int high_pct, low_pct; /* 0..100, low < high */
+	int64_t min_age_ms;
+};
+
+struct imggc_image {
+	const char *id;
+	uint64_t size;
+	int64_t first_seen_ms, last_used_ms; /* last_used_ms 0: never seen in use */
+	bool in_use, pinned;                 /* pinned: the runtime's pin or the sandbox image */
+};
+
+/* Bytes to free for a filesystem of capacity bytes with available bytes free: 0 when usage is
+ * below high_pct (or capacity is 0). */
+uint64_t imggc_bytes_to_free(const struct imggc_policy *p, uint64_t capacity, uint64_t available);
+/* The images to remove to free to_free bytes: indexes into imgs, in removal order, written to
+ * ret_idx (room for n); returns their count and their total size in *ret_freed (which is less
+ * than to_free when not enough is eligible). Pure. */
+size_t imggc_select(const struct imggc_policy *p, const struct imggc_image *imgs, size_t n, int64_t now_ms,
+		    uint64_t to_free, size_t *ret_idx, uint64_t *ret_freed);
+/* A Go duration as Kubernetes' flags take it ("2m", "1m30s", "500ms", "0", "1.5h"): 0 with
+ * *ret_ms, or -1 (negative, malformed, a unit other than h, m, s, ms, or over a year). */
+int imggc_parse_duration(const char *s, int64_t *ret_ms);
+
+/* The collector: a thread with its own CRI client that records images (first detected, last
+ * used by a container) every few seconds and checks the disk every period_ms. */
+struct img_gc;
+struct img_gc *img_gc_start(const char *endpoint, const struct imggc_policy *p, int64_t period_ms);
+void img_gc_stop(struct img_gc *g); /* joins the thread; NULL is fine */
 
 #endif

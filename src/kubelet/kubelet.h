@@ -8,6 +8,9 @@
  *   - the pod worker (pods.c): alone calls the runtime and alone touches pod state and the
  *     nodes' admission counters.
  *   - informer threads (client library, partitions.c): only enqueue keys for the pod worker.
+ *   - the runtime's own threads (cri: pod starts and stops, image pulls, image GC): work on the
+ *     runtime's state only and tell the pod worker through rt_pod_changed.
+ *   - the events thread (events.c): posts what the runtime reports through rt_event.
  */
 #ifndef URSA_KUBELET_H
 #define URSA_KUBELET_H
@@ -30,11 +33,16 @@
 struct kl_options {
 	const char *kubeconfig, *node_name, *zone, *region, *runtime, *root_dir, *address;
 	const char *cri_endpoint, *cgroup_parent; /* --runtime cri */
+	long long image_gc_high, image_gc_low;    /* --runtime cri: image GC thresholds, percent */
+	const char *image_min_gc_age, *image_gc_period; /* Go durations */
 	long long port;
 	const char *tls_cert, *tls_key;
 	const char *client_token_file; /* bearer token the kubelet server requires (or NULL: none) */
 	const char *cpu, *memory;
+	const char *system_reserved, *kube_reserved; /* Kubernetes' "cpu=..,memory=.." */
 	long long max_pods;
+	long long pod_max_pids;                      /* --runtime cri: pids limit per pod, 0: none */
+	long long pod_start_parallelism;             /* --runtime cri: pods started at once */
 	long long hollow_nodes;
 	const char *hollow_prefix;
 	long long status_report_s, lease_s;
@@ -76,7 +84,8 @@ struct kubelet {
 	bool hollow;
 	char *kubelet_id;
 	char *hostname;
-	long long cpu_m, mem_m, max_pods;   /* capacity = allocatable, per node */
+	long long cpu_m, mem_m, max_pods;   /* capacity, per node */
+	long long alloc_cpu_m, alloc_mem_m; /* allocatable: capacity - system and kube reservations */
 	int64_t boot_unix;
 
 	struct rest_creds *creds; /* of the RM kubeconfig, reused for every tenant partition */
@@ -146,6 +155,18 @@ void kl_partition_put(struct kl_partition *p);
 bool kl_partitions_synced(struct kubelet *k);
 /* True when some partition's store holds a pod with this uid. */
 bool kl_partitions_have_uid(struct kubelet *k, const char *uid);
+
+/* A reference to the partition whose store holds the pod with store key "tenant/ns/name" and
+ * this uid, or NULL. */
+struct kl_partition *kl_partition_holding(struct kubelet *k, const char *key, const char *uid);
+
+/* The runtime's events, posted as core/v1 Events (events.c). Start sets the runtime's event sink
+ * (rt_set_event_sink) and returns NULL only if its thread cannot start. Stop stops posting (later
+ * events are dropped); free, once no runtime thread is left, unsets the sink and frees. */
+struct kl_events;
+struct kl_events *kl_events_start(struct kubelet *k);
+void kl_events_stop(struct kl_events *ev);
+void kl_events_free(struct kl_events *ev);
 
 /* The pod worker (pods.c). */
 struct kl_pods *kl_pods_start(struct kubelet *k);

@@ -325,9 +325,19 @@ static void serve_logs(struct kl_logs *l, struct http_request *req, struct http_
 	}
 	if (since_s > 0)
 		since = (time_t)(now_ms() / 1000 - since_s);
-	char *path = l->ops->log_path(l->rt, tenant, seg[0], seg[1], seg[2]);
+	bool previous = flag_true(http_query(req, "previous"));
+	char *path = !previous ? l->ops->log_path(l->rt, tenant, seg[0], seg[1], seg[2])
+		   : l->ops->prev_log_path ? l->ops->prev_log_path(l->rt, tenant, seg[0], seg[1], seg[2]) : NULL;
 	int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	free(path);
+	if (fd < 0 && previous) {
+		/* Kubernetes' words; a bad request, as its kubelet answers */
+		struct buf b = BUF_INIT;
+		buf_addf(&b, "previous terminated container \"%s\" in pod \"%s\" not found", seg[2], seg[1]);
+		reply_text(rp, 400, b.ptr);
+		buf_release(&b);
+		goto out;
+	}
 	if (fd < 0) {
 		struct buf b = BUF_INIT;
 		buf_addf(&b, "container \"%s\" in pod \"%s\" (namespace \"%s\", tenant \"%s\") not found or has no log",

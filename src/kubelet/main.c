@@ -10,8 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "images.h"
 #include "kubelet.h"
 #include "logs.h"
+#include "podlogic.h"
 #include "shim.h"
 #include "ursa/errors.h"
 #include "ursa/kinds.h"
@@ -97,6 +99,18 @@ static int capacity(struct kubelet *k)
 		k->mem_m = (pages > 0 && psz > 0 ? (long long)pages * psz : 1LL << 30) * 1000LL;
 	}
 	k->max_pods = k->opt.max_pods;
+	struct kl_reserved sys, kube;
+	struct buf err = BUF_INIT;
+	if (kl_reserved_parse(k->opt.system_reserved, &sys, &err) != 0 ||
+	    kl_reserved_parse(k->opt.kube_reserved, &kube, &err) != 0) {
+		fprintf(stderr, "ursa-kubelet: --system-reserved or --kube-reserved: %s\n", buf_cstr(&err));
+		buf_release(&err);
+		return -1;
+	}
+	struct kl_res cap = { k->cpu_m, k->mem_m, k->max_pods }, alloc;
+	kl_allocatable(&cap, &sys, &kube, &alloc);
+	k->alloc_cpu_m = alloc.cpu_m;
+	k->alloc_mem_m = alloc.mem_m;
 	return 0;
 }
 
@@ -133,6 +147,44 @@ static int wait_unique(struct kubelet *k, struct daemon *dm)
 	}
 }
 
+/* Image GC settings for the CRI runtime (the flags were checked). */
+static int configure_cri_images(struct kubelet *k)
+{
+	int64_t min_age_ms, period_ms;
+	if (imggc_parse_duration(k->opt.image_min_gc_age, &min_age_ms) != 0 ||
+	    imggc_parse_duration(k->opt.image_gc_period, &period_ms) != 0)
+		return -1;
+	runtime_cri_configure_image_gc((int)k->opt.image_gc_high, (int)k->opt.image_gc_low, min_age_ms, period_ms);
+	return 0;
+}
+
+/* Waits until the CRI runtime answers (containerd may start after the kubelet, or be restarting),
+ * saying why at once and then every 30 s; -1 on SIGTERM/SIGINT or a malformed endpoint. */
+static int wait_cri(struct kubelet *k, struct daemon *dm)
+{
+	for (int attempt = 0;; attempt++) {
+		char why[512];
+		int rc = runtime_cri_ping(why, sizeof(why));
+		if (rc == 0) {
+			if (attempt)
+				log_info("container runtime answers", "endpoint=\"%s\"", k->opt.cri_endpoint);
+			return 0;
+		}
+		if (rc == -1) {
+			fprintf(stderr, "ursa-kubelet: --cri-endpoint: %s\n", why);
+			return -1;
+		}
+		if (attempt == 0)
+			fprintf(stderr, "ursa-kubelet: container runtime at %s not answering (%s); retrying\n",
+				k->opt.cri_endpoint, why);
+		if (attempt % 30 == 0)
+			log_warn("container runtime not answering, retrying", "endpoint=\"%s\" err=\"%s\"",
+				 k->opt.cri_endpoint, why);
+		if (daemon_sleep(dm, 1000))
+			return -1;
+	}
+}
+
 static struct runtime *make_runtime(struct kubelet *k)
 {
 	char self[PATH_MAX];  /* readlink's result, bounded by PATH_MAX */
@@ -148,6 +200,7 @@ static struct runtime *make_runtime(struct kubelet *k)
 struct kl_main {
 	struct kubelet k;
 	struct kl_logs *logs;
+	struct kl_events *events; /* real nodes only */
 	bool nodes; /* kl_nodes_init done */
 };
 
@@ -164,8 +217,11 @@ static int check(void *ud)
 static void release(struct kl_main *m)
 {
 	struct kubelet *k = &m->k;
+	kl_events_stop(m->events);
 	if (k->rt)
 		k->rt_ops->destroy(k->rt);
+	kl_events_free(m->events);
+	m->events = NULL;
 	if (m->nodes)
 		kl_nodes_release(k);
 	rest_free(k->rm);
@@ -226,7 +282,15 @@ static int start(void *ud, struct daemon *dm, char **ret_err)
 	if (!k->hollow && strcmp(k->opt.runtime, "cri") == 0) {
 		k->rt_ops = &runtime_cri;
 		runtime_cri_configure(k->opt.cri_endpoint, k->opt.cgroup_parent);
+		runtime_cri_set_pod_max_pids(k->opt.pod_max_pids);
+		runtime_cri_set_pod_start_parallelism((int)k->opt.pod_start_parallelism);
+		if (configure_cri_images(k) != 0 || wait_cri(k, dm) != 0) {
+			release(m);
+			return 1;
+		}
 	}
+	if (!k->hollow)
+		m->events = kl_events_start(k);
 	k->rt = make_runtime(k);
 	if (!k->rt) {
 		fprintf(stderr, "ursa-kubelet: cannot create the %s runtime under %s\n", k->rt_ops->name, k->opt.root_dir);
@@ -253,6 +317,7 @@ static void stop(void *ud)
 	struct kl_main *m = ud;
 	struct kubelet *k = &m->k;
 	kl_heartbeat_stop(k->hb);
+	kl_events_stop(m->events); /* before the partitions it posts to */
 	kl_pods_stop(k->pods);   /* first: it holds partition references */
 	kl_partitions_stop(k->parts);
 	kl_logs_stop(m->logs);

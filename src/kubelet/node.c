@@ -30,11 +30,11 @@ static json_t *mem_json(long long m)
 	return bytes % 1024 == 0 ? json_sprintf("%lldKi", bytes / 1024) : json_sprintf("%lld", bytes);
 }
 
-static json_t *resources_json(const struct kubelet *k)
+static json_t *resources_json(const struct kubelet *k, bool allocatable)
 {
 	json_t *r = json_object();
-	json_object_set_new(r, "cpu", cpu_json(k->cpu_m));
-	json_object_set_new(r, "memory", mem_json(k->mem_m));
+	json_object_set_new(r, "cpu", cpu_json(allocatable ? k->alloc_cpu_m : k->cpu_m));
+	json_object_set_new(r, "memory", mem_json(allocatable ? k->alloc_mem_m : k->mem_m));
 	json_object_set_new(r, "pods", json_sprintf("%lld", k->max_pods));
 	return r;
 }
@@ -89,8 +89,8 @@ json_t *kl_node_status(const struct kubelet *k, size_t i)
 	const struct kl_node *n = &k->nodes[i];
 	int64_t now = now_ms() / 1000;
 	json_t *st = json_object();
-	json_object_set_new(st, "capacity", resources_json(k));
-	json_object_set_new(st, "allocatable", resources_json(k));
+	json_object_set_new(st, "capacity", resources_json(k, false));
+	json_object_set_new(st, "allocatable", resources_json(k, true));
 	json_object_set_new(st, "conditions", conditions_json(n, now));
 	json_object_set_new(st, "addresses", json_pack("[{s:s, s:s}, {s:s, s:s}]", "type", "InternalIP", "address",
 						       k->opt.address, "type", "Hostname", "address", n->name));

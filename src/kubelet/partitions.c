@@ -295,3 +295,24 @@ bool kl_partitions_have_uid(struct kubelet *k, const char *uid)
 	free(v);
 	return s.found;
 }
+
+struct kl_partition *kl_partition_holding(struct kubelet *k, const char *key, const char *uid)
+{
+	struct kl_partitions *ps = k->parts;
+	if (!ps)
+		return NULL;
+	struct kl_partition **v = xcalloc(KL_MAX_PARTITIONS, sizeof(*v));
+	size_t n = snapshot(ps, v);
+	struct kl_partition *found = NULL;
+	for (size_t i = 0; i < n; i++) {
+		json_t *obj = !found && v[i]->inf ? informer_get(v[i]->inf, key) : NULL;
+		const char *u = json_path_str(obj, "metadata.uid");
+		if (u && strcmp(u, uid) == 0)
+			found = v[i];
+		else
+			kl_partition_put(v[i]);
+		json_decref(obj);
+	}
+	free(v);
+	return found;
+}

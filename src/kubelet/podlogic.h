@@ -18,6 +18,22 @@ struct kl_res {
 	long long cpu_m, mem_m, pods;
 };
 
+/* A reservation of --system-reserved or --kube-reserved: cpu in millicores, memory and
+ * ephemeral-storage in thousandths of bytes (as kl_res), pid a count; 0 when not given. */
+struct kl_reserved {
+	long long cpu_m, mem_m, pids, storage_m;
+};
+
+/* Parses Kubernetes' syntax "cpu=500m,memory=1Gi,ephemeral-storage=1Gi,pid=1000" (any subset, each
+ * name once, quantities non-negative; NULL or "" reserves nothing). 0, or E_INVALID with the reason
+ * in err (and *ret untouched). */
+int kl_reserved_parse(const char *spec, struct kl_reserved *ret, struct buf *err);
+
+/* Node allocatable as Kubernetes computes it: capacity minus both reservations, at least 0; pods
+ * stay the capacity's. */
+void kl_allocatable(const struct kl_res *capacity, const struct kl_reserved *system, const struct kl_reserved *kube,
+		    struct kl_res *ret);
+
 /* The pod's effective requests: the sum over containers (a limit stands in for a missing
  * request, as apiserver defaulting does), or the largest init container's if larger;
  * pods = 1. 0, or E_INVALID with a message in err when a quantity does not parse. */
@@ -38,6 +54,9 @@ const char *kl_admit_isolation(const json_t *pod, struct buf *msg);
  * pod is then failed with reason "InvalidPodSpec"). *ret is filled only on success; release
  * it with rt_pod_release. */
 int kl_rt_pod_from_json(const json_t *pod, struct rt_pod *ret, struct buf *err);
+/* The same for a runtime that knows its images' users (image_users: the CRI runtime): runAsNonRoot
+ * without runAsUser is then left to the runtime, which checks the image's user. */
+int kl_rt_pod_from_json_for(const json_t *pod, bool image_users, struct rt_pod *ret, struct buf *err);
 
 /* Grace period to stop a pod with: metadata.deletionGracePeriodSeconds, else
  * spec.terminationGracePeriodSeconds, else 30. */

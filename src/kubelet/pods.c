@@ -2,7 +2,13 @@
  * new pods (resources, spec), starts them, reports their status to the partition they came
  * from when it changed, finishes graceful deletions, and stops pods that disappeared. A
  * periodic "sync" item reaps container exits and collects pods the runtime still runs that no
- * partition has any more (only once every partition's informer has synced). */
+ * partition has any more (only once every partition's informer has synced).
+ *
+ * A runtime may stop pods in the background (stop_pod returns 1 until done): a pod being deleted
+ * keeps its entry until its containers are gone, and only then is deleted for good; pods that
+ * went away otherwise (gone from the partition, orphans) wait in `stopping` for the periodic
+ * sync to remove them. The runtime's rt_pod_changed queues the pod's key again (on_pod_changed). */
+#include <pthread.h>
 #include <string.h>
 #include "images.h"
 #include "kubelet.h"
@@ -38,8 +44,10 @@ struct kl_pods {
 	struct kubelet *k;
 	pthread_t thread;
 	struct strmap pods;       /* wkey -> struct kl_pod */
-	struct strmap uids;       /* uid of every pod in pods (val unused) */
+	struct strmap uids;       /* uid of every pod in pods -> its wkey (new string); changes under ulock */
+	pthread_mutex_t ulock;    /* uids' changes here, and its reads by on_pod_changed */
 	struct strmap known;      /* uids the runtime had when we started */
+	struct strmap stopping;   /* uids stopping in the background, to remove when stopped */
 	int64_t last_resync_ms;
 	bool collected_once;
 };
@@ -67,23 +75,43 @@ static void uncount(struct kl_pods *ps, struct kl_pod *kp)
 	kp->counted = false;
 }
 
-static void rt_stop_remove(struct kl_pods *ps, const char *uid, long long grace)
+/* Stops the pod's containers and removes it from the runtime: true when done, false while the
+ * runtime stops it in the background (call again later). */
+static bool rt_stop_remove(struct kl_pods *ps, const char *uid, long long grace)
 {
 	struct kubelet *k = ps->k;
-	k->rt_ops->stop_pod(k->rt, uid, grace);
+	if (k->rt_ops->stop_pod(k->rt, uid, grace) > 0)
+		return false;
 	k->rt_ops->remove_pod(k->rt, uid);
 	strmap_del(&ps->known, uid, NULL);
+	return true;
 }
 
-/* Forgets a pod, stopping its containers first if it has any. */
+/* Forgets a pod, stopping its containers first if it has any (in the background: removed from
+ * the runtime later, by periodic). */
 static void forget(struct kl_pods *ps, const char *wkey, struct kl_pod *kp, long long grace)
 {
-	if (kp->state == KP_RUNTIME)
-		rt_stop_remove(ps, kp->uid, grace);
+	if (kp->state == KP_RUNTIME && !rt_stop_remove(ps, kp->uid, grace))
+		strmap_put(&ps->stopping, kp->uid, NULL);
 	uncount(ps, kp);
-	strmap_del(&ps->uids, kp->uid, NULL);
+	void *wk = NULL;
+	pthread_mutex_lock(&ps->ulock);
+	strmap_del(&ps->uids, kp->uid, &wk);
+	pthread_mutex_unlock(&ps->ulock);
+	free(wk);
 	strmap_del(&ps->pods, wkey, NULL);
 	pod_free(kp);
+}
+
+/* The runtime's rt_pod_changed (any thread): the pod's key again. */
+static void on_pod_changed(void *ud, const char *uid)
+{
+	struct kl_pods *ps = ud;
+	pthread_mutex_lock(&ps->ulock);
+	struct strmap_ent *e = strmap_get(&ps->uids, uid);
+	if (e && e->val)
+		wq_add(ps->k->wq, e->val);
+	pthread_mutex_unlock(&ps->ulock);
 }
 
 static void fail_pod(struct kl_pod *kp, const char *reason, const char *message)
@@ -141,13 +169,13 @@ static void start(struct kl_pods *ps, struct kl_partition *p, struct kl_pod *kp,
 	struct buf err = BUF_INIT;
 	struct rt_pod spec;
 	char *rt_err = NULL;
-	if (kl_pod_requests(obj, &kp->req, &err) != 0 || kl_rt_pod_from_json(obj, &spec, &err) != 0) {
+	if (kl_pod_requests(obj, &kp->req, &err) != 0 || kl_rt_pod_from_json_for(obj, k->rt_ops == &runtime_cri, &spec, &err) != 0) {
 		fail_pod(kp, "InvalidPodSpec", buf_cstr(&err));
 		goto out;
 	}
 	struct kl_node *n = &k->nodes[kp->node];
 	if (!adopt) {
-		struct kl_res alloc = { k->cpu_m, k->mem_m, k->max_pods };
+		struct kl_res alloc = { k->alloc_cpu_m, k->alloc_mem_m, k->max_pods };
 		struct kl_res used = { n->cpu_used_m, n->mem_used_m, n->pods_used };
 		struct buf msg = BUF_INIT;
 		buf_adds(&msg, "Pod was rejected: ");
@@ -209,7 +237,11 @@ static struct kl_pod *admit(struct kl_pods *ps, struct kl_partition *p, const ch
 	else
 		start(ps, p, kp, obj, known);
 	strmap_put(&ps->pods, wkey, NULL)->val = kp;
-	strmap_put(&ps->uids, kp->uid, NULL);
+	pthread_mutex_lock(&ps->ulock);
+	struct strmap_ent *ue = strmap_put(&ps->uids, kp->uid, NULL);
+	free(ue->val);
+	ue->val = xstrdup(wkey);
+	pthread_mutex_unlock(&ps->ulock);
 	return kp;
 }
 
@@ -290,10 +322,15 @@ static int finish_delete(struct kl_pods *ps, struct kl_partition *p, const char 
 {
 	const char *uid = json_path_str(obj, "metadata.uid");
 	long long grace = kl_pod_grace(obj);
+	struct kubelet *k = ps->k;
+	/* stopping in the background: the pod stays (Terminating) until its containers are gone;
+	 * the runtime's rt_pod_changed brings it back here */
+	if (kp && kp->state == KP_RUNTIME && k->rt_ops->stop_pod(k->rt, kp->uid, grace) > 0)
+		return 0;
 	if (kp)
 		forget(ps, wkey, kp, grace);
-	else if (strmap_get(&ps->known, uid))
-		rt_stop_remove(ps, uid, grace);
+	else if (strmap_get(&ps->known, uid) && !rt_stop_remove(ps, uid, grace))
+		return E_UNAVAILABLE; /* not ours since a restart: asked again with back-off */
 	json_t *body = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
 				 "gracePeriodSeconds", 0, "preconditions", "uid", uid);
 	char *path = pod_url(obj, "");
@@ -365,9 +402,11 @@ static bool collect_orphans(struct kl_pods *ps)
 	char **uids = NULL;
 	size_t n = k->rt_ops->list_pods(k->rt, &uids);
 	for (size_t i = 0; i < n; i++) {
-		if (!strmap_get(&ps->uids, uids[i]) && !kl_partitions_have_uid(k, uids[i])) {
+		if (!strmap_get(&ps->uids, uids[i]) && !strmap_get(&ps->stopping, uids[i]) &&
+		    !kl_partitions_have_uid(k, uids[i])) {
 			log_info("stopping orphaned pod", "uid=%s", uids[i]);
-			rt_stop_remove(ps, uids[i], 30);
+			if (!rt_stop_remove(ps, uids[i], 30))
+				strmap_put(&ps->stopping, uids[i], NULL);
 		}
 		free(uids[i]);
 	}
@@ -375,9 +414,28 @@ static bool collect_orphans(struct kl_pods *ps)
 	return true;
 }
 
+/* Removes the pods whose background stop ended. */
+static void reap_stopped(struct kl_pods *ps)
+{
+	size_t it, n = 0;
+	char **done = NULL;
+	for (struct strmap_ent *e = strmap_next(&ps->stopping, NULL, &it); e; e = strmap_next(&ps->stopping, e, &it)) {
+		if (rt_stop_remove(ps, e->key, 0)) {
+			done = xrealloc(done, (n + 1) * sizeof(*done));
+			done[n++] = xstrdup(e->key);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		strmap_del(&ps->stopping, done[i], NULL);
+		free(done[i]);
+	}
+	free(done);
+}
+
 static void periodic(struct kl_pods *ps)
 {
 	struct kubelet *k = ps->k;
+	reap_stopped(ps);
 	bool changed = k->rt_ops->sync(k->rt);
 	int64_t now = mono_ms();
 	bool resync = now - ps->last_resync_ms >= RESYNC_MS;
@@ -417,7 +475,9 @@ struct kl_pods *kl_pods_start(struct kubelet *k)
 	ps->k = k;
 	strmap_init(&ps->pods);
 	strmap_init(&ps->uids);
+	pthread_mutex_init(&ps->ulock, NULL);
 	strmap_init(&ps->known);
+	strmap_init(&ps->stopping);
 	ps->last_resync_ms = mono_ms();
 	char **uids = NULL;
 	size_t n = k->rt_ops->list_pods(k->rt, &uids);
@@ -428,6 +488,7 @@ struct kl_pods *kl_pods_start(struct kubelet *k)
 	free(uids);
 	if (n)
 		log_info("runtime recovered pods", "count=%zu", n);
+	rt_set_pod_change_sink(on_pod_changed, ps);
 	wq_add(k->wq, SYNC_KEY);
 	pthread_create(&ps->thread, NULL, worker_main, ps);
 	return ps;
@@ -437,10 +498,13 @@ void kl_pods_stop(struct kl_pods *ps)
 {
 	if (!ps)
 		return;
+	rt_set_pod_change_sink(NULL, NULL);
 	wq_shutdown(ps->k->wq);
 	pthread_join(ps->thread, NULL);
 	strmap_release(&ps->pods, pod_free);
-	strmap_release(&ps->uids, NULL);
+	strmap_release(&ps->uids, free);
+	pthread_mutex_destroy(&ps->ulock);
 	strmap_release(&ps->known, NULL);
+	strmap_release(&ps->stopping, NULL);
 	free(ps);
 }

@@ -85,7 +85,8 @@ static int sc_id(const json_t *pod_sc, const json_t *c_sc, const char *field, bo
 
 /* runAsUser, runAsGroup and supplementalGroups; runAsNonRoot refuses a container that would
  * run as root (with no runAsUser it would run as the kubelet, root on a real host). */
-static int convert_ids(const json_t *pod_sc, const json_t *c, struct rt_container *rc, struct buf *err)
+static int convert_ids(const json_t *pod_sc, const json_t *c, bool image_users, struct rt_container *rc,
+		       struct buf *err)
 {
 	const json_t *c_sc = json_object_get(c, "securityContext");
 	struct rt_ids *ids = &rc->ids;
@@ -118,8 +119,66 @@ static int convert_ids(const json_t *pod_sc, const json_t *c, struct rt_containe
 		buf_addf(err, "container \"%s\": runAsUser 0 breaks its runAsNonRoot policy", rc->name);
 		return E_INVALID;
 	}
-	if (json_is_true(nonroot) && !ids->has_uid && geteuid() == 0) {
+	rc->sec.non_root = json_is_true(nonroot);
+	if (json_is_true(nonroot) && !ids->has_uid && !image_users && geteuid() == 0) {
 		buf_addf(err, "container \"%s\" has runAsNonRoot but would run as root: set runAsUser", rc->name);
+		return E_INVALID;
+	}
+	return 0;
+}
+
+/* A capability list of securityContext.capabilities (add or drop) into out; -1 if malformed. */
+static int cap_list(const json_t *a, char out[][32], unsigned *ret_n)
+{
+	*ret_n = 0;
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) > RT_MAX_CAPS)
+		return -1;
+	size_t i;
+	const json_t *v;
+	json_array_foreach(a, i, v) {
+		const char *name = json_string_value(v);
+		if (!name || !*name || strlen(name) >= 32)
+			return -1;
+		snprintf(out[*ret_n], 32, "%s", name);
+		(*ret_n)++;
+	}
+	return 0;
+}
+
+/* seccompProfile, allowPrivilegeEscalation and capabilities (see struct rt_security). */
+static int convert_security(const json_t *pod_sc, const json_t *c, struct rt_container *rc, struct buf *err)
+{
+	const json_t *c_sc = json_object_get(c, "securityContext");
+	struct rt_security *sec = &rc->sec;
+	const json_t *prof = json_object_get(c_sc, "seccompProfile");
+	if (!prof || json_is_null(prof))
+		prof = json_object_get(pod_sc, "seccompProfile");
+	const char *type = json_str(prof, "type");
+	sec->seccomp = RT_SECCOMP_RUNTIME_DEFAULT;
+	if (type && strcmp(type, "Unconfined") == 0) {
+		sec->seccomp = RT_SECCOMP_UNCONFINED;
+	} else if (type && strcmp(type, "Localhost") == 0) {
+		const char *ref = json_str(prof, "localhostProfile");
+		if (!ref || !*ref || ref[0] == '/' || strstr(ref, "..") || strlen(ref) >= sizeof(sec->seccomp_ref)) {
+			buf_addf(err, "container \"%s\": a Localhost seccompProfile needs a relative localhostProfile "
+				      "without \"..\"", rc->name);
+			return E_INVALID;
+		}
+		sec->seccomp = RT_SECCOMP_LOCALHOST;
+		snprintf(sec->seccomp_ref, sizeof(sec->seccomp_ref), "%s", ref);
+	} else if (type && strcmp(type, "RuntimeDefault") != 0) {
+		buf_addf(err, "container \"%s\": unknown seccompProfile type \"%s\"", rc->name, type);
+		return E_INVALID;
+	}
+	sec->no_new_privs = !json_is_true(json_object_get(c_sc, "allowPrivilegeEscalation")) &&
+			    !json_is_true(json_object_get(c_sc, "privileged"));
+	const json_t *caps = json_object_get(c_sc, "capabilities");
+	if (cap_list(json_object_get(caps, "add"), sec->cap_add, &sec->nadd) ||
+	    cap_list(json_object_get(caps, "drop"), sec->cap_drop, &sec->ndrop)) {
+		buf_addf(err, "container \"%s\": capabilities.add and drop must list at most %d names", rc->name,
+			 RT_MAX_CAPS);
 		return E_INVALID;
 	}
 	return 0;
@@ -175,7 +234,8 @@ static int convert_resources(const json_t *c, struct rt_container *rc, struct bu
 	return 0;
 }
 
-static int convert_container(const json_t *pod_sc, const json_t *c, struct rt_container *rc, struct buf *err)
+static int convert_container(const json_t *pod_sc, const json_t *c, bool image_users, struct rt_container *rc,
+			     struct buf *err)
 {
 	const char *name = json_str(c, "name");
 	if (!name || !*name) {
@@ -206,7 +266,7 @@ static int convert_container(const json_t *pod_sc, const json_t *c, struct rt_co
 	const char *wd = json_str(c, "workingDir");
 	if (wd && *wd)
 		rc->working_dir = xstrdup(wd);
-	if (convert_ids(pod_sc, c, rc, err))
+	if (convert_ids(pod_sc, c, image_users, rc, err) || convert_security(pod_sc, c, rc, err))
 		return E_INVALID;
 	return convert_env(json_object_get(c, "env"), rc, err);
 }
@@ -221,6 +281,11 @@ static enum rt_restart restart_policy(const char *p)
 }
 
 int kl_rt_pod_from_json(const json_t *pod, struct rt_pod *ret, struct buf *err)
+{
+	return kl_rt_pod_from_json_for(pod, false, ret, err);
+}
+
+int kl_rt_pod_from_json_for(const json_t *pod, bool image_users, struct rt_pod *ret, struct buf *err)
 {
 	struct rt_pod p;
 	memset(&p, 0, sizeof(p));
@@ -254,7 +319,7 @@ int kl_rt_pod_from_json(const json_t *pod, struct rt_pod *ret, struct buf *err)
 	const json_t *c;
 	json_array_foreach(containers, i, c) {
 		p.ncontainers++;
-		rc = convert_container(json_path(pod, "spec.securityContext"), c, &p.containers[i], err);
+		rc = convert_container(json_path(pod, "spec.securityContext"), c, image_users, &p.containers[i], err);
 		if (rc)
 			goto out;
 		for (size_t j = 0; j < i; j++)

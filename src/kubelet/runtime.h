@@ -1,8 +1,10 @@
-/* The container runtime interface of ursa-kubelet. Two implementations: "process" runs each
+/* The container runtime interface of ursa-kubelet. Three implementations: "process" runs each
  * container's command as a local child process (through a small shim, so containers survive
  * a kubelet restart and their exit codes are recorded), "fake" reports containers running at
- * once (hollow nodes, simulation). A runtime is used from one thread (the kubelet's pod
- * worker) except runtime_log_path, which the log server may call from any thread. */
+ * once (hollow nodes, simulation), "cri" runs pods in a CRI runtime (containerd). A runtime is
+ * used from one thread (the kubelet's pod worker) except runtime_log_path, which the log server
+ * may call from any thread. A runtime may work on pods on threads of its own (cri: starts and
+ * stops): it tells the pod worker through rt_pod_changed when a pod's status may have changed. */
 #ifndef URSA_KUBELET_RUNTIME_H
 #define URSA_KUBELET_RUNTIME_H
 #include <stdbool.h>
@@ -21,6 +23,23 @@ struct rt_ids {
 	long long uid, gid;               /* runAsUser, runAsGroup */
 	long long groups[RT_MAX_GROUPS];  /* the pod's supplementalGroups */
 	unsigned ngroups;
+};
+
+/* The rest of a container's securityContext (the container's over the pod's), used by the CRI
+ * runtime only. seccompProfile: RuntimeDefault unless Unconfined (admission allows it for the
+ * system tenant only) or Localhost (seccomp_ref: localhostProfile, a relative path under
+ * <root-dir>/seccomp). no_new_privs: unless allowPrivilegeEscalation is true. non_root:
+ * runAsNonRoot, checked against the image's user when no runAsUser is set. Capabilities: the
+ * runtime's default set with cap_add/cap_drop applied. */
+enum rt_seccomp { RT_SECCOMP_RUNTIME_DEFAULT, RT_SECCOMP_UNCONFINED, RT_SECCOMP_LOCALHOST };
+#define RT_MAX_CAPS 16
+struct rt_security {
+	enum rt_seccomp seccomp;
+	char seccomp_ref[128];
+	bool no_new_privs;
+	bool non_root;
+	char cap_add[RT_MAX_CAPS][32], cap_drop[RT_MAX_CAPS][32];
+	unsigned nadd, ndrop;
 };
 
 /* imagePullPolicy (CRI runtime only). */
@@ -51,6 +70,7 @@ struct rt_container {
 	enum rt_pull pull;
 	struct rt_resources res;
 	bool default_command;  /* command is the kubelet's placeholder: the image's own runs instead */
+	struct rt_security sec;
 	const struct rt_pull_cred *pull_cred; /* borrowed for the start_pod call only (the runtime copies
 						 it); NULL: none. Not copied by rt_pod_copy. */
 };
@@ -100,12 +120,16 @@ struct runtime_ops {
 	void (*destroy)(struct runtime *rt);
 	/* Starts (or adopts, if it is already running from before a restart) the pod's containers.
 	 * Idempotent: calling it again for a running pod changes nothing. 0 or -1 with *ret_err
-	 * (new string) for a spec it cannot run (e.g. no command and no args). */
+	 * (new string) for a spec it cannot run (e.g. no command and no args). The start may go on
+	 * in the background after 0 (cri): status() shows the containers Waiting meanwhile. */
 	int (*start_pod)(struct runtime *rt, const struct rt_pod *pod, char **ret_err);
 	/* Stops the pod's containers: SIGTERM, then SIGKILL after grace_s. Forgets the pod once
-	 * everything exited (removes its state; logs are kept until remove_pod). */
+	 * everything exited (removes its state; logs are kept until remove_pod). 0 once the pod is
+	 * stopped (or unknown; -1 for unknown is fine too); 1 while the stop goes on in the background
+	 * (cri): call again later, rt_pod_changed tells when it ended (later calls do not change the
+	 * grace period). The pod stays known (status, list_pods) until remove_pod. */
 	int (*stop_pod)(struct runtime *rt, const char *uid, long long grace_s);
-	/* Frees everything of a stopped pod, logs included. */
+	/* Frees everything of a stopped pod (stop_pod returned 0), logs included. */
 	void (*remove_pod)(struct runtime *rt, const char *uid);
 	/* Fills up to max statuses for the pod's containers (in spec order); returns the count,
 	 * or -1 if the pod is unknown. */
@@ -123,6 +147,10 @@ struct runtime_ops {
 	 * has none yet), 1 when the pod is on the node's network (its IP is the node's), -1 if the pod
 	 * is unknown. Pod worker only. */
 	int (*pod_ip)(struct runtime *rt, const char *uid, char *out, size_t max);
+	/* Optional (NULL: none kept): like log_path, the log of the container's instance before the
+	 * newest (`kubectl logs --previous`), NULL when there is none. Thread-safe. */
+	char *(*prev_log_path)(struct runtime *rt, const char *tenant, const char *ns, const char *pod,
+			       const char *container);
 };
 
 extern const struct runtime_ops runtime_process, runtime_fake, runtime_cri;
@@ -132,7 +160,43 @@ extern const struct runtime_ops runtime_process, runtime_fake, runtime_cri;
  * leaves the runtime's default). The strings are copied. */
 void runtime_cri_configure(const char *endpoint, const char *cgroup_parent);
 
+/* The CRI runtime's image garbage collection (images.h): thresholds in percent of the image
+ * filesystem (high 100: none), the minimum age of an image to remove, how often to check. Before
+ * runtime_cri.create; defaults 85, 80, 2 min, 5 min. */
+void runtime_cri_configure_image_gc(int high_pct, int low_pct, int64_t min_age_ms, int64_t period_ms);
+
+/* One Version call to the configured endpoint (5 s at most): 0 when the runtime answers, else
+ * -1 for a malformed endpoint or an E_* code, with the reason in ret_err. For waiting at start. */
+int runtime_cri_ping(char *ret_err, size_t max);
+
+/* The CRI runtime's pids limit per pod (--pod-max-pids): written to the pids controller of the
+ * pod's cgroup (<cgroup parent>/pod<uid>) before its sandbox starts; <= 0: none. */
+void runtime_cri_set_pod_max_pids(long long max_pids);
+
+/* The CRI runtime's pool of threads that start pods (RunPodSandbox, CNI, CreateContainer,
+ * StartContainer), several pods at once, each pod's steps in order (--pod-start-parallelism).
+ * Before runtime_cri.create; 1..64, default 4. */
+void runtime_cri_set_pod_start_parallelism(int n);
+
 /* Frees the contents of a pod spec. */
 void rt_pod_release(struct rt_pod *p);
+
+/* Events about pods and their containers, as Kubernetes' kubelet records them (Pulling, Pulled,
+ * Failed, BackOff, Created, Started, Killing). A runtime calls rt_event from whatever thread it
+ * is on; the sink, set once before the runtime is created (none: events are dropped), must be
+ * thread-safe and must not block. container may be NULL (an event about the pod itself). */
+typedef void (*rt_event_sink)(void *ud, const char *tenant, const char *ns, const char *pod, const char *uid,
+			      const char *container, bool warning, const char *reason, const char *message);
+void rt_set_event_sink(rt_event_sink fn, void *ud);
+void rt_event(const char *tenant, const char *ns, const char *pod, const char *uid, const char *container,
+	      bool warning, const char *reason, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+
+/* A pod's status may have changed outside the pod worker's calls (a start or stop that ran on a
+ * runtime's thread ended): rt_pod_changed calls the sink (none: nothing; the pod worker finds the
+ * change at its next sync anyway). The sink may be set or cleared at any time (NULL); it must be
+ * thread-safe and must not block; it is not called after rt_set_pod_change_sink(NULL) returns. */
+typedef void (*rt_pod_change_sink)(void *ud, const char *uid);
+void rt_set_pod_change_sink(rt_pod_change_sink fn, void *ud);
+void rt_pod_changed(const char *uid);
 
 #endif

@@ -4,8 +4,10 @@
 #include "ursa/xalloc.h"
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,21 +317,7 @@ int rt_read_file(const char *path, size_t max, struct buf *out)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	char tmp[8192];
-	size_t total = 0;
-	for (;;) {
-		ssize_t n = read(fd, tmp, sizeof(tmp));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (total + (size_t)n > max)
-			n = (ssize_t)(max - total);
-		buf_add(out, tmp, (size_t)n);
-		total += (size_t)n;
-		if (total >= max)
-			break;
-	}
+	buf_read_fd(out, fd, max);
 	close(fd);
 	return 0;
 }
@@ -444,4 +432,46 @@ int64_t rt_backoff_base_ms(void)
 	if (s && parse_int64(s, &v) == 0 && v > 0 && v <= 3600 * 1000)
 		return v;
 	return 10000;
+}
+
+static pthread_mutex_t change_lock = PTHREAD_MUTEX_INITIALIZER;
+static rt_pod_change_sink change_sink;
+static void *change_sink_ud;
+
+void rt_set_pod_change_sink(rt_pod_change_sink fn, void *ud)
+{
+	pthread_mutex_lock(&change_lock);
+	change_sink = fn;
+	change_sink_ud = ud;
+	pthread_mutex_unlock(&change_lock);
+}
+
+void rt_pod_changed(const char *uid)
+{
+	pthread_mutex_lock(&change_lock); /* held during the call: cleared means no call after */
+	if (change_sink && uid)
+		change_sink(change_sink_ud, uid);
+	pthread_mutex_unlock(&change_lock);
+}
+
+static rt_event_sink event_sink;
+static void *event_sink_ud;
+
+void rt_set_event_sink(rt_event_sink fn, void *ud)
+{
+	event_sink = fn;
+	event_sink_ud = ud;
+}
+
+void rt_event(const char *tenant, const char *ns, const char *pod, const char *uid, const char *container,
+	      bool warning, const char *reason, const char *fmt, ...)
+{
+	if (!event_sink || !tenant || !ns || !pod || !uid)
+		return;
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	event_sink(event_sink_ud, tenant, ns, pod, uid, container, warning, reason, msg);
 }

@@ -13,28 +13,57 @@
  * There are no CRI events in our subset: sync() polls ListContainers (one call) and asks
  * ContainerStatus only of containers whose state changed.
  *
- * Threads: the pod worker makes every call but log_path; rt->lock guards what log_path reads
- * (the pod list, names, the container arrays and their launch counts) against the worker's
- * changes. */
+ * Threads: the pod worker calls the runtime_ops (but log_path); the work that takes long runs
+ * elsewhere, so that one pod does not hold up the others:
+ * - a pool of threads (--pod-start-parallelism) runs a pod's sandbox creation and its containers'
+ *   create/start (start_pod; restarts and sandbox recreation that sync finds due);
+ * - a stop (StopContainer with the grace period, StopPodSandbox) runs on a thread of its own:
+ *   stop_pod returns 1 at once and 0 once the pod is stopped (the caller asks again later;
+ *   rt_pod_changed tells it when);
+ * - PullImage runs on the puller's threads (imagepull.c: asked again each sync until done) and
+ *   the image garbage collector on its own (imagegc.c), with clients of their own.
+ * A pod has at most one operation at a time: while it is busy (queued or running) only that
+ * operation touches the pod's state, sync leaves the pod alone, and status()/pod_ip() show a
+ * copy made when it was handed over. rt->lock guards busy and the hand-over fields (cpod), the
+ * pool's queue, and what log_path reads (the pod list, names, the container arrays and their
+ * launch counts); the pod list itself changes on the pod worker only. */
 #define _GNU_SOURCE
 #include "runtime_cri.h"
 #include "images.h"
 #include "runtime_common.h"
+#include "ursa/buf.h"
 #include "ursa/errors.h"
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* An event about container cname (NULL: the pod) of cpod p (runtime.h rt_event). */
+#define POD_EVENT(p, cname, warning, reason, ...) \
+	rt_event((p)->tenant, (p)->ns, (p)->name, (p)->uid, (cname), (warning), (reason), __VA_ARGS__)
+
 #define CALL_TIMEOUT_MS 15000L
 #define SANDBOX_TIMEOUT_MS 180000L /* RunPodSandbox may pull the sandbox image first */
 #define PULL_SHOWN_MS 3000         /* ErrImagePull shows this long before ImagePullBackOff */
 #define MAX_LABELS 8
+#define PULL_THREADS 3             /* image pulls at once (different images) */
+#define PING_TIMEOUT_MS 5000L
+
+/* Operations of a pod that run off the pod worker (cpod.op). */
+enum pod_op {
+	OP_START,   /* start_pod: a dead sandbox cleaned up, then the sandbox and the containers */
+	OP_ADVANCE, /* sync: what is due (a restart after back-off, a finished pull, a sandbox retry) */
+	OP_LOST,    /* sync: the sandbox is gone: everything again in a new one */
+	OP_STOP,    /* stop_pod (on a thread of its own, not the pool) */
+};
 
 struct cpod {
 	char *uid, *tenant, *ns, *name;
@@ -49,6 +78,16 @@ struct cpod {
 	struct cri_cont *c;
 	size_t nc;
 	bool stopped;
+	/* Hand-over (rt->lock): busy from dispatch until the operation ends; shown* are the status
+	 * and IP at the hand-over, for status()/pod_ip() meanwhile; a stop asked for while busy
+	 * follows the running operation (stop_wanted); stop_done once a stop has finished. */
+	bool busy, stop_wanted, stop_done;
+	enum pod_op op;
+	long long stop_grace_s;
+	struct rt_container_status *shown;
+	size_t nshown;
+	char shown_ip[64];
+	struct cpod *qnext; /* the pool's queue */
 	struct cpod *next;
 };
 
@@ -59,11 +98,44 @@ struct runtime {
 	struct cri *cri;
 	pthread_mutex_t lock;
 	struct cpod *pods;
-	bool changed;
+	atomic_bool changed; /* set from any thread, taken by sync */
 	int64_t backoff_base_ms, backoff_max_ms;
+	/* the pool (rt->lock): its threads, the queue of busy pods waiting for one, stop threads
+	 * running; work wakes the pool, idle signals a pod no longer busy or a stop thread ended */
+	pthread_t *pool;
+	size_t npool;
+	struct cpod *qhead, *qtail;
+	size_t nstoppers;
+	bool quit;
+	pthread_cond_t work, idle;
+	struct img_puller *puller; /* PullImage off the pod worker (images.h) */
+	struct img_gc *gc;         /* image garbage collection, or NULL */
 };
 
 static char *g_endpoint, *g_cgroup_parent;
+static struct imggc_policy g_gc = { .high_pct = 85, .low_pct = 80, .min_age_ms = 120000 };
+static int64_t g_gc_period_ms = 300000;
+
+void runtime_cri_configure_image_gc(int high_pct, int low_pct, int64_t min_age_ms, int64_t period_ms)
+{
+	g_gc = (struct imggc_policy){ .high_pct = high_pct, .low_pct = low_pct, .min_age_ms = min_age_ms };
+	g_gc_period_ms = period_ms;
+}
+static long long g_pod_max_pids;
+static int g_parallelism = 4;
+
+void runtime_cri_set_pod_start_parallelism(int n)
+{
+	g_parallelism = n < 1 ? 1 : n > 64 ? 64 : n;
+}
+
+void runtime_cri_set_pod_max_pids(long long max_pids)
+{
+	g_pod_max_pids = max_pids > 0 ? max_pids : 0;
+	if (g_pod_max_pids && !g_cgroup_parent)
+		log_warn("cri: no --cgroup-parent: the pods' pids limit (--pod-max-pids) is not applied",
+			 "pod_max_pids=%lld", g_pod_max_pids);
+}
 
 void runtime_cri_configure(const char *endpoint, const char *cgroup_parent)
 {
@@ -173,6 +245,161 @@ void cri_cont_status(const struct cri_cont *c, const struct rt_pod *pod, const c
 	}
 }
 
+const char *cri_nonroot_refusal(const Runtime__V1__Image *img, const struct rt_pod *pod, const char *container,
+				char **ret_msg)
+{
+	*ret_msg = NULL;
+	if (img && img->uid && img->uid->value != 0)
+		return NULL;
+	/* a name cannot be verified, but "root" is uid 0 everywhere (busybox images say "root") */
+	if (img && !img->uid && img->username && *img->username && strcmp(img->username, "root") != 0) {
+		*ret_msg = xasprintf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify "
+				     "user is non-root (pod: \"%s_%s(%s)\", container: %s)",
+				     img->username, pod->name, pod->ns, pod->uid, container);
+		return "CreateContainerConfigError";
+	}
+	*ret_msg = xasprintf("container has runAsNonRoot and image will run as root (pod: \"%s_%s(%s)\", container: %s)",
+			     pod->name, pod->ns, pod->uid, container);
+	return "CreateContainerConfigError";
+}
+
+void cri_seccomp_profile(const struct rt_security *sec, const char *seccomp_root, Runtime__V1__SecurityProfile *out,
+			 char **ret_ref)
+{
+	runtime__v1__security_profile__init(out);
+	*ret_ref = NULL;
+	switch (sec->seccomp) {
+	case RT_SECCOMP_UNCONFINED:
+		out->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined;
+		break;
+	case RT_SECCOMP_LOCALHOST:
+		out->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost;
+		*ret_ref = xasprintf("%s/%s", seccomp_root, sec->seccomp_ref);
+		out->localhost_ref = *ret_ref;
+		break;
+	default:
+		out->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault;
+	}
+}
+
+/* ---- the pod's cgroup (the pids limit) ---- */
+
+/* The pids controller's mount point from /proc/self/mounts text (v1 "pids" hierarchy first, else a
+ * cgroup2 mount) into out; false when there is none. */
+bool cri_pids_mount(const char *mounts, char *out, size_t max)
+{
+	bool v2 = false;
+	for (const char *l = mounts; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t n = nl ? (size_t)(nl - l) : strlen(l);
+		char dev[64], dir[256], type[32], opts[512];
+		char line[1024];
+		snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) ? n : sizeof(line) - 1), l);
+		if (sscanf(line, "%63s %255s %31s %511s", dev, dir, type, opts) == 4) {
+			bool pids = false;
+			for (char *save = NULL, *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
+				pids = pids || strcmp(o, "pids") == 0;
+			if (strcmp(type, "cgroup") == 0 && pids) {
+				snprintf(out, max, "%s", dir);
+				return true;
+			}
+			if (strcmp(type, "cgroup2") == 0 && !v2) {
+				snprintf(out, max, "%s", dir);
+				v2 = true;
+			}
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return v2;
+}
+
+static char *pids_mount(void)
+{
+	FILE *f = fopen("/proc/self/mounts", "re");
+	if (!f)
+		return NULL;
+	struct buf b = BUF_INIT;
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		buf_add(&b, chunk, n);
+	fclose(f);
+	char dir[256];
+	char *r = cri_pids_mount(buf_cstr(&b), dir, sizeof(dir)) ? xstrdup(dir) : NULL;
+	buf_release(&b);
+	return r;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+	if (!f)
+		return -1;
+	int rc = fputs(text, f) < 0 ? -1 : 0;
+	return fclose(f) != 0 || rc ? -1 : 0;
+}
+
+/* Creates the pod's cgroup in the pids hierarchy with pids.max (cgroup v2: pids enabled in the
+ * parents' cgroup.subtree_control on the way). The runtime's containers go below it, so the limit
+ * holds for all of the pod's processes together. */
+static void pod_pids_limit(const char *cgroup)
+{
+	if (!cgroup || g_pod_max_pids <= 0)
+		return;
+	char *mnt = pids_mount();
+	if (!mnt) {
+		log_warn("cri: no pids cgroup controller: --pod-max-pids not applied", "cgroup=\"%s\"", cgroup);
+		return;
+	}
+	char *dir = xasprintf("%s%s", mnt, cgroup);
+	rt_mkdir_p(dir, 0755);
+	char *max = xasprintf("%s/pids.max", dir);
+	char val[32];
+	snprintf(val, sizeof(val), "%lld", g_pod_max_pids);
+	if (access(max, F_OK) != 0) { /* cgroup v2: enable pids from the mount down */
+		for (char *sl = strchr(dir + strlen(mnt) + 1, '/');; sl = strchr(sl + 1, '/')) {
+			if (sl)
+				*sl = '\0';
+			char *parent = xstrdup(dir);
+			char *cut = strrchr(parent, '/');
+			*cut = '\0';
+			char *ctl = xasprintf("%s/cgroup.subtree_control", parent);
+			write_file(ctl, "+pids");
+			free(ctl);
+			free(parent);
+			if (!sl)
+				break;
+			*sl = '/';
+		}
+	}
+	if (write_file(max, val) != 0)
+		log_warn("cri: cannot set the pod's pids limit", "path=\"%s\" err=\"%s\"", max, strerror(errno));
+	free(max);
+	free(dir);
+	free(mnt);
+}
+
+/* Removes the pod's cgroup directories (empty once its containers are gone) from every hierarchy. */
+static void pod_cgroup_remove(const char *cgroup)
+{
+	if (!cgroup)
+		return;
+	DIR *d = opendir("/sys/fs/cgroup");
+	struct dirent *e;
+	char *top = xasprintf("/sys/fs/cgroup%s", cgroup);
+	rmdir(top);
+	free(top);
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *path = xasprintf("/sys/fs/cgroup/%s%s", e->d_name, cgroup);
+		rmdir(path);
+		free(path);
+	}
+	if (d)
+		closedir(d);
+}
+
 /* ---- labels ---- */
 
 /* Every *LabelsEntry message of the CRI has this layout. */
@@ -225,7 +452,9 @@ struct sbconf {
 	Runtime__V1__LinuxPodSandboxConfig linux_;
 	Runtime__V1__LinuxSandboxSecurityContext sc;
 	Runtime__V1__NamespaceOption ns;
+	Runtime__V1__SecurityProfile seccomp;
 	struct labels labels;
+	struct labels annotations; /* CRI_LABEL_TENANT, for the CNI plugin (ursa-cni) */
 	char hostname[64];
 	char *log_dir, *cgroup;
 };
@@ -270,7 +499,16 @@ static void sbconf_init(struct sbconf *s, const struct runtime *rt, const struct
 	labels_add(&s->labels, d, CRI_LABEL_OWNER, rt->owner);
 	s->config.labels = (Runtime__V1__PodSandboxConfig__LabelsEntry **)s->labels.p;
 	s->config.n_labels = s->labels.n;
+	/* containerd hands the sandbox's annotations to CNI plugins that ask for them (runtimeConfig
+	 * io.kubernetes.cri.pod-annotations): ursa-cni puts the pod on its tenant's network */
+	s->annotations.n = 0;
+	labels_add(&s->annotations, &runtime__v1__pod_sandbox_config__annotations_entry__descriptor, CRI_LABEL_TENANT,
+		   pod->tenant);
+	s->config.annotations = (Runtime__V1__PodSandboxConfig__AnnotationsEntry **)s->annotations.p;
+	s->config.n_annotations = s->annotations.n;
 	s->sc.namespace_options = &s->ns;
+	runtime__v1__security_profile__init(&s->seccomp); /* the pause container: RuntimeDefault */
+	s->sc.seccomp = &s->seccomp;
 	s->linux_.security_context = &s->sc;
 	s->cgroup = g_cgroup_parent ? xasprintf("%s/pod%s", g_cgroup_parent, pod->uid) : NULL;
 	if (s->cgroup)
@@ -296,6 +534,7 @@ static struct cpod *find_pod(struct runtime *rt, const char *uid)
 
 static void cont_release(struct cri_cont *c)
 {
+	img_pull_put(c->pull);
 	free(c->id);
 	free(c->prev_id);
 	free(c->cred_server);
@@ -315,6 +554,7 @@ static void free_pod(struct cpod *p)
 	free(p->ns);
 	free(p->name);
 	free(p->sandbox_id);
+	free(p->shown);
 	free(p);
 }
 
@@ -349,6 +589,8 @@ static void on_terminated(struct runtime *rt, struct cpod *p, size_t i, const st
 						 (t->finished_at - t->started_at) * 1000);
 		c->retry_at_ms = now_ms() + c->backoff_ms;
 		c->phase = CP_BACKOFF;
+		POD_EVENT(p, c->name, true, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
+			  c->name, p->name, p->ns, p->uid);
 	} else {
 		c->phase = CP_TERMINATED;
 	}
@@ -404,6 +646,29 @@ static void remove_container(struct runtime *rt, const char *id)
 
 /* The image for container i: NULL when it is there (image_ref set), else the Waiting reason
  * (static) with *ret_msg (new string). */
+/* ensure_image's answers besides a Waiting reason: the image's pull runs on the puller (ask again
+ * soon), or the runtime does not answer (a containerd restart: change nothing, ask again later). */
+static const char IMAGE_PULLING[] = "ContainerCreating", RUNTIME_DOWN[] = "RuntimeDown";
+
+/* The outcome of c's pull, once it is known: NULL (pulled: image_ref set), "ErrImagePull" with
+ * *ret_msg, or IMAGE_PULLING. */
+static const char *pull_outcome(struct cri_cont *c, char **ret_msg)
+{
+	char *ref = NULL, *err = NULL;
+	int st = img_pull_result(c->pull, &ref, &err);
+	if (st == 0)
+		return IMAGE_PULLING;
+	img_pull_put(c->pull);
+	c->pull = NULL;
+	if (st < 0) {
+		*ret_msg = err;
+		return "ErrImagePull";
+	}
+	snprintf(c->image_ref, sizeof(c->image_ref), "%s", ref);
+	free(ref);
+	return NULL;
+}
+
 static const char *ensure_image(struct runtime *rt, struct cpod *p, size_t i, char **ret_msg)
 {
 	const struct rt_container *sc = &p->spec.containers[i];
@@ -419,11 +684,20 @@ static const char *ensure_image(struct runtime *rt, struct cpod *p, size_t i, ch
 		return "InvalidImageName";
 	}
 	image_ref_release(&ref); /* the runtime gets the name as written: it applies the same defaults */
+	if (c->pull) {
+		const char *reason = pull_outcome(c, ret_msg);
+		if (!reason)
+			POD_EVENT(p, c->name, false, "Pulled", "Successfully pulled image \"%s\" in %.3fs", sc->image,
+				  (double)(mono_us() / 1000 - c->pull_started_ms) / 1000.0);
+		return reason;
+	}
 	if (sc->pull != RT_PULL_ALWAYS) {
 		Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
 		Runtime__V1__ImageStatusResponse *r = NULL;
 		req.image = &spec;
 		int rc = cri_image_status(rt->cri, &req, &r, &err);
+		if (rc == E_UNAVAILABLE)
+			return RUNTIME_DOWN;
 		if (rc != 0) {
 			*ret_msg = xasprintf("checking image \"%s\": %s", sc->image, err.message);
 			return "ErrImageInspect";
@@ -432,36 +706,30 @@ static const char *ensure_image(struct runtime *rt, struct cpod *p, size_t i, ch
 		if (have)
 			snprintf(c->image_ref, sizeof(c->image_ref), "%s", r->image->id);
 		cri_free(r);
-		if (have)
+		if (have) {
+			POD_EVENT(p, c->name, false, "Pulled", "Container image \"%s\" already present on machine",
+				  sc->image);
 			return NULL;
+		}
 		if (sc->pull == RT_PULL_NEVER) {
 			*ret_msg = xasprintf("Container image \"%s\" is not present with pull policy of Never",
 					     sc->image);
 			return "ErrImageNeverPull";
 		}
 	}
-	Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
-	Runtime__V1__PullImageResponse *r = NULL;
-	Runtime__V1__AuthConfig auth = RUNTIME__V1__AUTH_CONFIG__INIT;
+	/* PullImage runs on the puller's threads (joining a pull of the same image and credentials
+	 * under way): a slow or hanging registry holds up this container only, not the pod worker */
 	struct sbconf sb;
 	sbconf_init(&sb, rt, p);
-	if (c->cred_user || c->cred_pass) {
-		auth.username = c->cred_user ? c->cred_user : "";
-		auth.password = c->cred_pass ? c->cred_pass : "";
-		auth.server_address = c->cred_server ? c->cred_server : "";
-		req.auth = &auth;
-	}
-	req.image = &spec;
-	req.sandbox_config = &sb.config;
-	int rc = cri_pull_image(rt->cri, &req, &r, &err);
+	c->pull = img_pull_get(rt->puller, sc->image, c->cred_server, c->cred_user, c->cred_pass, &sb.config);
 	sbconf_release(&sb);
-	if (rc != 0) {
-		*ret_msg = xasprintf("%s", err.message[0] ? err.message : err_reason(rc));
-		return "ErrImagePull";
-	}
-	snprintf(c->image_ref, sizeof(c->image_ref), "%s", r->image_ref ? r->image_ref : "");
-	cri_free(r);
-	return NULL;
+	c->pull_started_ms = mono_us() / 1000;
+	POD_EVENT(p, c->name, false, "Pulling", "Pulling image \"%s\"", sc->image);
+	const char *reason = pull_outcome(c, ret_msg);
+	if (!reason)
+		POD_EVENT(p, c->name, false, "Pulled", "Successfully pulled image \"%s\" in %.3fs", sc->image,
+			  (double)(mono_us() / 1000 - c->pull_started_ms) / 1000.0);
+	return reason;
 }
 
 static void image_failed(struct runtime *rt, struct cpod *p, size_t i, const char *reason, const char *msg)
@@ -473,6 +741,37 @@ static void image_failed(struct runtime *rt, struct cpod *p, size_t i, const cha
 	set_waiting(rt, c, reason, msg);
 	log_info("cri: image not available", "pod=\"%s/%s\" container=%s reason=%s msg=\"%s\"", p->ns, p->name, c->name,
 		 reason, msg);
+	const char *image = p->spec.containers[i].image ? p->spec.containers[i].image : "";
+	if (strcmp(reason, "ErrImagePull") == 0) {
+		POD_EVENT(p, c->name, true, "Failed", "Failed to pull image \"%s\": %s", image, msg ? msg : "");
+		POD_EVENT(p, c->name, true, "Failed", "Error: %s", reason);
+		POD_EVENT(p, c->name, false, "BackOff", "Back-off pulling image \"%s\"", image);
+	} else if (strcmp(reason, "ErrImageNeverPull") == 0) {
+		POD_EVENT(p, c->name, true, reason, "%s", msg ? msg : "");
+	} else {
+		POD_EVENT(p, c->name, true, "InspectFailed", "%s", msg ? msg : "");
+		POD_EVENT(p, c->name, true, "Failed", "Error: %s", reason);
+	}
+}
+
+/* runAsNonRoot without runAsUser: NULL when the image's user is not root, else the Waiting reason
+ * with *ret_msg (new string), as Kubernetes' kubelet refuses it. */
+static const char *image_user_refusal(struct runtime *rt, struct cpod *p, size_t i, char **ret_msg)
+{
+	const struct rt_container *sc = &p->spec.containers[i];
+	Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+	Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
+	Runtime__V1__ImageStatusResponse *r = NULL;
+	struct cri_err err;
+	spec.image = p->c[i].image_ref[0] ? p->c[i].image_ref : sc->image;
+	req.image = &spec;
+	if (cri_image_status(rt->cri, &req, &r, &err) != 0) {
+		*ret_msg = xasprintf("checking the user of image \"%s\": %s", sc->image, err.message);
+		return "CreateContainerConfigError";
+	}
+	const char *reason = cri_nonroot_refusal(r->image, &p->spec, sc->name, ret_msg);
+	cri_free(r);
+	return reason;
 }
 
 /* Creates and starts a new instance of container i (pulling its image first). */
@@ -482,12 +781,26 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 	struct cri_cont *c = &p->c[i];
 	char *msg = NULL;
 	const char *reason = ensure_image(rt, p, i, &msg);
+	if (reason == IMAGE_PULLING || reason == RUNTIME_DOWN) {
+		/* the status stays as it is (ContainerCreating, or the last pull's back-off): the next
+		 * sync asks again */
+		c->retry_at_ms = now_ms() + (reason == RUNTIME_DOWN ? 2000 : 0);
+		return;
+	}
 	if (reason) {
 		image_failed(rt, p, i, reason, msg);
 		free(msg);
 		return;
 	}
 	c->pull_backoff_ms = 0;
+	if (sc->sec.non_root && !sc->ids.has_uid && (reason = image_user_refusal(rt, p, i, &msg))) {
+		c->backoff_ms = cri_backoff_next(c->backoff_ms, rt->backoff_base_ms, rt->backoff_max_ms, 0);
+		c->retry_at_ms = now_ms() + c->backoff_ms;
+		set_waiting(rt, c, reason, msg);
+		POD_EVENT(p, c->name, true, "Failed", "Error: %s", msg ? msg : reason);
+		free(msg);
+		return;
+	}
 
 	struct sbconf sb;
 	sbconf_init(&sb, rt, p);
@@ -555,6 +868,24 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 		groups[g] = sc->ids.groups[g];
 	csc.supplemental_groups = groups;
 	csc.n_supplemental_groups = sc->ids.ngroups;
+	Runtime__V1__SecurityProfile seccomp;
+	char *seccomp_root = xasprintf("%s/seccomp", rt->root), *seccomp_ref;
+	cri_seccomp_profile(&sc->sec, seccomp_root, &seccomp, &seccomp_ref);
+	free(seccomp_root);
+	csc.seccomp = &seccomp;
+	csc.no_new_privs = sc->sec.no_new_privs;
+	Runtime__V1__Capability caps = RUNTIME__V1__CAPABILITY__INIT;
+	char *cap_add[RT_MAX_CAPS], *cap_drop[RT_MAX_CAPS];
+	for (unsigned k = 0; k < sc->sec.nadd; k++)
+		cap_add[k] = (char *)sc->sec.cap_add[k];
+	for (unsigned k = 0; k < sc->sec.ndrop; k++)
+		cap_drop[k] = (char *)sc->sec.cap_drop[k];
+	caps.add_capabilities = cap_add;
+	caps.n_add_capabilities = sc->sec.nadd;
+	caps.drop_capabilities = cap_drop;
+	caps.n_drop_capabilities = sc->sec.ndrop;
+	if (sc->sec.nadd || sc->sec.ndrop) /* none: the runtime's default set */
+		csc.capabilities = &caps;
 	lc.resources = &res;
 	lc.security_context = &csc;
 	cc.linux = &lc;
@@ -570,11 +901,17 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 	free(log_rel);
 	free(envs);
 	free(envp);
+	free(seccomp_ref);
 	sbconf_release(&sb);
+	if (rc == E_UNAVAILABLE) { /* the runtime is away (restarting): nothing was created, try again */
+		c->retry_at_ms = now_ms() + 2000;
+		return;
+	}
 	if (rc != 0) {
 		c->backoff_ms = cri_backoff_next(c->backoff_ms, rt->backoff_base_ms, rt->backoff_max_ms, 0);
 		c->retry_at_ms = now_ms() + c->backoff_ms;
 		set_waiting(rt, c, "CreateContainerError", err.message);
+		POD_EVENT(p, c->name, true, "Failed", "Error: %s", err.message);
 		return;
 	}
 	/* keep the newest instance and the one before it (lastState, logs --previous) */
@@ -585,13 +922,18 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 	c->launches = attempt + 1;
 	pthread_mutex_unlock(&rt->lock);
 	cri_free(cr);
-	if (older)
+	if (older) {
 		remove_container(rt, older);
+		char *old_log = xasprintf("%s/pods/%s/%s/%d.log", rt->root, p->uid, sc->name, attempt - 2);
+		unlink(old_log); /* the logs of the two newest instances stay (logs --previous) */
+		free(old_log);
+	}
 	free(older);
 	c->phase = CP_RUNNING;
 	c->cri_state = RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED;
 	c->reason[0] = c->message[0] = '\0';
 	rt->changed = true;
+	POD_EVENT(p, c->name, false, "Created", "Created container: %s", c->name);
 
 	Runtime__V1__StartContainerRequest sreq = RUNTIME__V1__START_CONTAINER_REQUEST__INIT;
 	sreq.container_id = c->id;
@@ -602,9 +944,11 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 		t.started_at = t.finished_at;
 		snprintf(t.reason, sizeof(t.reason), "StartError");
 		snprintf(t.message, sizeof(t.message), "%.255s", err.message);
+		POD_EVENT(p, c->name, true, "Failed", "Error: %s", err.message);
 		on_terminated(rt, p, i, &t);
 		return;
 	}
+	POD_EVENT(p, c->name, false, "Started", "Started container %s", c->name);
 	poll_container(rt, p, i);
 }
 
@@ -659,6 +1003,7 @@ static bool run_sandbox(struct runtime *rt, struct cpod *p)
 	Runtime__V1__RunPodSandboxResponse *r = NULL;
 	struct cri_err err;
 	req.config = &sb.config;
+	pod_pids_limit(sb.cgroup);
 	int rc = cri_call(rt->cri, "/runtime.v1.RuntimeService/RunPodSandbox", &req.base,
 			  &runtime__v1__run_pod_sandbox_response__descriptor, SANDBOX_TIMEOUT_MS,
 			  (ProtobufCMessage **)&r, &err);
@@ -681,6 +1026,22 @@ static bool run_sandbox(struct runtime *rt, struct cpod *p)
 	sandbox_status(rt, p);
 	rt->changed = true;
 	return true;
+}
+
+/* Whether advance(p, false) has something to do now: a sandbox to try again, a container to
+ * (re)start or whose pull to look at, ErrImagePull to turn into ImagePullBackOff. */
+static bool advance_due(const struct cpod *p, int64_t now)
+{
+	bool waiting = false;
+	for (size_t i = 0; i < p->nc; i++) {
+		const struct cri_cont *c = &p->c[i];
+		if (c->phase != CP_WAITING && c->phase != CP_BACKOFF)
+			continue;
+		waiting = true;
+		if (p->sandbox_id && (now >= c->retry_at_ms || strcmp(c->reason, "ErrImagePull") == 0))
+			return true;
+	}
+	return waiting && !p->sandbox_id && now >= p->sandbox_retry_ms;
 }
 
 /* Starts what should run and is not running: the sandbox, then each waiting container. */
@@ -755,7 +1116,7 @@ static Runtime__V1__ListContainersResponse *list_containers(struct runtime *rt)
 
 /* Finds this runtime's sandboxes and containers (a kubelet restart): one pod per uid, with
  * its newest sandbox, and per container name the newest instance and the one before. */
-static void recover(struct runtime *rt)
+static bool recover(struct runtime *rt)
 {
 	Runtime__V1__ListPodSandboxRequest req = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
 	Runtime__V1__PodSandboxFilter f = RUNTIME__V1__POD_SANDBOX_FILTER__INIT;
@@ -770,7 +1131,7 @@ static void recover(struct runtime *rt)
 	int rc = cri_list_pod_sandbox(rt->cri, &req, &r, &err);
 	if (rc != 0) {
 		log_warn("cri: cannot list pod sandboxes", "err=\"%s\"", err.message);
-		return;
+		return false;
 	}
 	for (size_t i = 0; i < r->n_items; i++) {
 		Runtime__V1__PodSandbox *sb = r->items[i];
@@ -790,6 +1151,10 @@ static void recover(struct runtime *rt)
 	}
 	cri_free(r);
 	Runtime__V1__ListContainersResponse *lc = list_containers(rt);
+	if (!lc) { /* what runs in the sandboxes is unknown: adopting now would start containers again */
+		log_warn("cri: cannot list containers", "endpoint=\"%s\"", g_endpoint);
+		return false;
+	}
 	for (size_t i = 0; lc && i < lc->n_containers; i++) {
 		Runtime__V1__Container *ct = lc->containers[i];
 		const char *uid = LABEL(ct, CRI_LABEL_UID);
@@ -824,6 +1189,7 @@ static void recover(struct runtime *rt)
 		n++;
 	if (n)
 		log_info("cri: found pods of a previous run", "count=%zu", n);
+	return true;
 }
 
 /* Fills the termination of an exited instance (lastState after a restart). */
@@ -844,6 +1210,9 @@ static bool fetch_term(struct runtime *rt, const char *id, struct cri_term *t)
 
 /* ---- the runtime_ops ---- */
 
+static void cri_rt_destroy(struct runtime *rt);
+static void *pool_main(void *arg);
+
 static struct runtime *cri_rt_create(const char *root_dir, const char *self_exe)
 {
 	(void)self_exe;
@@ -858,6 +1227,8 @@ static struct runtime *cri_rt_create(const char *root_dir, const char *self_exe)
 	rt->root = xstrdup(root_dir);
 	rt->cri = cri;
 	pthread_mutex_init(&rt->lock, NULL);
+	pthread_cond_init(&rt->work, NULL);
+	pthread_cond_init(&rt->idle, NULL);
 	owner_hash(root_dir, rt->owner, sizeof(rt->owner));
 	rt->backoff_base_ms = rt_backoff_base_ms();
 	rt->backoff_max_ms = 30 * rt->backoff_base_ms;
@@ -881,20 +1252,74 @@ static struct runtime *cri_rt_create(const char *root_dir, const char *self_exe)
 			log_error("cri: runtime not reachable", "endpoint=\"%s\" err=\"%s\"", g_endpoint, err.message);
 			cri_close(cri);
 			pthread_mutex_destroy(&rt->lock);
+			pthread_cond_destroy(&rt->work);
+			pthread_cond_destroy(&rt->idle);
 			free(rt->root);
 			free(rt);
 			return NULL;
 		}
 		usleep(1000 * 1000);
 	}
-	recover(rt);
+	/* a runtime that answers Version but not the lists (a containerd restarting): wait for them,
+	 * since pods found later would be started a second time */
+	for (int attempt = 0; !recover(rt); attempt++) {
+		if (attempt == 30) {
+			log_error("cri: cannot list the runtime's sandboxes and containers", "endpoint=\"%s\"", g_endpoint);
+			cri_rt_destroy(rt);
+			return NULL;
+		}
+		usleep(1000 * 1000);
+	}
+	rt->puller = img_puller_start(g_endpoint, PULL_THREADS);
+	rt->gc = img_gc_start(g_endpoint, &g_gc, g_gc_period_ms);
+	rt->pool = xcalloc((size_t)g_parallelism, sizeof(*rt->pool));
+	for (int i = 0; i < g_parallelism; i++)
+		if (pthread_create(&rt->pool[rt->npool], NULL, pool_main, rt) == 0)
+			rt->npool++;
+	if (!rt->npool) {
+		log_error("cri: cannot start the pod start threads", "count=%d", g_parallelism);
+		cri_rt_destroy(rt);
+		return NULL;
+	}
 	return rt;
+}
+
+int runtime_cri_ping(char *ret_err, size_t max)
+{
+	struct cri *cri = g_endpoint ? cri_open(g_endpoint, PING_TIMEOUT_MS) : NULL;
+	if (!cri) {
+		snprintf(ret_err, max, "malformed endpoint \"%s\" (unix:///absolute/path)",
+			 g_endpoint ? g_endpoint : "");
+		return -1;
+	}
+	Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
+	struct cri_err err;
+	req.version = "v1";
+	int rc = cri_version(cri, &req, NULL, &err);
+	snprintf(ret_err, max, "%s", rc == 0 ? "" : err.message[0] ? err.message : err_reason(rc));
+	cri_close(cri);
+	return rc == 0 ? 0 : rc;
 }
 
 static void cri_rt_destroy(struct runtime *rt)
 {
 	if (!rt)
 		return;
+	/* operations under way end first (a stop waits out its grace period); queued ones are
+	 * dropped: what they would have started is adopted by the next kubelet */
+	pthread_mutex_lock(&rt->lock);
+	rt->quit = true;
+	pthread_cond_broadcast(&rt->work);
+	pthread_mutex_unlock(&rt->lock);
+	for (size_t i = 0; i < rt->npool; i++)
+		pthread_join(rt->pool[i], NULL);
+	free(rt->pool);
+	pthread_mutex_lock(&rt->lock);
+	while (rt->nstoppers)
+		pthread_cond_wait(&rt->idle, &rt->lock);
+	pthread_mutex_unlock(&rt->lock);
+	img_gc_stop(rt->gc);
+	img_puller_stop(rt->puller);
 	while (rt->pods) {
 		struct cpod *p = rt->pods;
 		rt->pods = p->next;
@@ -902,6 +1327,8 @@ static void cri_rt_destroy(struct runtime *rt)
 	}
 	cri_close(rt->cri);
 	pthread_mutex_destroy(&rt->lock);
+	pthread_cond_destroy(&rt->work);
+	pthread_cond_destroy(&rt->idle);
 	free(rt->root);
 	free(rt);
 }
@@ -934,6 +1361,7 @@ static void attach_spec(struct runtime *rt, struct cpod *p, const struct rt_pod 
 		p->spec.containers[i].pull = pod->containers[i].pull;
 		p->spec.containers[i].res = pod->containers[i].res;
 		p->spec.containers[i].default_command = pod->containers[i].default_command;
+		p->spec.containers[i].sec = pod->containers[i].sec;
 	}
 	p->spec.host_network = pod->host_network;
 	p->spec.share_pid = pod->share_pid;
@@ -973,44 +1401,6 @@ static void adopt_container(struct runtime *rt, struct cpod *p, size_t i)
 		c->retry_at_ms = now_ms(); /* it ended while nobody watched: restart at once */
 }
 
-static int cri_rt_start_pod(struct runtime *rt, const struct rt_pod *pod, char **ret_err)
-{
-	*ret_err = NULL;
-	struct cpod *p = find_pod(rt, pod->uid);
-	if (p && p->has_spec)
-		return 0;
-	if (!p)
-		p = new_pod(rt, pod->uid, pod->tenant, pod->ns, pod->name);
-	attach_spec(rt, p, pod);
-	if (p->sandbox_id && !p->sandbox_ready) {
-		/* its sandbox died (node reboot, pause killed): start over in a new one */
-		for (size_t i = 0; i < p->nc; i++) {
-			struct cri_cont *c = &p->c[i];
-			if (c->id)
-				remove_container(rt, c->id);
-			if (c->prev_id)
-				remove_container(rt, c->prev_id);
-			free(c->id);
-			free(c->prev_id);
-			c->id = c->prev_id = NULL;
-		}
-		stop_sandbox(rt, p->sandbox_id);
-		remove_sandbox(rt, p->sandbox_id);
-		free(p->sandbox_id);
-		p->sandbox_id = NULL;
-		p->sandbox_attempt++;
-	}
-	if (p->sandbox_id) {
-		sandbox_status(rt, p);
-		for (size_t i = 0; i < p->nc; i++)
-			adopt_container(rt, p, i);
-		log_info("cri: pod adopted", "pod=\"%s/%s\" sandbox=%.12s ip=%s", p->ns, p->name, p->sandbox_id, p->ip);
-	}
-	advance(rt, p, true);
-	rt->changed = true;
-	return 0;
-}
-
 struct stopper {
 	struct runtime *rt;
 	const char *id;
@@ -1032,20 +1422,20 @@ static void *stop_one(void *arg)
 	return NULL;
 }
 
-static int cri_rt_stop_pod(struct runtime *rt, const char *uid, long long grace_s)
+/* Stops p's containers (SIGTERM, SIGKILL after grace_s) and its sandbox; on a stop thread, or on the
+ * pod worker for a pod not busy. */
+static void stop_now(struct runtime *rt, struct cpod *p, long long grace_s)
 {
-	struct cpod *p = find_pod(rt, uid);
-	if (!p)
-		return 0;
-	if (grace_s < 0)
-		grace_s = 0;
+	pthread_mutex_lock(&rt->lock);
 	p->stopped = true;
+	pthread_mutex_unlock(&rt->lock);
 	struct stopper *st = xcalloc(p->nc ? p->nc : 1, sizeof(*st));
 	size_t n = 0;
 	for (size_t i = 0; i < p->nc; i++) {
 		struct cri_cont *c = &p->c[i];
 		if (!c->id || c->phase != CP_RUNNING)
 			continue;
+		POD_EVENT(p, c->name, false, "Killing", "Stopping container %s", c->name);
 		st[n] = (struct stopper){ .rt = rt, .id = c->id, .grace_s = grace_s };
 		if (pthread_create(&st[n].thread, NULL, stop_one, &st[n]) != 0) {
 			stop_one(&st[n]);
@@ -1068,7 +1458,235 @@ static int cri_rt_stop_pod(struct runtime *rt, const char *uid, long long grace_
 	if (p->sandbox_id)
 		stop_sandbox(rt, p->sandbox_id);
 	rt->changed = true;
+}
+
+/* ---- the pool: pods' operations off the pod worker ---- */
+
+static bool is_busy(struct runtime *rt, struct cpod *p)
+{
+	pthread_mutex_lock(&rt->lock);
+	bool busy = p->busy;
+	pthread_mutex_unlock(&rt->lock);
+	return busy;
+}
+
+/* Waits until p is not busy (the pod worker, before it changes p itself). */
+static void wait_idle(struct runtime *rt, struct cpod *p)
+{
+	pthread_mutex_lock(&rt->lock);
+	while (p->busy)
+		pthread_cond_wait(&rt->idle, &rt->lock);
+	pthread_mutex_unlock(&rt->lock);
+}
+
+/* Copies p's status and IP for status()/pod_ip() while p is busy; by the thread that owns p. */
+static void show(struct runtime *rt, struct cpod *p)
+{
+	struct rt_container_status *s = xcalloc(p->nc ? p->nc : 1, sizeof(*s));
+	for (size_t i = 0; i < p->nc; i++)
+		cri_cont_status(&p->c[i], p->has_spec ? &p->spec : NULL, rt->runtime_name, &s[i]);
+	pthread_mutex_lock(&rt->lock);
+	free(p->shown);
+	p->shown = s;
+	p->nshown = p->nc;
+	snprintf(p->shown_ip, sizeof(p->shown_ip), "%s", p->ip);
+	pthread_mutex_unlock(&rt->lock);
+}
+
+static void spawn_stop(struct runtime *rt, struct cpod *p);
+
+/* The end of p's operation op (on its thread): a stop asked for meanwhile follows on a stop
+ * thread (p stays busy), else p is the pod worker's again; the pod worker hears of the change. */
+static void op_done(struct runtime *rt, struct cpod *p, enum pod_op op)
+{
+	char *uid = xstrdup(p->uid); /* p may be gone once it is not busy */
+	show(rt, p);
+	bool stop_next = false;
+	pthread_mutex_lock(&rt->lock);
+	if (op == OP_STOP) {
+		p->stop_done = true;
+		p->stop_wanted = false;
+	}
+	if (p->stop_wanted && !rt->quit) {
+		p->stop_wanted = false;
+		p->op = OP_STOP;
+		stop_next = true;
+	} else {
+		p->busy = false;
+		pthread_cond_broadcast(&rt->idle);
+	}
+	pthread_mutex_unlock(&rt->lock);
+	rt->changed = true;
+	if (stop_next)
+		spawn_stop(rt, p);
+	rt_pod_changed(uid);
+	free(uid);
+}
+
+static void op_start(struct runtime *rt, struct cpod *p)
+{
+	if (p->sandbox_id && !p->sandbox_ready) {
+		/* its sandbox died (node reboot, pause killed): start over in a new one */
+		for (size_t i = 0; i < p->nc; i++) {
+			struct cri_cont *c = &p->c[i];
+			if (c->id)
+				remove_container(rt, c->id);
+			if (c->prev_id)
+				remove_container(rt, c->prev_id);
+			pthread_mutex_lock(&rt->lock);
+			free(c->id);
+			free(c->prev_id);
+			c->id = c->prev_id = NULL;
+			pthread_mutex_unlock(&rt->lock);
+		}
+		stop_sandbox(rt, p->sandbox_id);
+		remove_sandbox(rt, p->sandbox_id);
+		free(p->sandbox_id);
+		p->sandbox_id = NULL;
+		p->sandbox_attempt++;
+	}
+	advance(rt, p, true);
+}
+
+static void sandbox_lost(struct runtime *rt, struct cpod *p);
+
+static void *pool_main(void *arg)
+{
+	struct runtime *rt = arg;
+	pthread_mutex_lock(&rt->lock);
+	for (;;) {
+		while (!rt->quit && !rt->qhead)
+			pthread_cond_wait(&rt->work, &rt->lock);
+		if (rt->quit)
+			break;
+		struct cpod *p = rt->qhead;
+		rt->qhead = p->qnext;
+		if (!rt->qhead)
+			rt->qtail = NULL;
+		enum pod_op op = p->op;
+		pthread_mutex_unlock(&rt->lock);
+		if (op == OP_START) {
+			op_start(rt, p);
+		} else if (op == OP_LOST) {
+			sandbox_lost(rt, p);
+			advance(rt, p, false);
+		} else {
+			advance(rt, p, false);
+		}
+		op_done(rt, p, op);
+		pthread_mutex_lock(&rt->lock);
+	}
+	pthread_mutex_unlock(&rt->lock);
+	return NULL;
+}
+
+struct stop_arg {
+	struct runtime *rt;
+	struct cpod *p;
+};
+
+static void *stop_main(void *arg)
+{
+	struct stop_arg *a = arg;
+	struct runtime *rt = a->rt;
+	struct cpod *p = a->p;
+	free(a);
+	pthread_mutex_lock(&rt->lock);
+	long long grace_s = p->stop_grace_s;
+	pthread_mutex_unlock(&rt->lock);
+	stop_now(rt, p, grace_s);
+	op_done(rt, p, OP_STOP);
+	pthread_mutex_lock(&rt->lock);
+	rt->nstoppers--;
+	pthread_cond_broadcast(&rt->idle);
+	pthread_mutex_unlock(&rt->lock);
+	return NULL;
+}
+
+/* A stop of busy p (op OP_STOP) on a thread of its own: stops wait out grace periods, which must
+ * hold up neither the pool nor the pod worker. */
+static void spawn_stop(struct runtime *rt, struct cpod *p)
+{
+	struct stop_arg *a = xmalloc(sizeof(*a));
+	*a = (struct stop_arg){ rt, p };
+	pthread_attr_t attr;
+	pthread_t t;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_mutex_lock(&rt->lock);
+	rt->nstoppers++;
+	pthread_mutex_unlock(&rt->lock);
+	if (pthread_create(&t, &attr, stop_main, a) != 0) {
+		log_warn("cri: no thread for a stop, stopping inline", "pod=\"%s/%s\"", p->ns, p->name);
+		stop_main(a);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+/* Hands p (not busy, on the pod worker) to the pool, or to a stop thread for OP_STOP. */
+static void dispatch(struct runtime *rt, struct cpod *p, enum pod_op op)
+{
+	show(rt, p);
+	pthread_mutex_lock(&rt->lock);
+	p->busy = true;
+	p->op = op;
+	if (op != OP_STOP) {
+		p->qnext = NULL;
+		if (rt->qtail)
+			rt->qtail->qnext = p;
+		else
+			rt->qhead = p;
+		rt->qtail = p;
+		pthread_cond_signal(&rt->work);
+	}
+	pthread_mutex_unlock(&rt->lock);
+	if (op == OP_STOP)
+		spawn_stop(rt, p);
+}
+
+static int cri_rt_start_pod(struct runtime *rt, const struct rt_pod *pod, char **ret_err)
+{
+	*ret_err = NULL;
+	struct cpod *p = find_pod(rt, pod->uid);
+	if (p && p->has_spec)
+		return 0;
+	if (!p)
+		p = new_pod(rt, pod->uid, pod->tenant, pod->ns, pod->name);
+	wait_idle(rt, p); /* a recovered pod being stopped (rare) */
+	attach_spec(rt, p, pod);
+	if (p->sandbox_id && p->sandbox_ready) {
+		/* adoption is quick (status calls): done here so that the status never shows less */
+		sandbox_status(rt, p);
+		for (size_t i = 0; i < p->nc; i++)
+			adopt_container(rt, p, i);
+		log_info("cri: pod adopted", "pod=\"%s/%s\" sandbox=%.12s ip=%s", p->ns, p->name, p->sandbox_id, p->ip);
+	}
+	dispatch(rt, p, OP_START);
+	rt->changed = true;
 	return 0;
+}
+
+static int cri_rt_stop_pod(struct runtime *rt, const char *uid, long long grace_s)
+{
+	struct cpod *p = find_pod(rt, uid);
+	if (!p)
+		return 0;
+	if (grace_s < 0)
+		grace_s = 0;
+	pthread_mutex_lock(&rt->lock);
+	bool done = p->stop_done, busy = p->busy;
+	if (!done && busy && p->op != OP_STOP && !p->stop_wanted) {
+		p->stop_wanted = true; /* after the operation under way (op_done) */
+		p->stop_grace_s = grace_s;
+	} else if (!done && !busy) {
+		p->stop_grace_s = grace_s;
+	}
+	pthread_mutex_unlock(&rt->lock);
+	if (done)
+		return 0;
+	if (!busy)
+		dispatch(rt, p, OP_STOP);
+	return 1;
 }
 
 /* Every sandbox of uid the runtime has (older attempts too). */
@@ -1099,8 +1717,9 @@ static void cri_rt_remove_pod(struct runtime *rt, const char *uid)
 	struct cpod *p = find_pod(rt, uid);
 	if (!p)
 		return;
-	if (!p->stopped)
-		cri_rt_stop_pod(rt, uid, 0);
+	wait_idle(rt, p); /* the caller waits for stop_pod's 0 first: this does not wait then */
+	if (!p->stop_done)
+		stop_now(rt, p, 0);
 	for (size_t i = 0; i < p->nc; i++) {
 		if (p->c[i].id)
 			remove_container(rt, p->c[i].id);
@@ -1113,6 +1732,9 @@ static void cri_rt_remove_pod(struct runtime *rt, const char *uid)
 	char *dir = pod_dir(rt, uid);
 	rt_rm_rf(dir);
 	free(dir);
+	char *cgroup = g_cgroup_parent ? xasprintf("%s/pod%s", g_cgroup_parent, uid) : NULL;
+	pod_cgroup_remove(cgroup);
+	free(cgroup);
 	pthread_mutex_lock(&rt->lock);
 	for (struct cpod **l = &rt->pods; *l; l = &(*l)->next)
 		if (*l == p) {
@@ -1129,6 +1751,14 @@ static int cri_rt_status(struct runtime *rt, const char *uid, struct rt_containe
 	struct cpod *p = find_pod(rt, uid);
 	if (!p || !p->has_spec)
 		return -1;
+	pthread_mutex_lock(&rt->lock);
+	if (p->busy) { /* as it was handed over */
+		size_t n = p->nshown < max ? p->nshown : max;
+		memcpy(out, p->shown, n * sizeof(*out));
+		pthread_mutex_unlock(&rt->lock);
+		return (int)n;
+	}
+	pthread_mutex_unlock(&rt->lock);
 	size_t n = p->nc < max ? p->nc : max;
 	for (size_t i = 0; i < n; i++)
 		cri_cont_status(&p->c[i], &p->spec, rt->runtime_name, &out[i]);
@@ -1140,7 +1770,9 @@ static int cri_rt_pod_ip(struct runtime *rt, const char *uid, char *out, size_t 
 	struct cpod *p = find_pod(rt, uid);
 	if (!p)
 		return -1;
-	snprintf(out, max, "%s", p->ip);
+	pthread_mutex_lock(&rt->lock);
+	snprintf(out, max, "%s", p->busy ? p->shown_ip : p->ip);
+	pthread_mutex_unlock(&rt->lock);
 	return p->has_spec && p->spec.host_network ? 1 : 0;
 }
 
@@ -1215,11 +1847,14 @@ static bool cri_rt_sync(struct runtime *rt)
 {
 	Runtime__V1__ListContainersResponse *lc = list_containers(rt);
 	Runtime__V1__ListPodSandboxResponse *ls = lc ? list_sandboxes(rt) : NULL;
+	int64_t now = now_ms();
 	for (struct cpod *p = rt->pods; p; p = p->next) {
-		if (!p->has_spec || p->stopped)
+		if (!p->has_spec || is_busy(rt, p) || p->stopped)
 			continue;
-		if (ls && p->sandbox_id && !sandbox_ok(ls, p->sandbox_id))
-			sandbox_lost(rt, p);
+		if (ls && p->sandbox_id && !sandbox_ok(ls, p->sandbox_id)) {
+			dispatch(rt, p, OP_LOST);
+			continue;
+		}
 		if (lc) {
 			for (size_t i = 0; i < p->nc; i++) {
 				struct cri_cont *c = &p->c[i];
@@ -1230,13 +1865,12 @@ static bool cri_rt_sync(struct runtime *rt)
 					poll_container(rt, p, i);
 			}
 		}
-		advance(rt, p, false);
+		if (advance_due(p, now))
+			dispatch(rt, p, OP_ADVANCE);
 	}
 	cri_free(ls);
 	cri_free(lc);
-	bool changed = rt->changed;
-	rt->changed = false;
-	return changed;
+	return atomic_exchange(&rt->changed, false);
 }
 
 static size_t cri_rt_list_pods(struct runtime *rt, char ***ret)
@@ -1252,8 +1886,10 @@ static size_t cri_rt_list_pods(struct runtime *rt, char ***ret)
 	return n;
 }
 
-static char *cri_rt_log_path(struct runtime *rt, const char *tenant, const char *ns, const char *pod,
-			     const char *container)
+/* The log of a container's instance `back` launches before the newest (0: the newest), if it is
+ * still on disk: <attempt>.log with attempt = launches - 1 - back (launch keeps the two newest). */
+static char *instance_log_path(struct runtime *rt, const char *tenant, const char *ns, const char *pod,
+			       const char *container, int back)
 {
 	if (!rt_path_component_ok(container))
 		return NULL;
@@ -1265,9 +1901,9 @@ static char *cri_rt_log_path(struct runtime *rt, const char *tenant, const char 
 		    (!best || (best->stopped && !p->stopped)))
 			best = p;
 	for (size_t i = 0; best && i < best->nc; i++)
-		if (strcmp(best->c[i].name, container) == 0 && best->c[i].launches > 0)
+		if (strcmp(best->c[i].name, container) == 0 && best->c[i].launches > back)
 			path = xasprintf("%s/pods/%s/%s/%d.log", rt->root, best->uid, container,
-					 best->c[i].launches - 1);
+					 best->c[i].launches - 1 - back);
 	pthread_mutex_unlock(&rt->lock);
 	struct stat st;
 	if (path && (stat(path, &st) != 0 || !S_ISREG(st.st_mode))) {
@@ -1275,6 +1911,18 @@ static char *cri_rt_log_path(struct runtime *rt, const char *tenant, const char 
 		path = NULL;
 	}
 	return path;
+}
+
+static char *cri_rt_log_path(struct runtime *rt, const char *tenant, const char *ns, const char *pod,
+			     const char *container)
+{
+	return instance_log_path(rt, tenant, ns, pod, container, 0);
+}
+
+static char *cri_rt_prev_log_path(struct runtime *rt, const char *tenant, const char *ns, const char *pod,
+				  const char *container)
+{
+	return instance_log_path(rt, tenant, ns, pod, container, 1);
 }
 
 const struct runtime_ops runtime_cri = {
@@ -1289,4 +1937,5 @@ const struct runtime_ops runtime_cri = {
 	.list_pods = cri_rt_list_pods,
 	.log_path = cri_rt_log_path,
 	.pod_ip = cri_rt_pod_ip,
+	.prev_log_path = cri_rt_prev_log_path,
 };

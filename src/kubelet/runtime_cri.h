@@ -25,6 +25,23 @@
  * without one), the memory limit. out must be initialised; only these fields are set. */
 void cri_linux_resources(const struct rt_resources *r, Runtime__V1__LinuxContainerResources *out);
 
+/* runAsNonRoot without runAsUser against the image's user (img: ImageStatus's image, may be NULL):
+ * NULL when the image runs as a non-zero numeric uid, else "CreateContainerConfigError" with
+ * *ret_msg (new string) in Kubernetes' words: the image runs as root (uid 0, the name "root", or no
+ * user at all), or its user is another name, which cannot be verified. */
+const char *cri_nonroot_refusal(const Runtime__V1__Image *img, const struct rt_pod *pod, const char *container,
+				char **ret_msg);
+
+/* The CRI seccomp profile of a container (out is initialised here): RuntimeDefault, Unconfined, or
+ * Localhost with localhost_ref <seccomp_root>/<seccomp_ref> (*ret_ref, new string, NULL otherwise;
+ * out points at it). */
+void cri_seccomp_profile(const struct rt_security *sec, const char *seccomp_root, Runtime__V1__SecurityProfile *out,
+			 char **ret_ref);
+
+/* The mount point of the pids cgroup controller in /proc/self/mounts text: the cgroup v1 hierarchy
+ * with the "pids" option, else the first cgroup2 mount. false when there is neither. */
+bool cri_pids_mount(const char *mounts, char *out, size_t max);
+
 /* One ended container instance. */
 struct cri_term {
 	int exit_code;
@@ -60,6 +77,8 @@ struct cri_cont {
 	int64_t retry_at_ms, backoff_ms;       /* wall ms; crash back-off */
 	int64_t pull_failed_ms, pull_backoff_ms;
 	char *cred_server, *cred_user, *cred_pass; /* PullImage's AuthConfig, or NULL */
+	struct img_pull *pull;                     /* the pull it waits for (images.h), or NULL */
+	int64_t pull_started_ms;                   /* when that pull was asked for (mono ms) */
 };
 
 /* The kubelet's status of c (pod for the back-off message), as Kubernetes shows it.

@@ -1054,6 +1054,28 @@ static char *proc_log_path(struct runtime *rt, const char *tenant, const char *n
 	return path;
 }
 
+/* The log of the instance before the newest: current points at <uid>-<n>.log, that one is
+ * <uid>-<n-1>.log (launch keeps the two newest). */
+static char *proc_prev_log_path(struct runtime *rt, const char *tenant, const char *ns, const char *pod,
+				const char *container)
+{
+	char *cur = proc_log_path(rt, tenant, ns, pod, container);
+	char *dash = cur ? strrchr(cur, '-') : NULL;
+	char *path = NULL;
+	int n;
+	if (dash && sscanf(dash + 1, "%d.log", &n) == 1 && n > 0) {
+		*dash = '\0';
+		path = xasprintf("%s-%d.log", cur, n - 1);
+		struct stat st;
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+			free(path);
+			path = NULL;
+		}
+	}
+	free(cur);
+	return path;
+}
+
 const struct runtime_ops runtime_process = {
 	.name = "process",
 	.create = proc_create,
@@ -1065,4 +1087,5 @@ const struct runtime_ops runtime_process = {
 	.sync = proc_sync,
 	.list_pods = proc_list_pods,
 	.log_path = proc_log_path,
+	.prev_log_path = proc_prev_log_path,
 };

@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "sched.h"
 #include "ursa/errors.h"
+#include "ursa/event.h"
 #include "ursa/health.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
@@ -418,30 +419,18 @@ static void on_event_posted(void *ud, int code, const struct buf *body)
 static void post_event(struct sched_daemon *d, const json_t *pod, const char *type, const char *reason,
 		       const char *msg)
 {
-	const char *t = json_path_str(pod, "metadata.tenant"), *ns = json_path_str(pod, "metadata.namespace");
-	const char *name = json_path_str(pod, "metadata.name"), *uid = json_path_str(pod, "metadata.uid");
-	struct buf now = BUF_INIT;
-	add_now(&now);
-	char *ev_name = xasprintf("%s.%llx", name, (unsigned long long)mono_us() ^ ((unsigned long long)now_ms() << 20));
-	json_t *ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s}, "
-			       "s:s, s:s, s:i, s:s}",
-			       "apiVersion", "v1", "kind", "Event", "metadata", "name", ev_name, "namespace", ns,
-			       "involvedObject", "apiVersion", "v1", "kind", "Pod", "name", name, "namespace", ns,
-			       "uid", uid ? uid : "", "reason", reason, "message", msg, "type", type, "source",
-			       "component", d->o.scheduler_name, "firstTimestamp", buf_cstr(&now),
-			       "lastTimestamp", buf_cstr(&now), "count", 1, "reportingComponent",
-			       d->o.scheduler_name);
+	const struct event_source src = { .component = d->o.scheduler_name };
+	char *path;
+	json_t *ev = event_new(pod, "v1", "Pod", NULL, type, reason, msg, &src, &path);
 	char *body = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
 	if (body) {
-		char *path = xasprintf("/api/v1/tenants/%s/namespaces/%s/events", t, ns);
 		struct event_post *e = xcalloc(1, sizeof(*e));
-		e->pod = xasprintf("%s/%s/%s", t, ns, name);
+		e->pod = xasprintf("%s/%s/%s", json_path_str(pod, "metadata.tenant"),
+				   json_path_str(pod, "metadata.namespace"), json_path_str(pod, "metadata.name"));
 		rest_async_submit(d->tp_async, "POST", path, body, strlen(body), NULL, on_event_posted, e);
-		free(path);
 	}
 	json_decref(ev);
-	free(ev_name);
-	buf_release(&now);
+	free(path);
 }
 
 static void set_unschedulable(struct sched_daemon *d, const json_t *pod, const char *msg)

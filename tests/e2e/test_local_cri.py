@@ -13,10 +13,12 @@ and .ursa/ is not touched. Needs root (containerd, runc, mounts, bridges).
    the node's containerd.
 4. A pod sandbox and a busybox:1.36 container run on a node's containerd through its CRI
    (tests/cri_probe): the image comes through the docker.io mirror from the region's registry,
-   the pod gets an address of the node's /24 on the node's bridge.
-5. local-zone.sh down az-1 tears az-1's containerd down (process, shims, mounts, bridge) and
+   the pod (no tenant annotation: ursa-cni's network "-") gets an address of the first /26 of
+   the node's /20 on the node's first tenant bridge ut-X-N-0.
+5. local-zone.sh down az-1 tears az-1's containerd down (process, shims, mounts, bridges) and
    leaves the registry and az-2 running; up brings it back with its node Ready.
-6. local-down.sh --purge leaves nothing: no process, mount, bridge, libcni cache or state dir.
+6. local-down.sh --purge leaves nothing: no process, mount, bridge, iptables rule, libcni cache
+   or state dir.
 7. When containerd cannot run (not root; no registry) a node falls back to the process runtime
    and says so; URSA_RUNTIME=cri refuses to fall back.
 
@@ -69,7 +71,7 @@ def pick_cidr():
     links = h.must_run(["ip", "-o", "link"])
     for _ in range(100):
         x = random.randrange(200, 250)
-        if " 10.%d." % x not in used and "ursa-%d-" % x not in links:
+        if " 10.%d." % x not in used and "ursa-%d-" % x not in links and "ut-%d-" % x not in links:
             return x
     raise h.HarnessError("no unused 10.X.0.0/16")
 
@@ -78,7 +80,7 @@ def env():
     e = dict(os.environ, URSA_STATE=S["state"], URSA_PORT_OFFSET=str(S["off"]),
              URSA_POD_CIDR="10.%d.0.0/16" % S["x"], URSA_BUILD_DIR=h.BUILD_DIR,
              URSA_IMAGE_CACHE=os.path.join(S["tmp"], "images"))
-    e["URSA_RUNTIME"] = "auto"  # the default is process while issue 18 is under way
+    e["URSA_RUNTIME"] = "auto"  # the default, said explicitly
     return e
 
 
@@ -143,7 +145,17 @@ def bridge_exists(name):
 
 
 def bridge(idx):
+    """The node's CNI network name (libcni's cache files start with it)."""
     return "ursa-%d-%d" % (S["x"], idx)
+
+
+def bridges(idx):
+    """The node's tenant bridges (ursa-cni: ut-<x>-<node>-<tenant network>)."""
+    return [n for n in os.listdir("/sys/class/net") if re.fullmatch(r"ut-%d-%d-[0-9]+" % (S["x"], idx), n)]
+
+
+def node_subnet(idx):
+    return ipaddress.ip_network("10.%d.%d.0/20" % (S["x"], idx * 16))
 
 
 def ready_nodes(rm_base):
@@ -234,9 +246,10 @@ def test_containerd_per_node():
         h.check('[host."http://127.0.0.1:%d"]' % port(7401) in hosts, "docker.io mirrored to the registry")
         conf = json.load(open(os.path.join(d, "cni", "net.d", "10-%s.conflist" % bridge(idx))))
         plugin = conf["plugins"][0]
-        h.eq((plugin["type"], plugin["bridge"], plugin["ipam"]["type"]), ("bridge", bridge(idx), "host-local"),
-             "CNI plugins")
-        h.eq(plugin["ipam"]["ranges"][0][0]["subnet"], "10.%d.%d.0/24" % (S["x"], idx), "node's subnet")
+        h.eq((plugin["type"], plugin["bridgePrefix"], plugin["tenantPrefixLength"]),
+             ("ursa-cni", "ut-%d-%d" % (S["x"], idx), 26), "CNI plugin")
+        h.eq(plugin["subnet"], str(node_subnet(idx)), "node's subnet")
+        h.eq(plugin["capabilities"], {"io.kubernetes.cri.pod-annotations": True}, "ursa-cni gets the annotations")
         v = probe(zone, host, "status")
         h.check(v["conditions"]["RuntimeReady"]["status"], "CRI RuntimeReady on %s-%s: %s" % (zone, host, v))
         h.check(v["conditions"]["NetworkReady"]["status"], "CRI NetworkReady on %s-%s: %s" % (zone, host, v))
@@ -273,9 +286,9 @@ def test_pod_through_cri_on_node_containerd():
     sb = probe(zone, host, "run-pod", *pod)["id"]
     st = probe(zone, host, "pod-status", sb)
     h.eq(st["state"], "READY", "sandbox state")
-    h.check(ipaddress.ip_address(st["ip"]) in ipaddress.ip_network("10.%d.%d.0/24" % (S["x"], idx)),
-            "pod IP %s in the node's /24" % st["ip"])
-    h.check(bridge_exists(bridge(idx)), "bridge %s exists" % bridge(idx))
+    first = list(node_subnet(idx).subnets(new_prefix=26))[0]
+    h.check(ipaddress.ip_address(st["ip"]) in first, "pod IP %s in the node's first /26 %s" % (st["ip"], first))
+    h.check(bridge_exists("ut-%d-%d-0" % (S["x"], idx)), "bridge ut-%d-%d-0 exists" % (S["x"], idx))
     cid = probe(zone, host, "create", sb, *pod, "app", "docker.io/library/busybox:1.36", "app/0.log", 64 << 20,
                 "sh", "-c", "echo hello-from-busybox; sleep 600")["id"]
     probe(zone, host, "start", cid)
@@ -303,6 +316,8 @@ def test_api_pod_runs_in_container():
         p = tp.get(h.pods_path("system", name=name))
         return p.json.get("status", {}).get("phase") if p.status == 200 else None
     h.wait_until(lambda: phase() == "Running", 90, "pod %s Running" % name)
+    ip = tp.get(h.pods_path("system", name=name)).json["status"].get("podIP")
+    h.check(ip and ipaddress.ip_address(ip) in node_subnet(2), "podIP %s in az-2's %s" % (ip, node_subnet(2)))
     d = cdir("az-2", "host-1")
     out = h.must_run(["ctr", "--address", os.path.join(d, "containerd.sock"), "-n", "k8s.io", "containers", "ls"])
     h.check("busybox:1.36" in out, "a busybox:1.36 container in az-2's containerd:\n%s" % out)
@@ -315,8 +330,7 @@ def zone_clean(zone, host, idx):
         left.append("containerd")
     left += processes_mentioning(os.path.join(d, "containerd.sock"))
     left += ["mount " + m for m in mounts_under(d)]
-    if bridge_exists(bridge(idx)):
-        left.append("bridge " + bridge(idx))
+    left += ["bridge " + b for b in bridges(idx)]
     return left
 
 
@@ -347,7 +361,10 @@ def test_down_purge_leaves_nothing():
     h.eq(processes_mentioning(S["state"]), [], "processes of the region")
     h.eq(mounts_under(S["tmp"]), [], "mounts under the test's directory")
     links = h.must_run(["ip", "-o", "link"])
-    h.check("ursa-%d-" % S["x"] not in links, "bridges of the region left:\n%s" % links)
+    h.check("ursa-%d-" % S["x"] not in links and "ut-%d-" % S["x"] not in links,
+            "bridges of the region left:\n%s" % links)
+    rules = subprocess.run(["iptables", "-w", "5", "-S"], capture_output=True, text=True).stdout
+    h.check("ut-%d-" % S["x"] not in rules, "iptables rules of the region left:\n%s" % rules)
     h.eq(glob.glob("/var/lib/cni/results/ursa-%d-*" % S["x"]), [], "libcni cached results")
     h.eq([f for f in glob.glob("/var/lib/cni/results/cni-loopback-*") if os.path.basename(f)[13:-3] in S["sandboxes"]],
          [], "libcni cached loopback results of the region's sandboxes")

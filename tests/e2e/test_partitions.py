@@ -3,7 +3,8 @@
 
 A region like deploy/local-up.sh's in a temporary directory on free ports: tenant partitions
 tp-1 and tp-2 (each with its etcd, controller manager and scheduler), resource managers rm-az-1
-and rm-az-2 (each with its etcd), a process-runtime kubelet per zone (az-1-host-1, az-2-host-1),
+and rm-az-2 (each with its etcd), a real node per zone (az-1-host-1, az-2-host-1: ursa-kubelet on
+the cri runtime with a containerd of its own, test_region.Kubelet and tests/lib/ursa_cri.py),
 all registered with `ursactl register`, and the front door: the gateway's etcd with the
 partitions recorded by `ursactl register --gateway-etcd`, and one ursa-gateway. Everything below
 goes through the gateway with stock kubectl or raw HTTPS:
@@ -15,11 +16,12 @@ goes through the gateway with stock kubectl or raw HTTPS:
 - a user of each tenant (`ursactl kubeconfig`) sees its own namespaces and gets 403 for the
   paths of the other tenants, across partitions and for the system tenant;
 - a deployment in a (tp-2) and one in allison (tp-1) run 2+2 on the nodes of both zones, placed
-  by each partition's own scheduler; `kubectl logs` and `kubectl get pods -w` work for a;
+  by each partition's own scheduler, each pod in a container of its node's containerd with an
+  address of that node's pod network; `kubectl logs` and `kubectl get pods -w` work for a;
 - tp-1's API server is killed (SIGKILL) while a, system-x (tp-2) and allison (tp-1) send requests
   in a loop: the tp-2 tenants see no error at all (HTTP and kubectl), allison gets 503 within 1 s;
   once tp-1's API server is started again allison succeeds within a few seconds, with the same
-  gateway process.
+  gateway process, and allison's pods kept running in their containers throughout. Needs root.
 
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/e2e/test_partitions.py
 The steps build on each other and run in file order."""
@@ -34,7 +36,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ursa_harness as h  # noqa: E402
-import test_region as region  # noqa: E402  (Region, Partition, Kubelet, container cleanup)
+import test_region as region  # noqa: E402  (Region, Partition, Kubelet on CRI nodes)
 
 TPCM_BIN = os.path.join(h.BUILD_DIR, "src", "tenant-partition", "controllers", "ursa-tp-controller-manager")
 SCHED_BIN = os.path.join(h.BUILD_DIR, "src", "scheduler", "ursa-scheduler")
@@ -62,7 +64,7 @@ spec:
       terminationGracePeriodSeconds: 2
       containers:
       - name: main
-        image: busybox
+        image: busybox:1.36
         command: ["sh", "-c", "i=0; while true; do i=$((i+1)); echo %(name)s-$i; sleep 1; done"]
 """
 
@@ -180,6 +182,12 @@ def test_deployments_run_on_both_zones():
         pods = h.wait_until(lambda: running_pods(S["kc"][t], "clock-" + t), 60,
                             "4 pods of clock-%s Running" % t, interval=0.5)
         h.eq(sorted(p["spec"]["nodeName"] for p in pods), sorted(sorted(NODES) * 2), "nodes of clock-%s" % t)
+        containers = {}
+        for p in pods:
+            pid = h.wait_until(lambda: region.container_pid(p), 10, "container of %s" % p["metadata"]["name"])
+            region.check_in_container(p, pid, "clock-%s-" % t)
+            containers[p["metadata"]["name"]] = pid
+        S["containers-" + t] = containers
         k(["rollout", "status", "deployment", "clock-" + t, "--timeout", "30s"], S["kc"][t])
     kc = S["kc"]["a"]
 
@@ -296,6 +304,9 @@ def test_partition_loss_and_recovery():
     h.check(S["gw"].poll() is None and S["gw"].pid == gw_pid, "the gateway was not restarted")
     out = k(["get", "deployment", "clock-allison", "-o", "jsonpath={.status.readyReplicas}"], S["kc"]["allison"])
     h.eq(out, "4", "ready replicas of allison's deployment after the recovery")
+    # tp-1's loss does not touch the nodes: allison's containers ran on, the same processes
+    for name, pid in S["containers-allison"].items():
+        h.check(region.pid_alive(pid), "container %d of %s (tp-1) still running" % (pid, name))
 
 
 def teardown():

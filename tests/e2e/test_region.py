@@ -1,29 +1,30 @@
 #!/usr/bin/python3
 """A small region like the one deploy/local-up.sh starts, in a temporary directory on free
 ports: tenant partition tp-1 and resource managers rm-az-1 (zone az-1) and rm-az-2 (zone az-2),
-each with its own etcd, registered with `ursactl register`; a process-runtime kubelet per zone
-(nodes az-1-host-1, az-2-host-1) and a hollow kubelet of three nodes in az-2. With stock
-kubectl: each RM lists its nodes Ready with their zone labels; a tenant's pod bound to
-az-1-host-1 runs, `kubectl logs [-f]` prints its output through the partitions, and deleting it
-stops the process; a second TP registered after the kubelets started is picked up by them
-without a restart.
+each with its own etcd, registered with `ursactl register`; a real node per zone (az-1-host-1,
+az-2-host-1: ursa-kubelet --runtime cri on a containerd of its own, images busybox:1.36 and
+httpd:1 from a local registry, tests/lib/ursa_cri.py) and a hollow kubelet of three nodes in
+az-2. With stock kubectl: each RM lists its nodes Ready with their zone labels; a tenant's pod
+bound to az-1-host-1 runs in a container of that node's containerd (its command in a task of
+the CRI namespace, an address of the node's pod network), `kubectl logs [-f]` prints its output
+through the partitions, and deleting it kills the container and removes its sandbox; a second
+TP registered after the kubelets started is picked up by them without a restart. Needs root.
 
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/e2e/test_region.py
 The steps build on each other and run in file order."""
 
-import atexit
-import glob
 import http.client
+import ipaddress
 import json
 import os
 import re
 import secrets
-import signal
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import ursa_harness as h  # noqa: E402
+import ursa_cri as cri  # noqa: E402
 
 TP_BIN = os.path.join(h.BUILD_DIR, "src", "tenant-partition", "ursa-tp-apiserver")
 RM_BIN = os.path.join(h.BUILD_DIR, "src", "resource-manager", "ursa-rm-apiserver")
@@ -33,6 +34,8 @@ HOLLOW = ["az-2-hollow-0", "az-2-hollow-1", "az-2-hollow-2"]
 
 S = {"kubelets": []}
 
+# The shell is PID 1 of the container's PID namespace, which ignores TERM without a handler: the
+# trap makes it end on the kubelet's TERM rather than wait out the grace period for the KILL.
 POD_YAML = """apiVersion: v1
 kind: Pod
 metadata:
@@ -41,8 +44,8 @@ spec:
   terminationGracePeriodSeconds: 5
   containers:
   - name: main
-    image: busybox
-    command: ["sh", "-c", "i=0; while true; do i=$((i+1)); echo %(marker)s-$i; sleep 1; done"]
+    image: busybox:1.36
+    command: ["sh", "-c", "trap 'exit 0' TERM; i=0; while true; do i=$((i+1)); echo %(marker)s-$i; sleep 1; done"]
 """
 
 
@@ -145,8 +148,8 @@ class Partition:
 
 
 class Kubelet:
-    """ursa-kubelet against its zone's RM: one real node (process runtime, HTTPS server) or
-    hollow nodes (fake runtime, no server)."""
+    """ursa-kubelet against its zone's RM: one real node (the cri runtime on a containerd of its
+    own, .cri, started here; HTTPS server) or hollow nodes (fake runtime, no server)."""
 
     def __init__(self, region, rm, name, hollow=0):
         h.require_binary(KUBELET_BIN, "ursa-kubelet")
@@ -166,6 +169,7 @@ class Kubelet:
                                         "--groups", "system:nodes", "--ttl", "0", "--server", rm.url]))
         a = [KUBELET_BIN, "--kubeconfig", kc, "--zone", rm.zone, "--region", "local",
              "--root-dir", self.root, "--address", "127.0.0.1"]
+        self.cri = None
         if hollow:
             self.nodes = ["%s-%d" % (name, i) for i in range(hollow)]
             a += ["--hollow-nodes", str(hollow), "--hollow-prefix", name, "--port", "0",
@@ -173,73 +177,37 @@ class Kubelet:
         else:
             self.nodes = [name]
             self.port = h.free_port()
-            a += ["--node-name", name, "--runtime", "process", "--port", str(self.port),
+            self.cri = cri.CriNode(name)
+            a += ["--node-name", name, "--port", str(self.port),
                   "--tls-cert-file", region.cert, "--tls-private-key-file", region.key,
-                  "--client-token-file", region.kubelet_token]
+                  "--client-token-file", region.kubelet_token] + self.cri.kubelet_args()
         self.args = a
         self.proc = None
 
     def start(self):
+        if self.cri is not None and not self.cri.running():
+            self.cri.start()
         self.proc = h.spawn(self.args, self.log)
-        S["kubelets"].append(self)
+        if self not in S["kubelets"]:
+            S["kubelets"].append(self)
         return self
 
     def running(self):
         return self.proc is not None and self.proc.poll() is None
 
 
-# ---------------------------------------------------------------------------------------------
-# Containers of the process runtime run under shims in sessions of their own: the harness does
-# not see them, so they are stopped here, whatever way the test ends.
-
-def proc_start(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def container_states():
-    out = []
-    for k in S["kubelets"]:
-        for f in glob.glob(os.path.join(k.root, "runtime", "pods", "*", "containers", "*", "state.json")):
-            try:
-                with open(f) as fh:
-                    out.append(json.load(fh))
-            except (OSError, ValueError):
-                pass
-    return out
-
-
-def stop_containers():
-    for st in container_states():
-        for pid_key, start_key, group in (("pid", "pidStart", True), ("shimPid", "shimStart", False)):
-            pid = int(st.get(pid_key) or 0)
-            if pid > 1 and proc_start(pid) == str(st.get(start_key)):
-                try:
-                    if group:
-                        os.killpg(pid, signal.SIGKILL)
-                    else:
-                        os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-
-
-def _on_signal(signum, frame):
-    stop_containers()
-    h._on_signal(signum, frame)  # kills the children and exits without running atexit
-
-
-atexit.register(stop_containers)  # after the harness's cleanup has killed the kubelets
-for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-    signal.signal(_sig, _on_signal)
-
-
 def teardown():
+    """The kubelets first, then their nodes' containerd (containers, shims, mounts, bridges).
+    ursa_cri does the same at exit when the test ends otherwise."""
+    t0 = time.monotonic()
     for k in S["kubelets"]:
         h.terminate(k.proc, 10)
-    stop_containers()
+    t1 = time.monotonic()
+    for k in S["kubelets"]:
+        if k.cri is not None:
+            k.cri.teardown()
+    print("teardown: kubelets stopped in %.1fs, their containerd torn down in %.1fs"
+          % (t1 - t0, time.monotonic() - t1), flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,7 +251,7 @@ def run_bound_pod(tp_kc, name, marker, node="az-1-host-1"):
     def running():
         p = json.loads(k(["get", "pod", name, "-o", "json"], tp_kc))
         return p if (p.get("status") or {}).get("phase") == "Running" else None
-    pod = h.wait_until(running, 30, "pod %s Running" % name, interval=0.5)
+    pod = h.wait_until(running, 60, "pod %s Running" % name, interval=0.5)
     h.eq(pod["spec"]["nodeName"], node, "spec.nodeName")
     out = k(["get", "pod", name, "-o", "wide"], tp_kc)
     row = out.splitlines()[1].split()
@@ -291,14 +259,50 @@ def run_bound_pod(tp_kc, name, marker, node="az-1-host-1"):
     return pod
 
 
+def node_of(pod):
+    name = pod["spec"]["nodeName"]
+    return next(kl for kl in S["kubelets"] if kl.cri is not None and kl.name == name)
+
+
 def container_pid(pod):
-    files = glob.glob(os.path.join(S["host1"].root, "runtime", "pods", pod["metadata"]["uid"], "containers",
-                                   "main", "state.json"))
-    if not files:
+    """The host PID of the pod's container (the first one's) as the node's containerd reports
+    its task, once the pod status names the container; None before."""
+    st = pod.get("status") or {}
+    cid = ((st.get("containerStatuses") or [{}])[0]).get("containerID") or ""
+    if not cid.startswith("containerd://"):
         return None
-    with open(files[0]) as f:
-        st = json.load(f)
-    return st["pid"] if proc_start(st["pid"]) == str(st["pidStart"]) else None
+    return node_of(pod).cri.task_pid(cid)
+
+
+def check_in_container(pod, pid, marker):
+    """pid (container_pid) runs the pod's command (its command line has marker) in a container of
+    the pod's sandbox on the node's containerd, with an address of the node's pod network.
+    Returns the sandbox's id."""
+    name = pod["metadata"]["name"]
+    node = node_of(pod).cri
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        cmdline = f.read()
+    h.check(marker.encode() in cmdline, "the container of %s runs the pod's command: %r" % (name, cmdline))
+    # its own PID namespace: not the host's
+    h.check(os.readlink("/proc/%d/ns/pid" % pid) != os.readlink("/proc/self/ns/pid"),
+            "container %d of %s in the host's PID namespace" % (pid, name))
+    sb = node.sandboxes(name)
+    h.eq([s["state"] for s in sb], [0], "sandboxes of %s on %s (state 0: ready)" % (name, node.name))
+    cid = pod["status"]["containerStatuses"][0]["containerID"].split("://", 1)[1]
+    cs = node.containers(sb[0]["id"])
+    h.eq([(c["id"], c["state"]) for c in cs], [(cid, "RUNNING")], "containers of %s's sandbox" % name)
+    ip = pod["status"].get("podIP")
+    h.check(ip and ipaddress.ip_address(ip) in node.subnet,
+            "podIP %r of %s in %s's pod network %s" % (ip, name, node.name, node.subnet))
+    return sb[0]["id"]
+
+
+def pid_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def check_logs(tp_kc, name, marker):
@@ -322,12 +326,15 @@ def check_logs(tp_kc, name, marker):
         f.stop()
 
 
-def delete_and_check_stopped(tp_kc, name, pid):
+def delete_and_check_stopped(tp_kc, name, pid, node, sandbox):
     out = k(["delete", "pod", name], tp_kc, timeout=60)
     h.eq(out.strip(), 'pod "%s" deleted' % name, "kubectl delete output")
-    h.wait_until(lambda: proc_start(pid) is None, 15, "container process %d ended" % pid)
+    h.wait_until(lambda: not pid_alive(pid), 15, "container process %d ended" % pid)
     rc, _, err = h.kubectl(["get", "pod", name], tp_kc)
     h.check(rc != 0 and "NotFound" in err, "pod still there after delete: %s" % err)
+    h.wait_until(lambda: all(s["id"] != sandbox for s in node.sandboxes()), 30,
+                 "sandbox %s of %s removed from %s's containerd" % (sandbox, name, node.name))
+    h.eq(node.containers(sandbox), [], "containers of the removed sandbox")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -393,9 +400,7 @@ def test_pod_on_real_node_runs_and_logs():
     S["alice"] = S["region"].kubeconfig("acme-alice", "acme", "alice", tp1.url)
     pod = run_bound_pod(S["alice"], "clock", "tick")
     pid = h.wait_until(lambda: container_pid(pod), 10, "container process of clock")
-    with open("/proc/%d/cmdline" % pid, "rb") as f:
-        h.check(b"tick-" in f.read(), "the container runs the pod's command")
-    S["clock_pid"] = pid
+    S["clock"] = (pid, node_of(pod).cri, check_in_container(pod, pid, "tick-"))
     check_logs(S["alice"], "clock", "tick")
     # The kubelet serves logs to the holder of the kubelet token only: the partitions' region
     # token (an administrator's) and no token are refused, and the kubelet token itself opens no
@@ -415,8 +420,8 @@ def test_pod_on_real_node_runs_and_logs():
     h.check(r.status == 401, "the kubelet token opens no API server: %r" % r)
 
 
-def test_delete_stops_process():
-    delete_and_check_stopped(S["alice"], "clock", S["clock_pid"])
+def test_delete_stops_container():
+    delete_and_check_stopped(S["alice"], "clock", *S["clock"])
 
 
 def test_tp_registered_later_is_picked_up():
@@ -433,10 +438,11 @@ def test_tp_registered_later_is_picked_up():
     bob = S["region"].kubeconfig("zeta-bob", "zeta", "bob", tp2.url)
     pod = run_bound_pod(bob, "late", "late")
     pid = h.wait_until(lambda: container_pid(pod), 10, "container process of late")
+    sandbox = check_in_container(pod, pid, "late-")
     check_logs(bob, "late", "late")
     h.eq([kl.proc.pid for kl in S["kubelets"]], pids, "kubelet pids (no restart)")
     h.check(all(kl.running() for kl in S["kubelets"]), "every kubelet still running")
-    delete_and_check_stopped(bob, "late", pid)
+    delete_and_check_stopped(bob, "late", pid, node_of(pod).cri, sandbox)
 
 
 if __name__ == "__main__":

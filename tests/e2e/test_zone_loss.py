@@ -1,22 +1,24 @@
 #!/usr/bin/python3
 """Losing a whole zone: a region like deploy/local-up.sh's in a temporary directory (tenant
 partition tp-1 with its controller manager, resource managers rm-az-1 and rm-az-2 with theirs,
-a process-runtime kubelet per zone, a hollow kubelet in az-2), node grace 10 s. A tenant's
-deployment runs on az-1-host-1 with pods tolerating node.kubernetes.io/unreachable for 5 s.
-Then everything of az-1 is killed at once (kubelet and its containers, RM controller manager,
-RM API server, RM etcd). The tenant partition's rmloss controller must notice the RM is gone
-after the grace period, mark the pods Ready=False, keep them until their toleration runs out,
-and evict them within grace + toleration + 10 s; their replacements run in az-2 (placed by
-ursa-scheduler, which takes the nodes of an unreachable resource manager out of scheduling;
-URSA_ZONE_LOSS_SCHEDULER=0 makes the test bind them itself instead). A
-second tenant keeps creating and listing objects throughout without a single error.
+a real node per zone on the cri runtime with a containerd of its own (test_region.Kubelet,
+tests/lib/ursa_cri.py), a hollow kubelet in az-2), node grace 10 s. A tenant's deployment runs
+in containers on az-1-host-1 with pods tolerating node.kubernetes.io/unreachable for 5 s.
+Then everything of az-1 is killed at once (RM API server, RM etcd, RM controller manager,
+kubelet, and its containerd with every container: containerd_teardown). The tenant partition's
+rmloss controller must notice the RM is gone after the grace period, mark the pods Ready=False,
+keep them until their toleration runs out, and evict them within grace + toleration + 10 s;
+their replacements run in containers of az-2-host-1 (placed by ursa-scheduler, which takes the
+nodes of an unreachable resource manager out of scheduling; URSA_ZONE_LOSS_SCHEDULER=0 makes
+the test bind them itself instead). A second tenant keeps creating and listing objects
+throughout without a single error. Then az-1 comes back: its RM (same etcd data) and controller
+manager, which marks az-1-host-1 NotReady (no heartbeat); the node's containerd and kubelet,
+which make it Ready again and remove the sandboxes of the evicted pods; a pod bound there runs
+in a container and is not evicted. Needs root.
 
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/e2e/test_zone_loss.py"""
 
-import glob
-import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -24,7 +26,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ursa_harness as h  # noqa: E402
-import test_region as region  # noqa: E402  (Region, Partition, Kubelet, container cleanup)
+import test_region as region  # noqa: E402  (Region, Partition, Kubelet on CRI nodes)
 
 TPCM_BIN = os.path.join(h.BUILD_DIR, "src", "tenant-partition", "controllers", "ursa-tp-controller-manager")
 RMCM_BIN = os.path.join(h.BUILD_DIR, "src", "resource-manager", "controllers", "ursa-rm-controller-manager")
@@ -38,7 +40,7 @@ def deployment(name, replicas):
             "spec": {"terminationGracePeriodSeconds": 5,
                      "tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
                                       "effect": "NoExecute", "tolerationSeconds": TOLERATION}],
-                     "containers": [{"name": "main", "image": "busybox",
+                     "containers": [{"name": "main", "image": "busybox:1.36",
                                      "command": ["sh", "-c", "while true; do sleep 1; done"]}]}}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": tmpl}}
@@ -159,33 +161,34 @@ def test_deployment_runs_in_az1():
     S["old"] = sorted(p["metadata"]["name"] for p in got)
     if sched:
         set_unschedulable(S["rm2"], "az-2-host-1", False)
-    for p in got:
-        h.check(region.container_pid(p), "container process of %s" % p["metadata"]["name"])
+    found = check_in_containers(got)
+    S["old_pids"] = [pid for pid, _ in found.values()]
+    S["old_sandboxes"] = {name: sb for name, (_, sb) in found.items()}
+
+
+def check_in_containers(pods):
+    """Each pod runs in a container (and sandbox) of its node's containerd: {name: (host PID of
+    the container, sandbox id)}."""
+    found = {}
+    for p in pods:
+        name = p["metadata"]["name"]
+        pid = h.wait_until(lambda: region.container_pid(p), 10, "container process of %s" % name)
+        found[name] = (pid, region.check_in_container(p, pid, "sleep"))
+    return found
 
 
 def kill_zone_az1():
-    """Everything of az-1 dies at once, as in a power loss."""
-    h.kill(S["host1"].proc)
-    kill_containers(S["host1"])
-    h.kill(S["rmcm-az-1"])
+    """Everything of az-1 dies at once, as in a power loss: the zone's control plane and the
+    kubelet at once, the node's containerd and containers in the background (containerd_teardown
+    takes seconds; the eviction clock must not wait for it). Returns that thread."""
     h.kill(S["rm1"].proc)
     S["rm1"].etcd.kill()
-
-
-def kill_containers(kubelet):
-    for f in glob.glob(os.path.join(kubelet.root, "runtime", "pods", "*", "containers", "*", "state.json")):
-        try:
-            with open(f) as fh:
-                st = json.load(fh)
-        except (OSError, ValueError):
-            continue
-        for pid_key, start_key, group in (("pid", "pidStart", True), ("shimPid", "shimStart", False)):
-            pid = int(st.get(pid_key) or 0)
-            if pid > 1 and region.proc_start(pid) == str(st.get(start_key)):
-                try:
-                    (os.killpg if group else os.kill)(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+    h.kill(S["rmcm-az-1"])
+    h.kill(S["host1"].proc)
+    # the sandboxes stay recorded in containerd's root, as after a power loss
+    t = threading.Thread(target=S["host1"].cri.teardown, kwargs={"drain": False}, daemon=True)
+    t.start()
+    return t
 
 
 def test_zone_loss_evicts_and_replaces():
@@ -195,7 +198,7 @@ def test_zone_loss_evicts_and_replaces():
     try:
         time.sleep(2)
         t0 = time.monotonic()
-        kill_zone_az1()
+        node_down = kill_zone_az1()
         h.check(S["rm1"].proc.poll() is not None and not S["rm1"].etcd.running(), "rm-az-1 and its etcd killed")
         marked, old, gone_at = set(), set(S["old"]), None
         while time.monotonic() - t0 < GRACE + TOLERATION + 10:
@@ -216,12 +219,17 @@ def test_zone_loss_evicts_and_replaces():
                     marked.add(n)
             time.sleep(0.3)
         h.check(gone_at is not None, "pods of az-1 %s not evicted within %ds" % (sorted(old), GRACE + TOLERATION + 10))
+        node_down.join(120)
+        h.check(not node_down.is_alive(), "containerd_teardown of az-1-host-1 still running after 120 s")
+        h.check(not any(region.pid_alive(p) for p in S["old_pids"]), "containers of az-1 killed")
+        h.check(not S["host1"].cri.running(), "containerd of az-1-host-1 stopped")
         print("az-1 pods evicted %.1fs after the zone went down; marked not ready first: %s" %
               (gone_at, sorted(marked)), flush=True)
         h.eq(marked, old, "pods marked Ready=False before eviction")
         got = h.wait_until(lambda: running_on(tp1, "acme", "web", "az-2-host-1", 2, not sched), 60,
                            "2 replacement pods Running on az-2-host-1")
         h.check(not (old & {p["metadata"]["name"] for p in got}), "replacements are new pods")
+        check_in_containers(got)
     finally:
         load.stop.set()
         load.join(10)
@@ -231,22 +239,54 @@ def test_zone_loss_evicts_and_replaces():
     h.check("resource manager lost" in log and 'rm="rm-az-1"' in log, "rmloss logged the loss of rm-az-1")
 
 
+def node_ready_status(rm, name):
+    r = rm.admin().get("/api/v1/nodes/" + name)
+    h.check(r.status == 200, "get node %s: %r" % (name, r))
+    return next((c.get("status") for c in (r.json.get("status") or {}).get("conditions") or []
+                 if c.get("type") == "Ready"), None)
+
+
 def test_zone_comes_back_and_eviction_stops():
-    """rm-az-1 back (same etcd data): rmloss notices, and a pod bound to az-1-host-1 now stays."""
+    """rm-az-1 back (same etcd data): rmloss notices; its controller manager marks the silent node
+    NotReady; the node back (containerd on its old root, kubelet) is Ready again, removes the
+    evicted pods' sandboxes, and a pod bound to az-1-host-1 runs there and stays."""
     rm1 = S["rm1"]
     rm1.start()  # its etcd first, on the same data directory
     log = os.path.join(S["region"].dir, "tp-1 controller manager.log")
     h.wait_until(lambda: "resource manager is back" in open(log).read(), 30, "rmloss saw rm-az-1 come back")
+    S["rmcm-az-1"] = start_daemon(rm1.name + " controller manager (again)", [
+        RMCM_BIN, "--kubeconfig", rm1.admin_kc, "--leader-elect=false", "--log-level", "info",
+        "--node-monitor-grace-period", str(GRACE)])
+    t = time.monotonic()
+    h.wait_until(lambda: node_ready_status(rm1, "az-1-host-1") != "True", GRACE + 20,
+                 "az-1-host-1 NotReady without heartbeats", interval=0.5)
+    print("az-1-host-1 %s %.1fs after rm-az-1's controller manager started" %
+          (node_ready_status(rm1, "az-1-host-1"), time.monotonic() - t), flush=True)
+    node = S["host1"]
+    node.cri.start()  # its containerd first, on the root it had: tasks gone, sandboxes left
+    left = set(S["old_sandboxes"].values()) & {s["id"] for s in node.cri.sandboxes()}
+    h.eq(left, set(S["old_sandboxes"].values()), "sandboxes of before in the restarted containerd of az-1-host-1")
+    node.start()
+    h.wait_until(lambda: node_ready_status(rm1, "az-1-host-1") == "True", 60, "az-1-host-1 Ready again")
+    h.wait_until(lambda: not set(S["old_sandboxes"].values()) & {s["id"] for s in node.cri.sandboxes()}, 60,
+                 "sandboxes of the evicted pods %s removed from az-1-host-1" % sorted(S["old_sandboxes"]))
     tp1 = S["tp1"]
     r = tp1.admin().post(h.pods_path("acme"), {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stay"},
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stay", "labels": {"app": "stay"}},
         "spec": {"tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
                                   "effect": "NoExecute", "tolerationSeconds": 0}],
-                 "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"]}]}})
+                 "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}})
     h.expect_status(r, 201, "create pod stay")
     bind(tp1, "acme", r.json, "az-1-host-1")
+    pod = h.wait_until(lambda: running_on(tp1, "acme", "stay", "az-1-host-1", 1, False), 60,
+                       "pod stay Running on az-1-host-1")[0]
+    pid = h.wait_until(lambda: region.container_pid(pod), 10, "container process of stay")
+    region.check_in_container(pod, pid, "sleep")
     time.sleep(4)  # more than the monitor period: were az-1 still counted lost, it would be gone
-    h.eq(tp1.admin().get(h.pods_path("acme", name="stay")).status, 200, "pod on az-1 after it came back")
+    r = tp1.admin().get(h.pods_path("acme", name="stay"))
+    h.eq(r.status, 200, "pod on az-1 after it came back")
+    h.check(not r.json["metadata"].get("deletionTimestamp"), "pod stay being deleted: %r" % r.json["metadata"])
+    h.check(region.pid_alive(pid), "container of stay still running")
 
 
 def teardown():

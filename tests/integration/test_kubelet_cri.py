@@ -1,182 +1,76 @@
 #!/usr/bin/python3
 """ursa-kubelet with --runtime cri against a real containerd: pods become CRI pod sandboxes.
 
-Set-up: images from deploy/lib/images.sh (busybox:1.36 and pause:3.9 built from busybox-static)
-in a local registry (docker-registry), containerd from deploy/lib/containerd.sh (docker.io
-mirrored to that registry, a CNI bridge of the test's own), etcd + resource manager + tenant
-partition, and the kubelet with `--runtime cri --cri-endpoint unix://...`.
+Set-up: tests/lib/ursa_cri.py's registry and CriNode (images from deploy/lib/images.sh in a local
+registry, containerd from deploy/lib/containerd.sh with docker.io mirrored to that registry and a
+CNI network of the test's own), etcd + resource manager + tenant partition, and the kubelet with
+`--runtime cri --cri-endpoint unix://...`.
 
 Checks: a busybox pod runs (Running, its log through `kubectl logs`, its own PID namespace, a
 pod IP from CNI that is not the node's); a missing image gives ErrImagePull then
 ImagePullBackOff; a container over its memory limit ends OOMKilled; a kubelet restart adopts the
 running pod (same container, restartCount unchanged); deleting the pod removes its sandbox.
 Needs root (containerd, runc, mounts). Images are cached in $URSA_IMAGE_CACHE
-(default ~/.cache/ursa/images).
+(default <build dir>/test-images).
 
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_kubelet_cri.py"""
 
 import base64
-import glob
 import ipaddress
 import json
 import os
-import secrets
+import re
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import ursa_harness as h  # noqa: E402
+import ursa_cri as cri  # noqa: E402
+import ursa_region  # noqa: E402
 
-RM_BIN = os.path.join(h.BUILD_DIR, "src", "resource-manager", "ursa-rm-apiserver")
-KUBELET_BIN = os.path.join(h.BUILD_DIR, "src", "kubelet", "ursa-kubelet")
-REGISTRY = "/apis/ursa.io/v1/tenantpartitions"
-LIB = os.path.join(h.SOURCE_DIR, "deploy", "lib", "containerd.sh")
-CACHE = os.environ.get("URSA_IMAGE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "ursa", "images")
-PROBE = os.path.join(h.BUILD_DIR, "tests", "cri_probe")
+LIB = cri.LIB
+CACHE = cri.IMAGE_CACHE
+PROBE = cri.PROBE
 NODE = "cri-node-1"
 S = {}
-
-
-def sh(script, timeout=300, check=True):
-    rc, out, err = h.run_cmd(["bash", "-c", 'set -euo pipefail; source "$0"; ' + script, LIB], timeout)
-    if check and rc != 0:
-        raise AssertionError("shell failed (rc %d): %s\nstdout: %s\nstderr: %s"
-                             % (rc, script, out[-3000:], err[-3000:]))
-    return out
+sh = cri.sh  # sh(script, timeout=300, check=True): bash with deploy/lib/containerd.sh sourced
 
 
 def probe(*args, ok=True):
-    rc, out, err = h.run_cmd([PROBE, S["endpoint"]] + [str(a) for a in args], 60)
-    if ok and rc != 0:
-        raise AssertionError("cri_probe %s: %s %s" % (" ".join(map(str, args)), out, err))
-    return json.loads(out)
+    """One CRI call to the node's containerd (tests/cri_probe)."""
+    return cri.probe(S["endpoint"], *args, ok=ok)
 
 
-class RmServer(h.ApiServer):
-    """ursa-rm-apiserver, started like the harness starts a TP (as in test_kubelet.py)."""
-
-    def __init__(self, etcd):
-        h.require_binary(RM_BIN, "ursa-rm-apiserver")
-        super().__init__(etcd, partition_id="rm-1")
-
-    def args(self):
-        a = super().args()
-        a[0] = RM_BIN
-        return a
-
-
-def share_credentials(tp, rm):
-    """The kubelet uses its RM kubeconfig's token and CA for every TP: give the TP the RM's."""
-    for attr in ("ca_file", "cert_file", "key_file", "signing_key", "signing_pub", "admin_token", "token_file"):
-        setattr(tp, attr, getattr(rm, attr))
-
-
-class Kubelet:
-    def __init__(self, kubeconfig, extra=()):
-        h.require_binary(KUBELET_BIN, "ursa-kubelet")
-        self.dir = h.make_tmpdir("kubelet-cri")
-        self.port = h.free_port()
-        self.args = [KUBELET_BIN, "--kubeconfig", kubeconfig, "--root-dir", self.dir, "--port", str(self.port),
-                     "--address", "127.0.0.1", "--zone", "az-1"] + list(extra)
-        self.log = os.path.join(self.dir, "kubelet.log")
-        h._logs.append(("kubelet", self.log))
-        self.proc = None
-
-    def start(self):
-        self.proc = h.spawn(self.args, self.log)
-        return self
-
-    def stop(self):
-        return h.terminate(self.proc)
-
-    def log_text(self):
-        with open(self.log, errors="replace") as f:
-            return f.read()
-
-
-def write_cni(cdir):
-    S["bridge"] = "ukc%s" % secrets.token_hex(3)
-    S["subnet"] = ipaddress.ip_network("10.233.%d.0/24" % (secrets.randbelow(250) + 2))
-    with open(os.path.join(cdir, "cni", "net.d", "10-ursa-kcri.conflist"), "w") as f:
-        json.dump({"cniVersion": "0.4.0", "name": "ursa-kcri", "plugins": [
-            {"type": "bridge", "bridge": S["bridge"], "isGateway": True, "ipMasq": False,
-             "ipam": {"type": "host-local", "ranges": [[{"subnet": str(S["subnet"])}]],
-                      "dataDir": os.path.join(cdir, "ipam")}}]}, f)
-
-
-def setup():
-    if os.geteuid() != 0:
-        raise h.HarnessError("test_kubelet_cri needs root (containerd and runc)")
-    h.require_binary(PROBE, "cri_probe")
+def setup(kubelet_extra=()):
+    """kubelet_extra: more kubelet flags (test_cri_limits.py reuses this set-up). S gets the node
+    (a ursa_cri.CriNode) and, as before, its cdir, rdir, port, endpoint, bridge (prefix), subnet
+    (the node's pod range) and cgroup (the kubelet's --cgroup-parent)."""
+    cri.require()
     tmp = h.make_tmpdir("kcri")
     S["tmp"] = tmp
-    S["cdir"] = os.path.join(tmp, "c")
-    S["rdir"] = os.path.join(tmp, "registry")
-    S["port"] = h.free_port()
-    S["endpoint"] = "unix://" + os.path.join(S["cdir"], "containerd.sock")
-    h._logs.append(("containerd", os.path.join(S["cdir"], "containerd.log")))
-    h._logs.append(("registry", os.path.join(S["rdir"], "registry.log")))
-    layout = sh('images_build "%s" >&2; printf "%%s\\n" "$URSA_IMAGE_LAYOUT"' % CACHE, timeout=600).strip()
-    layout = layout.splitlines()[-1]
-    sh('registry_start "%s" %d; registry_push "%s" %d' % (S["rdir"], S["port"], layout, S["port"]))
-    sh('containerd_write_config "%s" %d' % (S["cdir"], S["port"]))
-    write_cni(S["cdir"])
-    sh('containerd_start "%s"' % S["cdir"])
-    h.wait_until(lambda: probe("status")["conditions"]["NetworkReady"]["status"], 30, "CNI network ready")
+    node = cri.CriNode(NODE, cgroup_prefix="ursa-kcri").start()
+    S.update(node=node, cdir=node.dir, rdir=node.reg.dir, port=node.reg.port, endpoint=node.endpoint,
+             bridge=node.bridge, subnet=node.subnet, cgroup=node.cgroup)
 
-    etcd_rm = h.Etcd(name="etcd-rm").start()
-    etcd_tp = h.Etcd(name="etcd-tp").start()
-    rm = RmServer(etcd_rm)
-    rm.start()
-    # the TP asks the RM for the node when it proxies `kubectl logs` (region token = RM admin token)
-    token = os.path.join(tmp, "region.token")
-    with open(token, "w") as f:
-        f.write(rm.admin_token + "\n")
-    tp = h.ApiServer(etcd_tp, partition_id="tp-1", extra_args=("--region-token-file", token,
-                                                               "--region-ca-file", rm.ca_file))
-    share_credentials(tp, rm)
-    tp.start()
-    admin = rm.admin()
-    r = admin.post(REGISTRY, {"apiVersion": "ursa.io/v1", "kind": "TenantPartition",
-                              "metadata": {"name": "tp-1"}, "spec": {"endpoints": [tp.url]}})
-    h.expect_status(r, 201, "register tp-1")
-    r = tp.admin().post("/apis/ursa.io/v1/resourcemanagers", {
-        "apiVersion": "ursa.io/v1", "kind": "ResourceManager", "metadata": {"name": "rm-1"},
-        "spec": {"endpoints": [rm.url], "zone": "az-1"}})
-    h.expect_status(r, 201, "register rm-1 with the TP")
-    h.create_tenant(tp.admin(), "acme")
-    node_kc = rm.kubeconfig("system", "system:node:" + NODE, ("system:nodes",))
-    S["cgroup"] = "/ursa-kcri-%s" % secrets.token_hex(4)
-    kl = Kubelet(node_kc, ["--node-name", NODE, "--cpu", "4", "--memory", "8Gi", "--runtime", "cri",
-                           "--cri-endpoint", S["endpoint"], "--cgroup-parent", S["cgroup"]])
-    kl.start()
-    S.update(rm=rm, tp=tp, kl=kl, admin=admin, tpadmin=tp.admin(), kc=tp.kubeconfig("acme", "alice"))
+    S.update(ursa_region.start(tenants=("acme",)))
+    node_kc = S["rm"].kubeconfig("system", "system:node:" + NODE, ("system:nodes",))
+    S["kl"] = ursa_region.Kubelet(node_kc, ["--node-name", NODE, "--cpu", "4", "--memory", "8Gi"] +
+                                  node.kubelet_args() + list(kubelet_extra), label="kubelet-cri").start()
+    S["kc"] = S["tp"].kubeconfig("acme", "alice")
     h.wait_until(lambda: node_ready(), 60, "node %s Ready" % NODE)
 
 
 def teardown():
-    if S.get("cdir"):
-        sh('containerd_teardown "%s"' % S["cdir"], check=False)
-    if S.get("rdir"):
-        sh('registry_stop "%s"' % S["rdir"], check=False)
-    if S.get("bridge"):
-        h.run_cmd(["ip", "link", "del", S["bridge"]])
-    # the pods' parent cgroups (--cgroup-parent), empty once containerd removed the containers
-    cg = S.get("cgroup", "/none")
-    for top in glob.glob("/sys/fs/cgroup/*" + cg) + glob.glob("/sys/fs/cgroup" + cg):
-        for d, _, _ in sorted(os.walk(top), key=lambda w: len(w[0]), reverse=True):
-            try:
-                os.rmdir(d)
-            except OSError:
-                pass
+    """The kubelet, then the node: containers, containerd, shims, mounts, bridges, the pods' cgroups
+    (ursa_cri does the same at exit however the test ends; the registry goes then too)."""
+    if S.get("kl"):
+        S["kl"].stop()
+    if S.get("node"):
+        S["node"].teardown()
 
 
 def node_ready():
-    r = S["admin"].get("/api/v1/nodes/" + NODE)
-    if r.status != 200:
-        return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in r.json.get("status", {}).get("conditions", []))
+    return ursa_region.node_ready(S["admin"], NODE)
 
 
 def make_pod(name, command, image="busybox:1.36", restart="Always", limits=None):
@@ -338,6 +232,46 @@ def test_crash_loop_backoff():
     S["tpadmin"].delete(h.pods_path("acme", name="crash"))
 
 
+def test_kubelet_events():
+    """What the kubelet did is told as Kubernetes' kubelet tells it: Events about the pod (source
+    kubelet on the node, the container's fieldPath) that `kubectl describe pod` shows."""
+    def events():
+        r = S["tpadmin"].get("/api/v1/tenants/acme/namespaces/default/events")
+        h.expect_status(r, 200, "list events")
+        return [e for e in r.json["items"] if (e.get("source") or {}).get("component") == "kubelet"]
+
+    def of(pod, reason):
+        return [e for e in events() if e["involvedObject"].get("name") == pod and e.get("reason") == reason]
+
+    h.wait_until(lambda: of("hi", "Started"), 30, "Started event of pod hi")
+    for reason, msg in (("Pulled", None), ("Created", "Created container: c"), ("Started", "Started container c")):
+        evs = of("hi", reason)
+        h.check(evs, "no %s event for pod hi: %s" % (reason, [(e["reason"], e["message"]) for e in events()]))
+        e = evs[0]
+        if msg:
+            h.eq(e["message"], msg, "%s message" % reason)
+        else:
+            h.check(e["message"].startswith(('Successfully pulled image "busybox:1.36"',
+                                             'Container image "busybox:1.36" already present')), e["message"])
+        h.eq(e["type"], "Normal", "%s type" % reason)
+        h.eq(e["source"], {"component": "kubelet", "host": NODE}, "%s source" % reason)
+        h.eq(e["involvedObject"].get("fieldPath"), "spec.containers{c}", "%s fieldPath" % reason)
+        h.eq(e["involvedObject"].get("uid"), S["hi_uid"], "%s involvedObject uid" % reason)
+        h.eq(e["involvedObject"].get("kind"), "Pod", "%s involvedObject kind" % reason)
+    failed = [e["message"] for e in of("nope", "Failed")]
+    h.check(any(m.startswith('Failed to pull image "busybox:no-such-tag": ') for m in failed) and
+            "Error: ErrImagePull" in failed, "Failed events of pod nope: %r" % failed)
+    h.check(all(e["type"] == "Warning" for e in of("nope", "Failed")), "Failed events are warnings")
+    h.check(any(e["message"] == 'Back-off pulling image "busybox:no-such-tag"' for e in of("nope", "BackOff")),
+            "BackOff event of pod nope")
+    h.check(any(e["message"].startswith("Back-off restarting failed container c in pod crash_default(")
+                for e in of("crash", "BackOff")), "BackOff event of pod crash")
+    rc, out, err = h.kubectl(["describe", "pod", "hi"], S["kc"])
+    h.eq(rc, 0, "kubectl describe pod hi: %s" % err)
+    h.check(re.search(r"Normal\s+Started\s+\S+\s+kubelet\s+Started container c", out),
+            "describe shows the kubelet's Started event:\n%s" % out[-1500:])
+
+
 def test_invalid_image_name():
     create(make_pod("badname", ["sh"], image="Busy Box::1"))
     h.wait_until(lambda: cstatus("badname").get("state", {}).get("waiting", {}).get("reason") == "InvalidImageName",
@@ -404,6 +338,41 @@ def test_kubelet_restart_adopts_running_pod():
     cs = probe("list-containers", sb[0]["id"])
     h.eq(len(cs), 1, "one container in the sandbox: %r" % cs)
     h.check("hi" in kubectl_logs("hi"), "logs after the restart")
+
+
+def test_stop_in_grace_period_does_not_hold_up_other_pods():
+    """A container that ignores SIGTERM, its pod deleted with a long grace period: the kubelet stops
+    it in the background (the pod stays, Terminating, until SIGKILL at the end of the grace period)
+    while another pod of the node starts meanwhile."""
+    p = make_pod("stubborn", ["sh", "-c", "trap '' TERM; echo up; while true; do sleep 1; done"])
+    p["spec"]["terminationGracePeriodSeconds"] = 60
+    create(p)
+    h.wait_until(lambda: status("stubborn").get("phase") == "Running", 60, "pod stubborn Running")
+    grace = 15
+    t0 = time.time()
+    r = S["tpadmin"].delete(h.pods_path("acme", name="stubborn"), {"gracePeriodSeconds": grace})
+    h.check(r.status in (200, 202), "delete stubborn: %s" % r.status)
+
+    def killing():
+        evs = S["tpadmin"].get("/api/v1/tenants/acme/namespaces/default/events").json.get("items") or []
+        return [e for e in evs if e["involvedObject"].get("name") == "stubborn" and e.get("reason") == "Killing"]
+    h.wait_until(killing, 10, "the kubelet stopping stubborn (Killing event)")
+    create(make_pod("quick", ["sleep", "3600"]))
+    h.wait_until(lambda: status("quick").get("phase") == "Running", grace - 3, "pod quick Running meanwhile")
+    ran = time.time() - t0
+    h.check(pod("stubborn") is not None, "stubborn still Terminating when quick runs (%.1f s after the delete)" % ran)
+    sb = [x for x in probe("list-pods") if x.get("name") == "stubborn"]
+    h.eq(len(sb), 1, "stubborn's sandbox while it terminates")
+    h.eq([c.get("state") for c in probe("list-containers", sb[0]["id"])], ["RUNNING"],
+         "stubborn's container still running within its grace period")
+    h.wait_until(lambda: pod("stubborn") is None, grace + 30, "stubborn deleted after its grace period")
+    gone = time.time() - t0
+    h.check(gone >= grace - 1, "stubborn deleted %.1f s after the delete, not before its grace period (%d s)"
+            % (gone, grace))
+    h.wait_until(lambda: not [x for x in probe("list-pods") if x.get("name") == "stubborn"], 30,
+                 "stubborn's sandbox removed")
+    r = S["tpadmin"].delete(h.pods_path("acme", name="quick"), {"gracePeriodSeconds": 0})
+    h.check(r.status in (200, 202), "delete quick: %s" % r.status)
 
 
 def test_delete_removes_sandbox():

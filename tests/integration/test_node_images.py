@@ -4,7 +4,7 @@
 1. images_build makes busybox:1.36, pause:3.9 and httpd:1 from Debian's busybox-static with umoci
    (no network), once: a second call reuses the cache. Their configs and layers are checked.
 2. registry_start runs Debian's docker-registry on 127.0.0.1:<free port>; registry_push copies the
-   images to it with skopeo.
+   images to it with skopeo, busybox and httpd also as :latest (the same manifests).
 3. containerd_write_config + containerd_start run containerd 1.6 as a plain process, with root,
    state, socket and runc root under a temporary directory and the CRI plugin loaded.
 4. The CRI ImageService pulls docker.io/library/busybox:1.36 through the docker.io mirror (a raw
@@ -238,9 +238,20 @@ def test_registry_push():
     base = "http://127.0.0.1:%d/v2/" % S["port"]
     cat = json.loads(h.must_run(["curl", "-sf", base + "_catalog"]))
     h.eq(sorted(cat["repositories"]), ["library/busybox", "library/httpd", "library/pause"], "catalog")
-    for repo, tag in (("busybox", "1.36"), ("pause", "3.9"), ("httpd", "1")):
+    for repo, tags_want in (("busybox", ["1.36", "latest"]), ("pause", ["3.9"]), ("httpd", ["1", "latest"])):
         tags = json.loads(h.must_run(["curl", "-sf", base + "library/%s/tags/list" % repo]))
-        h.eq(tags["tags"], [tag], "%s tags" % repo)
+        h.eq(sorted(tags["tags"]), tags_want, "%s tags" % repo)
+    # The aliases are the same images: one manifest digest under both tags.
+    for repo, tag in (("busybox", "1.36"), ("httpd", "1")):
+        digests = []
+        for t in (tag, "latest"):
+            hdrs = h.must_run(["curl", "-sfI", "-H", "Accept: application/vnd.oci.image.manifest.v1+json",
+                               base + "library/%s/manifests/%s" % (repo, t)])
+            d = [l.split(":", 1)[1].strip() for l in hdrs.splitlines()
+                 if l.lower().startswith("docker-content-digest:")]
+            h.check(len(d) == 1 and d[0].startswith("sha256:"), "%s:%s digest header: %r" % (repo, t, hdrs))
+            digests.append(d[0])
+        h.eq(digests[1], digests[0], "%s:latest is %s:%s" % (repo, repo, tag))
 
 
 def test_containerd_start():

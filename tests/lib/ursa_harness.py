@@ -15,7 +15,8 @@ and a tiny runner: a test file defines setup() (optional) and test_* functions a
 `run(globals())`. Tests run in file order, each under a time limit; the runner prints PASS/FAIL
 lines, the closing line "N passed, N failed", the logs of the started processes on failure, and
 exits non-zero if anything failed. Every child process is killed when the test exits, however it
-exits (atexit, SIGTERM/SIGINT/SIGHUP, and PR_SET_PDEATHSIG if the runner itself is killed).
+exits (atexit, SIGTERM/SIGINT/SIGHUP, and PR_SET_PDEATHSIG if the runner itself is killed);
+at_cleanup(fn) adds clean-up for what is not a child (tests/lib/ursa_cri.py: containerd nodes).
 
 Environment: URSA_BUILD_DIR (default <repo>/build), URSA_KEEP_TMP=1 keeps temporary directories.
 """
@@ -60,6 +61,7 @@ class HarnessError(Exception):
 
 _children = []
 _tmpdirs = []
+_cleanups = []      # functions run by cleanup() after the children are killed, newest first
 _logs = []          # (label, path) of every log file, printed when a test fails
 _state = {"failed": False, "cleaned": False}
 _used_ports = set()
@@ -114,6 +116,22 @@ def make_tmpdir(label):
     return d
 
 
+def keep_tmpdir(d, why):
+    """d (from make_tmpdir) is not removed at exit, say because something is still mounted in it."""
+    if d in _tmpdirs:
+        _tmpdirs.remove(d)
+        print("kept temporary directory %s: %s" % (d, why), flush=True)
+
+
+def at_cleanup(fn):
+    """Runs fn() when the test exits, however it exits (the runner's end, atexit, SIGTERM/SIGINT/
+    SIGHUP): after the children are killed and before the temporary directories are removed;
+    the newest first. For what is not a child of the harness (containerd and its shims, a
+    registry started by a script). fn must be safe to call twice; its exceptions are printed."""
+    _cleanups.append(fn)
+    return fn
+
+
 def cleanup():
     if _state["cleaned"]:
         return
@@ -125,6 +143,12 @@ def cleanup():
             p.wait(5)
         except Exception:  # noqa: BLE001 - cleanup must go on
             pass
+    while _cleanups:
+        fn = _cleanups.pop()
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - cleanup must go on
+            print("cleanup %s: %s" % (getattr(fn, "__qualname__", fn), e), file=sys.stderr, flush=True)
     if _state["failed"] or os.environ.get("URSA_KEEP_TMP"):
         for d in _tmpdirs:
             print("kept temporary directory %s" % d, flush=True)

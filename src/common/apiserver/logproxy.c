@@ -211,6 +211,8 @@ void proxy_pod_log(struct req *q, const json_t *pod)
 		int code = rest_do_raw(rc, "GET", buf_cstr(&path), NULL, 0, NULL, &body);
 		if (code == 200)
 			http_reply_set(q->reply, 200, "text/plain", &body);
+		else if (code == 400) /* the kubelet's own words (e.g. no previous container for --previous) */
+			reply_status(q, E_BAD_REQUEST, "%.*s", (int)strcspn(buf_cstr(&body), "\n"), buf_cstr(&body));
 		else
 			reply_status(q, code == 404 ? E_NOT_FOUND : E_UNAVAILABLE, "the kubelet of node %s answered %d: %s",
 				     node, code, buf_cstr(&body));

@@ -84,8 +84,9 @@ static bool verb_in(const char *verb, const char *const *verbs)
 
 /* What a node's kubelet may do (a node credential, group system:nodes): read everything but
  * secrets, in every tenant ("all" included) and the cluster scope; write only its own kind of
- * objects — nodes and their status, leases in kube-node-lease, a pod's status, and the final
- * delete of a pod it stopped. It cannot create pods, bind them or touch any tenant's other
+ * objects — nodes and their status, leases in kube-node-lease, a pod's status, the final
+ * delete of a pod it stopped, and events (Pulling, Started, BackOff...), as Kubernetes'
+ * system:node role allows. It cannot create pods, bind them or touch any tenant's other
  * objects. A credential that names its node (user system:node:<name>, q->node) writes only that
  * node, its lease and the pods bound to it, as Kubernetes' NodeRestriction: the names here,
  * a created object's and a pod's spec.nodeName in node_owns. Of secrets, such a credential may
@@ -106,12 +107,14 @@ static bool node_may(const struct req *q, const struct api_resource *r, bool wri
 		return own && !sub && q->ns && !strcmp(q->ns, "kube-node-lease") && verb_in(q->verb, upsert);
 	if (strcmp(r->plural, "pods") == 0)
 		return sub ? !strcmp(sub, "status") && verb_in(q->verb, change) : !strcmp(q->verb, "delete");
+	if (strcmp(r->plural, "events") == 0)
+		return !sub && verb_in(q->verb, upsert);
 	return false;
 }
 
 bool node_owns(const struct req *q, const json_t *obj)
 {
-	if (!q->node)
+	if (!q->node || strcmp(q->res->r->plural, "events") == 0)  /* events name the object they are about */
 		return true;
 	bool pod = strcmp(q->res->r->plural, "pods") == 0;
 	const char *owner = json_path_str(obj, pod ? "spec.nodeName" : "metadata.name");

@@ -375,10 +375,12 @@ const struct schema_doc schema_docs[] = {
 	F("pm_security_context", "runAsNonRoot", "Refuse to start the container if it would run as user 0."),
 	F("pm_security_context", "privileged", "Run with the node's full privileges."),
 	F("pm_security_context", "allowPrivilegeEscalation", "Whether the program may gain more privileges than "
-							     "its parent (setuid binaries)."),
+							     "its parent (setuid binaries); Ursa's kubelet sets "
+							     "no_new_privs unless this is true."),
 	F("pm_security_context", "readOnlyRootFilesystem", "Mount the container's root file system read-only."),
 	F("pm_security_context", "capabilities", "Linux capabilities to add to or drop from the default set."),
-	F("pm_security_context", "seccompProfile", "The seccomp profile filtering the program's system calls."),
+	F("pm_security_context", "seccompProfile", "The seccomp profile filtering the program's system calls; "
+						   "RuntimeDefault when unset (Unconfined: system tenant only)."),
 	F("pm_security_context", "seLinuxOptions", "The SELinux context of the container."),
 	F("pm_security_context", "appArmorProfile", "The AppArmor profile of the container."),
 	F("pm_security_context", "procMount", "Default or Unmasked /proc."),
@@ -849,7 +851,8 @@ const struct schema_doc schema_docs[] = {
 	F("pm_taint", "timeAdded", "When a NoExecute taint was added."),
 	K("pm_node_status", "The observed state of a Node, reported by its kubelet."),
 	F("pm_node_status", "capacity", "The node's total resources."),
-	F("pm_node_status", "allocatable", "The resources pods may use."),
+	F("pm_node_status", "allocatable", "The resources pods may use: capacity minus the kubelet's "
+					   "--system-reserved and --kube-reserved."),
 	F("pm_node_status", "conditions", "Ready and pressure conditions."),
 	F("pm_node_status", "addresses", "The node's addresses."),
 	F("pm_node_status", "nodeInfo", "Versions and ids of the node's system."),

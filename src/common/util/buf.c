@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void buf_init(struct buf *b)
 {
@@ -191,4 +192,23 @@ int hex_digit(char c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
+}
+
+int buf_read_fd(struct buf *b, int fd, size_t max)
+{
+	char tmp[8192];
+	size_t total = 0;
+	while (total < max) {
+		size_t want = max - total < sizeof(tmp) ? max - total : sizeof(tmp);
+		ssize_t n = read(fd, tmp, want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		buf_add(b, tmp, (size_t)n);
+		total += (size_t)n;
+	}
+	return 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "tpc.h"
 #include "ursa/errors.h"
+#include "ursa/event.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/selector.h"
@@ -65,33 +66,23 @@ int tpc_send(struct tpc *m, const char *method, const char *path, const json_t *
 
 void tpc_event(struct tpc *m, const json_t *obj, const char *type, const char *reason, const char *fmt, ...)
 {
-	const char *tenant = json_path_str(obj, "metadata.tenant"), *ns = json_path_str(obj, "metadata.namespace");
-	const char *name = json_path_str(obj, "metadata.name");
-	if (!tenant || !ns || !name)
+	static const struct event_source src = { .component = "controller-manager" };
+	if (!json_path_str(obj, "metadata.tenant") || !json_path_str(obj, "metadata.namespace"))
 		return;
-	struct buf msg = BUF_INIT, ts = BUF_INIT, path = BUF_INIT;
+	struct buf msg = BUF_INIT;
 	va_list ap;
 	va_start(ap, fmt);
 	buf_vaddf(&msg, fmt, ap);
 	va_end(ap);
-	rfc3339_add(&ts, time(NULL));
-	char *evname = xasprintf("%s.%llx", name, (unsigned long long)now_ms() * 1000 + (unsigned)(rand() % 1000));
-	json_t *ev = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s?,s:s?,s:s,s:s,s:s?},s:s,s:s,s:s,s:{s:s},s:s,s:s,s:i}",
-			       "apiVersion", "v1", "kind", "Event", "metadata", "name", evname, "namespace", ns,
-			       "involvedObject", "apiVersion", json_str(obj, "apiVersion"), "kind", json_str(obj, "kind"),
-			       "name", name, "namespace", ns, "uid", json_path_str(obj, "metadata.uid"), "type", type,
-			       "reason", reason, "message", buf_cstr(&msg), "source", "component",
-			       "controller-manager", "firstTimestamp", buf_cstr(&ts), "lastTimestamp", buf_cstr(&ts),
-			       "count", 1);
-	tpc_path(&path, "events", tenant, ns, NULL);
-	int rc = ev ? tpc_send(m, "POST", path.ptr, ev, NULL) : E_INTERNAL;
+	char *path;
+	json_t *ev = event_new(obj, NULL, NULL, NULL, type, reason, buf_cstr(&msg), &src, &path);
+	int rc = ev ? tpc_send(m, "POST", path, ev, NULL) : E_INTERNAL;
 	if (rc != 201 && rc != 200)
-		log_debug("event not recorded", "tenant=\"%s\" namespace=\"%s\" reason=%s rc=%d", tenant, ns, reason, rc);
+		log_debug("event not recorded", "object=\"%s\" reason=%s rc=%d", json_path_str(obj, "metadata.name"),
+			  reason, rc);
 	json_decref(ev);
-	free(evname);
+	free(path);
 	buf_release(&msg);
-	buf_release(&ts);
-	buf_release(&path);
 }
 
 bool tpc_split_key(const char *key, char **ret_t, char **ret_ns, char **ret_name)

@@ -174,6 +174,8 @@ static void test_exit_logs_and_onfailure_restart(void **state)
 	assert_true(matches(s.container_id, "^process://u-fail-main-0$"));
 	assert_true(matches(s.image_id, "^process://sha256:[0-9a-f]{64}$"));
 
+	/* no instance before the first: kubectl logs --previous has nothing */
+	assert_null(ops->prev_log_path(fx->rt, "system", "default", "pod-u-fail", "main"));
 	char *log = read_log(fx->rt, "pod-u-fail", "main");
 	assert_true(matches(log, "^" TS " stdout F hello$"));
 	assert_true(matches(log, "^" TS " stderr F oops$"));
@@ -189,12 +191,20 @@ static void test_exit_logs_and_onfailure_restart(void **state)
 	char *path = ops->log_path(fx->rt, "system", "default", "pod-u-fail", "main");
 	assert_non_null(path);
 	assert_true(matches(path, "/logs/system_default_pod-u-fail/main/u-fail-1\\.log$"));
+	char *prev = ops->prev_log_path(fx->rt, "system", "default", "pod-u-fail", "main");
+	assert_non_null(prev);
+	assert_true(matches(prev, "/logs/system_default_pod-u-fail/main/u-fail-0\\.log$"));
+	free(prev);
 	/* A third instance: only its log and the previous one are kept. */
 	wait_for(fx->rt, "u-fail", 0, restarted_twice, 5000, &s);
 	char *first = xasprintf("%s/logs/system_default_pod-u-fail/main/u-fail-0.log", fx->root);
 	char *second = xasprintf("%s/logs/system_default_pod-u-fail/main/u-fail-1.log", fx->root);
 	assert_int_equal(access(first, F_OK), -1);
 	assert_int_equal(access(second, F_OK), 0);
+	prev = ops->prev_log_path(fx->rt, "system", "default", "pod-u-fail", "main");
+	assert_non_null(prev);
+	assert_string_equal(prev, second);
+	free(prev);
 	free(first);
 	free(second);
 	free(path);

@@ -1,9 +1,12 @@
 /* Unit tests for the shared utilities: buffers, JSON helpers, time formatting, flags, errors. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <cmocka.h>
 #include <string.h>
+#include <unistd.h>
 #include "ursa/buf.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
@@ -20,6 +23,32 @@ static void test_hex_digit(void **state)
 	assert_int_equal(hex_digit('g'), -1);
 	assert_int_equal(hex_digit('%'), -1);
 	assert_int_equal(hex_digit('\0'), -1);
+}
+
+/* buf_read_fd: everything up to end of file, or max bytes; a bad descriptor is -EBADF. */
+static void test_buf_read_fd(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	char big[20000];
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)('a' + i % 26);
+	assert_int_equal(write(p[1], big, sizeof(big)), (ssize_t)sizeof(big));
+	close(p[1]);
+	struct buf b = BUF_INIT;
+	buf_adds(&b, "x");
+	assert_int_equal(buf_read_fd(&b, p[0], 10001), 0);
+	assert_int_equal(b.len, 1 + 10001);
+	assert_memory_equal(b.ptr + 1, big, 10001);
+	assert_int_equal(buf_read_fd(&b, p[0], SIZE_MAX), 0);
+	assert_int_equal(b.len, 1 + sizeof(big));
+	assert_memory_equal(b.ptr + 1, big, sizeof(big));
+	assert_int_equal(buf_read_fd(&b, p[0], SIZE_MAX), 0); /* at end of file: nothing more */
+	assert_int_equal(b.len, 1 + sizeof(big));
+	close(p[0]);
+	assert_int_equal(buf_read_fd(&b, p[0], 10), -EBADF);
+	buf_release(&b);
 }
 
 static void test_buf(void **state)
@@ -153,6 +182,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buf),
+		cmocka_unit_test(test_buf_read_fd),
 		cmocka_unit_test(test_hex_digit),	   cmocka_unit_test(test_parse_int), cmocka_unit_test(test_json_limits),
 		cmocka_unit_test(test_json_path), cmocka_unit_test(test_time),	    cmocka_unit_test(test_options),
 		cmocka_unit_test(test_errors),

@@ -1,0 +1,104 @@
+"""A small real region for kubelet tests: etcd + resource manager (ursa-rm-apiserver) + one
+tenant partition registered with each other, and ursa-kubelet processes against them.
+
+    import ursa_harness as h
+    import ursa_region as region
+
+    r = region.start(tenants=("acme",))          # {"rm", "tp", "admin", "tpadmin"}
+    kc = r["rm"].kubeconfig("system", "system:node:n1", ("system:nodes",))
+    kl = region.Kubelet(kc, ["--node-name", "n1", ...]).start()
+    kl.stop(); kl.start()                         # same root dir: a kubelet restart
+
+The TP trusts the RM's credentials (share_credentials), as the kubelet uses its RM kubeconfig's
+token and CA for every tenant partition, and gets the RM admin token as its region token (the TP
+asks the RM for the node when it proxies `kubectl logs`)."""
+
+import os
+
+import ursa_harness as h
+
+RM_BIN = os.path.join(h.BUILD_DIR, "src", "resource-manager", "ursa-rm-apiserver")
+KUBELET_BIN = os.path.join(h.BUILD_DIR, "src", "kubelet", "ursa-kubelet")
+REGISTRY = "/apis/ursa.io/v1/tenantpartitions"
+
+
+class RmServer(h.ApiServer):
+    """ursa-rm-apiserver, started like the harness starts a TP."""
+
+    def __init__(self, etcd, partition_id="rm-1"):
+        h.require_binary(RM_BIN, "ursa-rm-apiserver")
+        super().__init__(etcd, partition_id=partition_id)
+
+    def args(self):
+        a = super().args()
+        a[0] = RM_BIN
+        return a
+
+
+def share_credentials(tp, rm):
+    """The kubelet uses its RM kubeconfig's token and CA for every TP: give the TP the RM's."""
+    for attr in ("ca_file", "cert_file", "key_file", "signing_key", "signing_pub", "admin_token", "token_file"):
+        setattr(tp, attr, getattr(rm, attr))
+
+
+class Kubelet:
+    """One ursa-kubelet process with its own root dir and port; start() again after stop() is a
+    kubelet restart (same root dir). extra: more flags; args may be changed between runs."""
+
+    def __init__(self, kubeconfig, extra=(), label="kubelet"):
+        h.require_binary(KUBELET_BIN, "ursa-kubelet")
+        self.dir = h.make_tmpdir(label)
+        self.port = h.free_port()
+        self.args = [KUBELET_BIN, "--kubeconfig", kubeconfig, "--root-dir", self.dir, "--port", str(self.port),
+                     "--address", "127.0.0.1", "--zone", "az-1"] + list(extra)
+        self.log = os.path.join(self.dir, "kubelet.log")
+        h._logs.append((label, self.log))
+        self.proc = None
+
+    def start(self):
+        self.proc = h.spawn(self.args, self.log)
+        return self
+
+    def stop(self):
+        return h.terminate(self.proc)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+
+def start(tenants=("acme",), zone="az-1"):
+    """etcd x2, the RM (rm-1) and a TP (tp-1) registered with each other, tenants created."""
+    etcd_rm = h.Etcd(name="etcd-rm").start()
+    etcd_tp = h.Etcd(name="etcd-tp").start()
+    rm = RmServer(etcd_rm)
+    rm.start()
+    token = os.path.join(h.make_tmpdir("region"), "region.token")
+    with open(token, "w") as f:
+        f.write(rm.admin_token + "\n")
+    tp = h.ApiServer(etcd_tp, partition_id="tp-1", extra_args=("--region-token-file", token,
+                                                               "--region-ca-file", rm.ca_file))
+    share_credentials(tp, rm)
+    tp.start()
+    admin = rm.admin()
+    r = admin.post(REGISTRY, {"apiVersion": "ursa.io/v1", "kind": "TenantPartition",
+                              "metadata": {"name": "tp-1"}, "spec": {"endpoints": [tp.url]}})
+    h.expect_status(r, 201, "register tp-1")
+    r = tp.admin().post("/apis/ursa.io/v1/resourcemanagers", {
+        "apiVersion": "ursa.io/v1", "kind": "ResourceManager", "metadata": {"name": "rm-1"},
+        "spec": {"endpoints": [rm.url], "zone": zone}})
+    h.expect_status(r, 201, "register rm-1 with the TP")
+    for t in tenants:
+        h.create_tenant(tp.admin(), t)
+    return {"rm": rm, "tp": tp, "admin": admin, "tpadmin": tp.admin()}
+
+
+def node_ready(admin, node):
+    r = admin.get("/api/v1/nodes/" + node)
+    if r.status != 200:
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in r.json.get("status", {}).get("conditions", []))
