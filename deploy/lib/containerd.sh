@@ -122,7 +122,14 @@ containerd_write_config() {
 	_cni_bin_dir "$dir"
 	mkdir -p "$dir/root" "$dir/state" "$dir/tmp" "$dir/runc" "$dir/cni/net.d" \
 		"$dir/certs.d/docker.io" "$dir/certs.d/$reg"
-	_hosts_toml https://registry-1.docker.io "http://$reg" >"$dir/certs.d/docker.io/hosts.toml"
+	# docker.io: the region's registry, and nothing after it unless URSA_DOCKERHUB_FALLBACK=1 (a
+	# mirror's usual fallback to Docker Hub fails here, with no network, and its DNS error would
+	# hide the registry's answer, e.g. that a tag does not exist)
+	if [ "${URSA_DOCKERHUB_FALLBACK:-0}" = 1 ]; then
+		_hosts_toml https://registry-1.docker.io "http://$reg" >"$dir/certs.d/docker.io/hosts.toml"
+	else
+		_hosts_toml "http://$reg" "http://$reg" >"$dir/certs.d/docker.io/hosts.toml"
+	fi
 	_hosts_toml "http://$reg" "http://$reg" >"$dir/certs.d/$reg/hosts.toml"
 	cat >"$dir/config.toml" <<-EOF
 		# Written by deploy/lib/containerd.sh: containerd for one Ursa node, nothing in system paths.

@@ -116,16 +116,20 @@ int grpc_exchange_outcome(const struct grpc_exchange *x, grpc_error_fn map, cons
 
 /* ---- a pool of idle libcurl easy handles (etcd's JSON and gRPC handles, the CRI client) ----
  * Thread-safe. take: an idle handle, or a new one given to setup(ud, handle) first (allocation
- * failure aborts). give: back to the pool. release: cleans up every idle handle and frees its
- * CURLOPT_PRIVATE pointer, if its setup set one; handles taken must have been given back. */
+ * failure aborts). give: back to the pool, which keeps at most max_idle of them (0: any number;
+ * beyond it a handle is cleaned up, so that a burst of concurrent callers leaves no lasting
+ * memory: ~100 KB of buffers each). release: cleans up every idle handle. Cleaning up a handle
+ * frees its CURLOPT_PRIVATE pointer, if its setup set one; handles taken must have been given
+ * back before release. */
 struct curl_pool {
 	pthread_mutex_t lock;
 	CURL **h;
 	size_t n, alloc;
+	size_t max_idle;
 	void (*setup)(void *ud, CURL *c);
 	void *ud;
 };
-void curl_pool_init(struct curl_pool *p, void (*setup)(void *ud, CURL *c), void *ud);
+void curl_pool_init(struct curl_pool *p, size_t max_idle, void (*setup)(void *ud, CURL *c), void *ud);
 void curl_pool_release(struct curl_pool *p);
 CURL *curl_pool_take(struct curl_pool *p);
 void curl_pool_give(struct curl_pool *p, CURL *c);

@@ -39,6 +39,10 @@ const char *cri_socket_path(const char *endpoint)
 
 /* ---- handles ---- */
 
+/* Idle handles kept: a handle holds a 100 KB receive buffer; bursts (a pool of pod starts, stops
+ * on threads of their own) make more, which are cleaned up when given back. */
+#define CRI_IDLE_HANDLES 8
+
 static void handle_setup(void *ud, CURL *h)
 {
 	const struct cri *c = ud;
@@ -65,7 +69,7 @@ struct cri *cri_open(const char *endpoint, long timeout_ms)
 	c->socket_path = xstrdup(path);
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
 	c->pull_timeout_ms = c->timeout_ms > CRI_PULL_TIMEOUT_MS ? c->timeout_ms : CRI_PULL_TIMEOUT_MS;
-	curl_pool_init(&c->handles, handle_setup, c);
+	curl_pool_init(&c->handles, CRI_IDLE_HANDLES, handle_setup, c);
 	return c;
 }
 

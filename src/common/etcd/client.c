@@ -89,8 +89,8 @@ struct etcd *etcd_new(const char *endpoints, const struct etcd_options *opts)
 	e->headers = curl_slist_append(e->headers, "Content-Type: application/json");
 	e->grpc_headers = grpc_headers(NULL, e->timeout_ms);
 	e->stream_headers = grpc_headers(NULL, 0);
-	curl_pool_init(&e->json_pool, etcd_curl_setup, e);
-	curl_pool_init(&e->grpc_pool, etcd_grpc_setup, e);
+	curl_pool_init(&e->json_pool, 0, etcd_curl_setup, e);
+	curl_pool_init(&e->grpc_pool, 0, etcd_grpc_setup, e);
 	e->gc = etcd_gc_new(opts);
 	return e;
 }

@@ -258,20 +258,24 @@ int grpc_exchange_outcome(const struct grpc_exchange *x, grpc_error_fn map, cons
 
 /* ---- handle pool ---- */
 
-void curl_pool_init(struct curl_pool *p, void (*setup)(void *ud, CURL *c), void *ud)
+void curl_pool_init(struct curl_pool *p, size_t max_idle, void (*setup)(void *ud, CURL *c), void *ud)
 {
-	*p = (struct curl_pool){ .setup = setup, .ud = ud };
+	*p = (struct curl_pool){ .max_idle = max_idle, .setup = setup, .ud = ud };
 	pthread_mutex_init(&p->lock, NULL);
+}
+
+static void handle_free(CURL *c)
+{
+	char *priv = NULL;
+	curl_easy_getinfo(c, CURLINFO_PRIVATE, &priv);
+	curl_easy_cleanup(c);
+	free(priv);
 }
 
 void curl_pool_release(struct curl_pool *p)
 {
-	for (size_t i = 0; i < p->n; i++) {
-		char *priv = NULL;
-		curl_easy_getinfo(p->h[i], CURLINFO_PRIVATE, &priv);
-		curl_easy_cleanup(p->h[i]);
-		free(priv);
-	}
+	for (size_t i = 0; i < p->n; i++)
+		handle_free(p->h[i]);
 	free(p->h);
 	pthread_mutex_destroy(&p->lock);
 }
@@ -294,6 +298,11 @@ CURL *curl_pool_take(struct curl_pool *p)
 void curl_pool_give(struct curl_pool *p, CURL *c)
 {
 	pthread_mutex_lock(&p->lock);
+	if (p->max_idle && p->n >= p->max_idle) {
+		pthread_mutex_unlock(&p->lock);
+		handle_free(c); /* a burst's extra handles do not stay (their buffers are ~100 KB each) */
+		return;
+	}
 	if (p->n == p->alloc) {
 		p->alloc = p->alloc ? p->alloc * 2 : 8;
 		p->h = xrealloc(p->h, p->alloc * sizeof(*p->h));

@@ -193,12 +193,54 @@ static void test_outcome(void **state)
 	grpc_exchange_release(&x);
 }
 
+static int setups;
+
+static void count_setup(void *ud, CURL *c)
+{
+	(void)ud;
+	(void)c;
+	setups++;
+}
+
+/* The pool hands back idle handles first, makes new ones only when none is idle, and keeps at
+ * most max_idle of those given back (0: all). */
+static void test_pool_max_idle(void **state)
+{
+	(void)state;
+	struct curl_pool p;
+	CURL *h[5];
+	setups = 0;
+	curl_pool_init(&p, 2, count_setup, NULL);
+	for (int i = 0; i < 5; i++)
+		h[i] = curl_pool_take(&p);
+	assert_int_equal(setups, 5);
+	for (int i = 0; i < 5; i++)
+		curl_pool_give(&p, h[i]);
+	assert_int_equal(p.n, 2);
+	CURL *a = curl_pool_take(&p), *b = curl_pool_take(&p), *c = curl_pool_take(&p);
+	assert_int_equal(setups, 6); /* two were idle, the third is new */
+	curl_pool_give(&p, a);
+	curl_pool_give(&p, b);
+	curl_pool_give(&p, c);
+	assert_int_equal(p.n, 2);
+	curl_pool_release(&p);
+
+	curl_pool_init(&p, 0, count_setup, NULL);
+	for (int i = 0; i < 5; i++)
+		h[i] = curl_pool_take(&p);
+	for (int i = 0; i < 5; i++)
+		curl_pool_give(&p, h[i]);
+	assert_int_equal(p.n, 5);
+	curl_pool_release(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_frame_roundtrip), cmocka_unit_test(test_unframe_rejects),
 		cmocka_unit_test(test_headers),         cmocka_unit_test(test_status_lines),
 		cmocka_unit_test(test_code_mapping),    cmocka_unit_test(test_outcome),
+		cmocka_unit_test(test_pool_max_idle),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
