@@ -94,6 +94,9 @@ struct api_resource {
 	/* Create-only and never stored (access reviews, token reviews): no etcd prefix, no watch
 	 * cache; POST is answered by the API server's handler for the plural (apiserver/reviews.c). */
 	bool ephemeral;
+	/* metrics.k8s.io (PodMetrics, NodeMetrics): get and list only, never stored; answered from
+	 * the nodes' kubelets (apiserver/podmetrics.c). No strategy. */
+	bool metrics;
 };
 
 /* Kinds in src/common/kinds/: one strategy each, shared by every API server that serves them. */

@@ -67,6 +67,8 @@ CRI_DECLARE(cri_stop_container, StopContainerRequest, StopContainerResponse);
 CRI_DECLARE(cri_remove_container, RemoveContainerRequest, RemoveContainerResponse);
 CRI_DECLARE(cri_list_containers, ListContainersRequest, ListContainersResponse);
 CRI_DECLARE(cri_container_status, ContainerStatusRequest, ContainerStatusResponse);
+/* ExecSync's limit: the open timeout plus req->timeout seconds */
+CRI_DECLARE(cri_exec_sync, ExecSyncRequest, ExecSyncResponse);
 /* ImageService (cri_pull_image's limit: the longer of the open timeout and CRI_PULL_TIMEOUT_MS) */
 CRI_DECLARE(cri_list_images, ListImagesRequest, ListImagesResponse);
 CRI_DECLARE(cri_image_status, ImageStatusRequest, ImageStatusResponse);

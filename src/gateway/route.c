@@ -70,9 +70,11 @@ static bool is_node_lease(const struct path_info *p, const char *tenant)
 	       strcmp(tenant, TENANT_SYSTEM) == 0;
 }
 
+/* Nodes, and their NodeMetrics (metrics.k8s.io, served by the resource managers too). */
 static bool is_nodes(const struct path_info *p)
 {
-	return p->legacy_core && p->resource && strcmp(p->resource, "nodes") == 0 && !p->namespace_;
+	return (p->legacy_core || strcmp(p->group, "metrics.k8s.io") == 0) && p->resource &&
+	       strcmp(p->resource, "nodes") == 0 && !p->namespace_;
 }
 
 static void route_rm(const char *method, const struct path_info *p, const struct identity *id, struct route *r)

@@ -126,7 +126,11 @@ static void pull_run(struct img_puller *pl, struct img_pull *p)
 	if (p->user || p->pass) {
 		auth.username = p->user ? p->user : "";
 		auth.password = p->pass ? p->pass : "";
-		auth.server_address = p->server ? p->server : "";
+		/* no server_address: the credentials were already picked for this image's registry
+		 * (images.c), and containerd would otherwise use them only where the address parses as a
+		 * URL whose host is the host it pulls from ("127.0.0.1:5000" does not parse; a mirror's
+		 * host is not docker.io's), dropping them otherwise */
+		auth.server_address = "";
 		req.auth = &auth;
 	}
 	if (p->sandbox) {

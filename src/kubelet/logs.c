@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "logs.h"
 #include "shim.h"
+#include "stats.h"
 #include "runtime_common.h"
 #include "ursa/http.h"
 #include "ursa/timeutil.h"
@@ -404,6 +405,12 @@ static void on_request(void *ud, struct http_request *req, struct http_reply *rp
 		struct buf b = BUF_INIT;
 		buf_adds(&b, "ok");
 		http_reply_set(rp, 200, "text/plain; charset=utf-8", &b);
+		return;
+	}
+	if (!strcmp(path, "/stats/usage")) { /* resource usage for metrics.k8s.io (stats.h) */
+		struct buf b = BUF_INIT;
+		kl_stats_usage(l->ops->name, &b);
+		http_reply_set(rp, 200, "application/json", &b);
 		return;
 	}
 	static const char prefix[] = "/containerLogs/";

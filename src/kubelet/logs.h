@@ -6,6 +6,7 @@
  *   text/plain, the container's current log without the CRI prefix ("<ts> <text>" with
  *   timestamps=true). follow=true streams lines as they are appended and ends when the
  *   container has ended (the shim marks its log final) or its log is removed.
+ *   GET /stats/usage                               resource usage of the node and its pods (stats.h)
  *   404 for an unknown pod or container, 400 for bad parameters, 401 without the bearer token
  *   when one is configured, 405 for other methods. */
 #ifndef URSA_KUBELET_LOGS_H

@@ -13,6 +13,7 @@
 #include "images.h"
 #include "kubelet.h"
 #include "logs.h"
+#include "stats.h"
 #include "podlogic.h"
 #include "shim.h"
 #include "ursa/errors.h"
@@ -192,6 +193,7 @@ static struct runtime *make_runtime(struct kubelet *k)
 	self[n > 0 ? n : 0] = '\0';
 	char *dir = xasprintf("%s/runtime", k->opt.root_dir);
 	struct runtime *rt = k->rt_ops->create(dir, self);
+	kl_stats_set_runtime_root(dir);
 	free(dir);
 	return rt;
 }
@@ -282,6 +284,7 @@ static int start(void *ud, struct daemon *dm, char **ret_err)
 	if (!k->hollow && strcmp(k->opt.runtime, "cri") == 0) {
 		k->rt_ops = &runtime_cri;
 		runtime_cri_configure(k->opt.cri_endpoint, k->opt.cgroup_parent);
+		kl_stats_configure(k->opt.cgroup_parent);
 		runtime_cri_set_pod_max_pids(k->opt.pod_max_pids);
 		runtime_cri_set_pod_start_parallelism((int)k->opt.pod_start_parallelism);
 		if (configure_cri_images(k) != 0 || wait_cri(k, dm) != 0) {

@@ -57,6 +57,20 @@ int kl_rt_pod_from_json(const json_t *pod, struct rt_pod *ret, struct buf *err);
 /* The same for a runtime that knows its images' users (image_users: the CRI runtime): runAsNonRoot
  * without runAsUser is then left to the runtime, which checks the image's user. */
 int kl_rt_pod_from_json_for(const json_t *pod, bool image_users, struct rt_pod *ret, struct buf *err);
+/* The same with the environment's sources (podenv.h; ctx NULL: no configmaps or secrets, the pod's
+ * IPs deferred): E_NOT_FOUND with Kubernetes' message in err and the container's name in
+ * *ret_container (new string; may be NULL) when a reference cannot be resolved now
+ * (CreateContainerConfigError), E_INVALID for a spec the kubelet cannot run. */
+struct podenv_ips;
+struct podenv_alloc;
+struct podenv_src;
+struct kl_env_ctx {
+	const struct podenv_ips *ips;
+	const struct podenv_alloc *alloc;
+	const struct podenv_src *src;
+};
+int kl_rt_pod_from_json_env(const json_t *pod, bool image_users, const struct kl_env_ctx *ctx, struct rt_pod *ret,
+			    struct buf *err, char **ret_container);
 
 /* Grace period to stop a pod with: metadata.deletionGracePeriodSeconds, else
  * spec.terminationGracePeriodSeconds, else 30. */

@@ -10,8 +10,10 @@
  * sync to remove them. The runtime's rt_pod_changed queues the pod's key again (on_pod_changed). */
 #include <pthread.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include "images.h"
 #include "kubelet.h"
+#include "podenv.h"
 #include "podlogic.h"
 #include "ursa/strmap.h"
 #include "ursa/errors.h"
@@ -28,7 +30,11 @@ enum kp_state {
 	KP_RUNTIME,   /* handed to the runtime */
 	KP_FAILED,    /* rejected (admission, bad spec): never ran */
 	KP_DONE,      /* already terminal when we first saw it and unknown to the runtime */
+	KP_CONFIG,    /* a configmap or secret its env names is missing: retried (CreateContainerConfigError) */
 };
+
+#define CONFIG_RETRY_MIN_MS 1000
+#define CONFIG_RETRY_MAX_MS 10000
 
 struct kl_pod {
 	char *uid;
@@ -37,6 +43,9 @@ struct kl_pod {
 	bool counted;             /* its requests count against the node */
 	struct kl_res req;
 	char *fail_reason, *fail_message;
+	char *config_container, *config_message; /* KP_CONFIG: which container and why */
+	int64_t config_retry_ms, config_delay_ms;
+	bool config_new;          /* a failed attempt not yet scheduled again */
 	json_t *sent;             /* last status sent (new reference) */
 };
 
@@ -60,6 +69,8 @@ static void pod_free(void *v)
 	free(kp->uid);
 	free(kp->fail_reason);
 	free(kp->fail_message);
+	free(kp->config_container);
+	free(kp->config_message);
 	json_decref(kp->sent);
 	free(kp);
 }
@@ -163,13 +174,140 @@ static void pull_creds_release(struct pull_creds *pc)
 		pull_auth_release(&pc->auth[i]);
 }
 
+/* The configmaps and secrets a pod's env names, read with the node's credential from the pod's
+ * partition (the API servers let a node GET only those its pods name), once per start. */
+struct env_objs {
+	struct kl_partition *p;
+	const json_t *pod;
+	json_t *objs[64];
+	char *names[64];
+	bool secret[64];
+	int codes[64];
+	size_t n;
+};
+
+static const json_t *env_get(void *ud, bool secret, const char *name, int *ret_code)
+{
+	struct env_objs *eo = ud;
+	for (size_t i = 0; i < eo->n; i++)
+		if (eo->secret[i] == secret && strcmp(eo->names[i], name) == 0) {
+			*ret_code = eo->codes[i];
+			return eo->objs[i];
+		}
+	if (!eo->p || !eo->p->rc || eo->n == sizeof(eo->objs) / sizeof(eo->objs[0])) {
+		*ret_code = 503;
+		return NULL;
+	}
+	const char *tenant = json_path_str(eo->pod, "metadata.tenant"), *ns = json_path_str(eo->pod, "metadata.namespace");
+	struct buf path = BUF_INIT;
+	buf_adds(&path, "/api/v1/tenants/");
+	buf_add_query_escaped(&path, tenant && *tenant ? tenant : "system");
+	buf_adds(&path, "/namespaces/");
+	buf_add_query_escaped(&path, ns && *ns ? ns : "default");
+	buf_adds(&path, secret ? "/secrets/" : "/configmaps/");
+	buf_add_query_escaped(&path, name);
+	json_t *body = NULL;
+	int code = rest_do(eo->p->rc, "GET", buf_cstr(&path), NULL, NULL, &body);
+	buf_release(&path);
+	if (code != 200 || !json_is_object(body)) {
+		json_decref(body);
+		body = NULL;
+		if (code == 200)
+			code = 500;
+	}
+	size_t i = eo->n++;
+	eo->objs[i] = body;
+	eo->names[i] = xstrdup(name);
+	eo->secret[i] = secret;
+	eo->codes[i] = code;
+	*ret_code = code;
+	return body;
+}
+
+static void env_invalid_keys(void *ud, const char *kind, const char *name, const char *keys)
+{
+	struct env_objs *eo = ud;
+	const json_t *pod = eo->pod;
+	const char *t = json_path_str(pod, "metadata.tenant"), *ns = json_path_str(pod, "metadata.namespace");
+	rt_event(t && *t ? t : "system", ns, json_path_str(pod, "metadata.name"), json_path_str(pod, "metadata.uid"), NULL,
+		 true, "InvalidEnvironmentVariableNames",
+		 "Keys [%s] from the EnvFrom %s %s/%s were skipped since they are considered invalid environment variable "
+		 "names.", keys, kind, ns ? ns : "", name);
+}
+
+static void env_objs_release(struct env_objs *eo)
+{
+	for (size_t i = 0; i < eo->n; i++) {
+		json_decref(eo->objs[i]);
+		free(eo->names[i]);
+	}
+}
+
+/* The runtime spec of the pod with its environment; E_NOT_FOUND for a reference that cannot be
+ * resolved now (kp->config_*), E_INVALID for a spec that cannot run. */
+static int build_spec(struct kl_pods *ps, struct kl_partition *p, struct kl_pod *kp, const json_t *obj,
+		      struct rt_pod *spec, struct buf *err)
+{
+	struct kubelet *k = ps->k;
+	bool cri = k->rt_ops == &runtime_cri;
+	bool host_net = json_is_true(json_path(obj, "spec.hostNetwork"));
+	const char *host_ip = k->opt.address;
+	/* the pod's IP: the node's, except on CRI with a network of its own, where the runtime fills
+	 * it in once the sandbox has it (podenv_finish) */
+	struct podenv_ips ips = { host_ip, (!cri || host_net) ? host_ip : NULL, (!cri || host_net) ? host_ip : NULL };
+	struct podenv_alloc alloc = { k->alloc_cpu_m, k->alloc_mem_m / 1000, 0 };
+	struct statvfs vfs;
+	if (statvfs(k->opt.root_dir ? k->opt.root_dir : "/", &vfs) == 0)
+		alloc.storage_bytes = (long long)(vfs.f_blocks * vfs.f_frsize);
+	struct env_objs *eo = xcalloc(1, sizeof(*eo));
+	eo->p = p;
+	eo->pod = obj;
+	struct podenv_src src = { env_get, eo, env_invalid_keys };
+	struct kl_env_ctx ctx = { &ips, &alloc, &src };
+	char *cname = NULL;
+	int rc = kl_rt_pod_from_json_env(obj, cri, &ctx, spec, err, &cname);
+	env_objs_release(eo);
+	free(eo);
+	free(kp->config_container);
+	free(kp->config_message);
+	kp->config_container = kp->config_message = NULL;
+	if (rc == E_NOT_FOUND) {
+		kp->config_container = cname ? cname : xstrdup("");
+		kp->config_message = xstrdup(buf_cstr(err));
+		cname = NULL;
+	}
+	free(cname);
+	return rc;
+}
+
 static void start(struct kl_pods *ps, struct kl_partition *p, struct kl_pod *kp, const json_t *obj, bool adopt)
 {
 	struct kubelet *k = ps->k;
 	struct buf err = BUF_INIT;
 	struct rt_pod spec;
 	char *rt_err = NULL;
-	if (kl_pod_requests(obj, &kp->req, &err) != 0 || kl_rt_pod_from_json_for(obj, k->rt_ops == &runtime_cri, &spec, &err) != 0) {
+	int brc = 0;
+	if (kl_pod_requests(obj, &kp->req, &err) != 0 || (brc = build_spec(ps, p, kp, obj, &spec, &err)) != 0) {
+		if (brc == E_NOT_FOUND && adopt) {
+			/* running from before a restart: its containers keep the env they started with */
+			struct kl_node *an = &k->nodes[kp->node];
+			kp->state = KP_RUNTIME;
+			kp->counted = true;
+			an->cpu_used_m += kp->req.cpu_m;
+			an->mem_used_m += kp->req.mem_m;
+			an->pods_used += kp->req.pods;
+			goto out;
+		}
+		if (brc == E_NOT_FOUND) {
+			/* Waiting, CreateContainerConfigError, until the object appears (process retries) */
+			kp->state = KP_CONFIG;
+			kp->config_new = true;
+			const char *t = json_path_str(obj, "metadata.tenant");
+			rt_event(t && *t ? t : "system", json_path_str(obj, "metadata.namespace"),
+				 json_path_str(obj, "metadata.name"), kp->uid, kp->config_container, true, "Failed",
+				 "Error: %s", kp->config_message);
+			goto out;
+		}
 		fail_pod(kp, "InvalidPodSpec", buf_cstr(&err));
 		goto out;
 	}
@@ -213,7 +351,11 @@ static void start(struct kl_pods *ps, struct kl_partition *p, struct kl_pod *kp,
 	n->mem_used_m += kp->req.mem_m;
 	n->pods_used += kp->req.pods;
 out:
-	if (kp->state == KP_FAILED)
+	if (kp->state == KP_CONFIG)
+		log_info("pod waits for its configuration", "pod=\"%s/%s/%s\" container=%s message=\"%s\"",
+			 json_path_str(obj, "metadata.tenant"), json_path_str(obj, "metadata.namespace"),
+			 json_path_str(obj, "metadata.name"), kp->config_container, kp->config_message);
+	else if (kp->state == KP_FAILED)
 		log_warn("pod rejected", "pod=\"%s/%s/%s\" reason=%s message=\"%s\"", json_path_str(obj, "metadata.tenant"),
 			 json_path_str(obj, "metadata.namespace"), json_path_str(obj, "metadata.name"), kp->fail_reason,
 			 kp->fail_message);
@@ -282,6 +424,14 @@ static int report(struct kl_pods *ps, struct kl_partition *p, const json_t *obj,
 	char pod_ip[64] = "";
 	bool own_ip = false;
 	int n = 0;
+	if (kp->state == KP_CONFIG) {
+		memset(&cs[0], 0, sizeof(cs[0]));
+		snprintf(cs[0].name, sizeof(cs[0].name), "%s", kp->config_container ? kp->config_container : "");
+		cs[0].state = RT_WAITING;
+		snprintf(cs[0].reason, sizeof(cs[0].reason), "CreateContainerConfigError");
+		snprintf(cs[0].message, sizeof(cs[0].message), "%s", kp->config_message ? kp->config_message : "");
+		n = 1;
+	}
 	if (kp->state == KP_RUNTIME) {
 		n = k->rt_ops->status(k->rt, kp->uid, cs, KL_MAX_CONTAINERS);
 		if (n < 0)
@@ -373,9 +523,22 @@ static int process(struct kl_pods *ps, const char *wkey)
 		rc = finish_delete(ps, p, wkey, obj, kp);
 		goto out;
 	}
-	if (!kp)
+	if (!kp) {
 		kp = admit(ps, p, wkey, obj, node);
+	} else if (kp->state == KP_CONFIG && mono_ms() >= kp->config_retry_ms) {
+		kp->state = KP_RUNTIME; /* start sets it again */
+		start(ps, p, kp, obj, false);
+	}
 	rc = report(ps, p, obj, kp);
+	if (kp->state == KP_CONFIG && kp->config_new) {
+		/* again after a back-off: 1 s doubling to 10 s, as long as the object is missing */
+		kp->config_new = false;
+		kp->config_delay_ms = kp->config_delay_ms ? kp->config_delay_ms * 2 : CONFIG_RETRY_MIN_MS;
+		if (kp->config_delay_ms > CONFIG_RETRY_MAX_MS)
+			kp->config_delay_ms = CONFIG_RETRY_MAX_MS;
+		kp->config_retry_ms = mono_ms() + kp->config_delay_ms;
+		wq_add_after(k->wq, wkey, kp->config_delay_ms);
+	}
 out:
 	json_decref(obj);
 	kl_partition_put(p);

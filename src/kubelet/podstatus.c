@@ -70,7 +70,7 @@ static json_t *container_status_json(const json_t *spec_c, const struct rt_conta
 	if (s && s->container_id[0])
 		json_object_set_new(cs, "containerID", json_string(s->container_id));
 	json_object_set_new(cs, "ready", json_boolean(s && s->state == RT_RUNNING && s->ready));
-	json_object_set_new(cs, "started", json_boolean(s && s->state == RT_RUNNING));
+	json_object_set_new(cs, "started", json_boolean(s && s->state == RT_RUNNING && !s->startup_pending));
 	json_object_set_new(cs, "restartCount", json_integer(s ? s->restart_count : 0));
 	json_object_set_new(cs, "state", state_json(s));
 	json_t *last = json_object();

@@ -1,7 +1,9 @@
 /* Pod object -> runtime spec, refusing what the kubelet cannot run. */
 #include <string.h>
 #include <unistd.h>
+#include "podenv.h"
 #include "podlogic.h"
+#include "probes.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
 #include "ursa/kinds.h"
@@ -31,15 +33,20 @@ static int str_array(const json_t *a, char ***ret)
 	return 0;
 }
 
-static int convert_env(const json_t *env, struct rt_container *rc, struct buf *err)
+/* env and envFrom (podenv.h): E_INVALID for a malformed list, E_NOT_FOUND for a reference that
+ * cannot be resolved now (CreateContainerConfigError). */
+static int convert_env(const json_t *pod, const json_t *c, const struct kl_env_ctx *ctx, struct rt_container *rc,
+		       struct buf *err)
 {
-	if (!env || json_is_null(env))
-		return 0;
-	if (!json_is_array(env) || json_array_size(env) > KL_MAX_ENV) {
+	const json_t *env = json_object_get(c, "env"), *from = json_object_get(c, "envFrom");
+	if (from && !json_is_null(from) && (!json_is_array(from) || json_array_size(from) > KL_MAX_ENV)) {
+		buf_addf(err, "container \"%s\": envFrom must be a list of at most %d entries", rc->name, KL_MAX_ENV);
+		return E_INVALID;
+	}
+	if (env && !json_is_null(env) && (!json_is_array(env) || json_array_size(env) > KL_MAX_ENV)) {
 		buf_addf(err, "container \"%s\": env must be a list of at most %d entries", rc->name, KL_MAX_ENV);
 		return E_INVALID;
 	}
-	rc->env = xcalloc(json_array_size(env) + 1, sizeof(*rc->env));
 	size_t i;
 	const json_t *e;
 	json_array_foreach(env, i, e) {
@@ -48,17 +55,26 @@ static int convert_env(const json_t *env, struct rt_container *rc, struct buf *e
 			buf_addf(err, "container \"%s\": env[%zu] has no valid name", rc->name, i);
 			return E_INVALID;
 		}
-		if (json_object_get(e, "valueFrom")) {
-			buf_addf(err, "container \"%s\": env \"%s\": valueFrom is not supported by this kubelet",
-				 rc->name, name);
+		const json_t *vf = json_object_get(e, "valueFrom");
+		if (vf && !json_is_null(vf) && !json_object_get(vf, "configMapKeyRef") &&
+		    !json_object_get(vf, "secretKeyRef") && !json_object_get(vf, "fieldRef") &&
+		    !json_object_get(vf, "resourceFieldRef")) {
+			buf_addf(err, "container \"%s\": env \"%s\": valueFrom names no source", rc->name, name);
 			return E_INVALID;
 		}
-		const char *value = json_str(e, "value");
-		rc->env[rc->nenv].name = xstrdup(name);
-		rc->env[rc->nenv].value = xstrdup(value ? value : "");
-		rc->nenv++;
 	}
-	return 0;
+	struct podenv_ips no_ips = { NULL, NULL, NULL };
+	int brc = podenv_build(pod, c, ctx ? ctx->ips : &no_ips, ctx ? ctx->alloc : NULL, ctx ? ctx->src : NULL, rc, err);
+	if (brc == -2) {
+		/* never resolvable: the pod fails (InvalidPodSpec), as the API server would have refused it */
+		struct buf msg = BUF_INIT;
+		buf_addf(&msg, "container \"%s\": %s", rc->name, buf_cstr(err));
+		buf_reset(err);
+		buf_adds(err, buf_cstr(&msg));
+		buf_release(&msg);
+		return E_INVALID;
+	}
+	return brc ? E_NOT_FOUND : 0;
 }
 
 /* A user or group id: an integer in 0..2147483647. */
@@ -184,22 +200,6 @@ static int convert_security(const json_t *pod_sc, const json_t *c, struct rt_con
 	return 0;
 }
 
-/* One quantity of resources.<section>.<name>: 0 when absent; -1 when it does not parse. */
-static int res_milli(const json_t *c, const char *section, const char *name, long long *ret)
-{
-	const json_t *v = json_object_get(json_object_get(json_object_get(c, "resources"), section), name);
-	*ret = 0;
-	if (!v || json_is_null(v))
-		return 0;
-	if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < (1LL << 40)) {
-		*ret = json_integer_value(v) * 1000;
-		return 0;
-	}
-	if (!json_is_string(v) || quantity_parse_milli(json_string_value(v), ret) != 0 || *ret < 0)
-		return -1;
-	return 0;
-}
-
 /* imagePullPolicy as the API server defaults it: Always for ":latest" or no tag (and no digest). */
 static enum rt_pull pull_policy(const char *policy, const char *image)
 {
@@ -220,8 +220,10 @@ static enum rt_pull pull_policy(const char *policy, const char *image)
 static int convert_resources(const json_t *c, struct rt_container *rc, struct buf *err)
 {
 	struct rt_resources *r = &rc->res;
-	if (res_milli(c, "requests", "cpu", &r->cpu_request_m) || res_milli(c, "limits", "cpu", &r->cpu_limit_m) ||
-	    res_milli(c, "requests", "memory", &r->mem_request) || res_milli(c, "limits", "memory", &r->mem_limit)) {
+	if (podenv_res_milli(c, "requests", "cpu", &r->cpu_request_m) ||
+	    podenv_res_milli(c, "limits", "cpu", &r->cpu_limit_m) ||
+	    podenv_res_milli(c, "requests", "memory", &r->mem_request) ||
+	    podenv_res_milli(c, "limits", "memory", &r->mem_limit)) {
 		buf_addf(err, "container \"%s\": resources hold a quantity that does not parse", rc->name);
 		return E_INVALID;
 	}
@@ -234,9 +236,10 @@ static int convert_resources(const json_t *c, struct rt_container *rc, struct bu
 	return 0;
 }
 
-static int convert_container(const json_t *pod_sc, const json_t *c, bool image_users, struct rt_container *rc,
-			     struct buf *err)
+static int convert_container(const json_t *pod, const json_t *c, bool image_users, const struct kl_env_ctx *ctx,
+			     struct rt_container *rc, struct buf *err)
 {
+	const json_t *pod_sc = json_path(pod, "spec.securityContext");
 	const char *name = json_str(c, "name");
 	if (!name || !*name) {
 		buf_adds(err, "a container has no name");
@@ -268,7 +271,14 @@ static int convert_container(const json_t *pod_sc, const json_t *c, bool image_u
 		rc->working_dir = xstrdup(wd);
 	if (convert_ids(pod_sc, c, image_users, rc, err) || convert_security(pod_sc, c, rc, err))
 		return E_INVALID;
-	return convert_env(json_object_get(c, "env"), rc, err);
+	if (kl_probe_from_json(json_object_get(c, "livenessProbe"), c, RT_PROBE_LIVENESS,
+			       &rc->probes[RT_PROBE_LIVENESS], err) ||
+	    kl_probe_from_json(json_object_get(c, "readinessProbe"), c, RT_PROBE_READINESS,
+			       &rc->probes[RT_PROBE_READINESS], err) ||
+	    kl_probe_from_json(json_object_get(c, "startupProbe"), c, RT_PROBE_STARTUP, &rc->probes[RT_PROBE_STARTUP],
+			       err))
+		return E_INVALID;
+	return convert_env(pod, c, ctx, rc, err);
 }
 
 static enum rt_restart restart_policy(const char *p)
@@ -286,6 +296,12 @@ int kl_rt_pod_from_json(const json_t *pod, struct rt_pod *ret, struct buf *err)
 }
 
 int kl_rt_pod_from_json_for(const json_t *pod, bool image_users, struct rt_pod *ret, struct buf *err)
+{
+	return kl_rt_pod_from_json_env(pod, image_users, NULL, ret, err, NULL);
+}
+
+int kl_rt_pod_from_json_env(const json_t *pod, bool image_users, const struct kl_env_ctx *ctx, struct rt_pod *ret,
+			    struct buf *err, char **ret_container)
 {
 	struct rt_pod p;
 	memset(&p, 0, sizeof(p));
@@ -319,9 +335,12 @@ int kl_rt_pod_from_json_for(const json_t *pod, bool image_users, struct rt_pod *
 	const json_t *c;
 	json_array_foreach(containers, i, c) {
 		p.ncontainers++;
-		rc = convert_container(json_path(pod, "spec.securityContext"), c, image_users, &p.containers[i], err);
-		if (rc)
+		rc = convert_container(pod, c, image_users, ctx, &p.containers[i], err);
+		if (rc) {
+			if (ret_container)
+				*ret_container = xstrdup(p.containers[i].name ? p.containers[i].name : "");
 			goto out;
+		}
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(p.containers[j].name, p.containers[i].name) == 0) {
 				buf_addf(err, "duplicate container name \"%s\"", p.containers[i].name);

@@ -11,8 +11,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* from: how the value came (podenv.h): a literal value (expanded by podenv_finish while the
+ * container's env_pending), a resolved one (valueFrom, envFrom: never expanded), or the pod's IP(s)
+ * not known yet (value NULL until podenv_finish). */
+enum { RT_ENV_LITERAL, RT_ENV_RESOLVED, RT_ENV_POD_IP, RT_ENV_POD_IPS };
 struct rt_env {
 	char *name, *value;
+	unsigned char from;
 };
 
 /* Who a container runs as (its securityContext over the pod's). Unset ids leave the
@@ -57,6 +62,23 @@ struct rt_pull_cred {
 	const char *server, *username, *password;
 };
 
+/* A container's liveness, readiness or startup probe (probes.h), Kubernetes' defaults applied. */
+enum rt_probe_kind { RT_PROBE_LIVENESS, RT_PROBE_READINESS, RT_PROBE_STARTUP, RT_PROBE_KINDS };
+enum rt_probe_handler { RT_PROBE_EXEC, RT_PROBE_HTTP, RT_PROBE_TCP, RT_PROBE_GRPC };
+struct rt_probe {
+	enum rt_probe_handler handler;
+	char **exec;              /* exec: the command, NULL-terminated */
+	char *host;               /* http, tcp: NULL for the pod's IP */
+	char *path;               /* http: starts with '/' */
+	bool https;               /* http: scheme HTTPS */
+	int port;                 /* http, tcp, grpc: 1..65535 (named ports resolved) */
+	struct rt_env *headers;   /* http: httpHeaders */
+	size_t nheaders;
+	char *service;            /* grpc: may be NULL */
+	int initial_delay_s, period_s, timeout_s, success_threshold, failure_threshold;
+	long long grace_s;        /* terminationGracePeriodSeconds of the probe; -1: the pod's */
+};
+
 struct rt_container {
 	char *name;
 	char *image;        /* informational for "process": the command is what runs */
@@ -64,6 +86,7 @@ struct rt_container {
 	char **args;        /* NULL-terminated, may be NULL */
 	struct rt_env *env;
 	size_t nenv;
+	bool env_pending;   /* env, command and args wait for the pod's IP: podenv_finish (podenv.h) */
 	char *working_dir;  /* may be NULL */
 	struct rt_ids ids;
 	/* Used by the CRI runtime only (the others run the command line as it is): */
@@ -71,6 +94,8 @@ struct rt_container {
 	struct rt_resources res;
 	bool default_command;  /* command is the kubelet's placeholder: the image's own runs instead */
 	struct rt_security sec;
+	struct rt_probe *probes[RT_PROBE_KINDS]; /* by enum rt_probe_kind; NULL: none. Owned (copied by
+						    rt_pod_copy). Used by the CRI and process runtimes. */
 	const struct rt_pull_cred *pull_cred; /* borrowed for the start_pod call only (the runtime copies
 						 it); NULL: none. Not copied by rt_pod_copy. */
 };
@@ -104,6 +129,7 @@ struct rt_container_status {
 	char container_id[96];  /* "process://<id>" */
 	char image_id[128];     /* e.g. "process://<sha256 of command line>" */
 	bool ready;
+	bool startup_pending;   /* running, but its startup probe has not succeeded yet (started: false) */
 	/* last termination, for lastState.terminated */
 	bool has_last;
 	int last_exit_code;

@@ -1,5 +1,6 @@
 /* Pod spec helpers, file helpers and /proc probes shared by the runtimes, shim and log server. */
 #include "runtime_common.h"
+#include "probes.h"
 #include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
 #include <dirent.h>
@@ -57,6 +58,8 @@ void rt_pod_release(struct rt_pod *p)
 		}
 		free(c->env);
 		free(c->working_dir);
+		for (int k = 0; k < RT_PROBE_KINDS; k++)
+			rt_probe_free(c->probes[k]);
 	}
 	free(p->containers);
 	free(p->uid);
@@ -91,7 +94,11 @@ void rt_pod_copy(struct rt_pod *dst, const struct rt_pod *src)
 		for (size_t e = 0; e < s->nenv; e++) {
 			d->env[e].name = dup_or_null(s->env[e].name);
 			d->env[e].value = dup_or_null(s->env[e].value);
+			d->env[e].from = s->env[e].from;
 		}
+		d->env_pending = s->env_pending;
+		for (int k = 0; k < RT_PROBE_KINDS; k++)
+			d->probes[k] = rt_probe_dup(s->probes[k]);
 	}
 }
 

@@ -30,6 +30,8 @@
 #define _GNU_SOURCE
 #include "runtime_cri.h"
 #include "images.h"
+#include "podenv.h"
+#include "probes.h"
 #include "runtime_common.h"
 #include "ursa/buf.h"
 #include "ursa/errors.h"
@@ -780,6 +782,7 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 	const struct rt_container *sc = &p->spec.containers[i];
 	struct cri_cont *c = &p->c[i];
 	char *msg = NULL;
+	struct podenv_copy envc; /* the env, command and args with the sandbox's IP (podenv.h) */
 	const char *reason = ensure_image(rt, p, i, &msg);
 	if (reason == IMAGE_PULLING || reason == RUNTIME_DOWN) {
 		/* the status stays as it is (ContainerCreating, or the last pull's back-off): the next
@@ -804,6 +807,7 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 
 	struct sbconf sb;
 	sbconf_init(&sb, rt, p);
+	sc = podenv_finished(sc, p->ip, &envc);
 	Runtime__V1__ContainerConfig cc = RUNTIME__V1__CONTAINER_CONFIG__INIT;
 	Runtime__V1__ContainerMetadata meta = RUNTIME__V1__CONTAINER_METADATA__INIT;
 	Runtime__V1__ImageSpec image = RUNTIME__V1__IMAGE_SPEC__INIT;
@@ -903,6 +907,8 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 	free(envp);
 	free(seccomp_ref);
 	sbconf_release(&sb);
+	podenv_copy_release(&envc);
+	sc = &p->spec.containers[i];
 	if (rc == E_UNAVAILABLE) { /* the runtime is away (restarting): nothing was created, try again */
 		c->retry_at_ms = now_ms() + 2000;
 		return;
@@ -1305,6 +1311,7 @@ static void cri_rt_destroy(struct runtime *rt)
 {
 	if (!rt)
 		return;
+	prober_forget_owner(rt);
 	/* operations under way end first (a stop waits out its grace period); queued ones are
 	 * dropped: what they would have started is adopted by the next kubelet */
 	pthread_mutex_lock(&rt->lock);
@@ -1671,6 +1678,7 @@ static int cri_rt_stop_pod(struct runtime *rt, const char *uid, long long grace_
 	struct cpod *p = find_pod(rt, uid);
 	if (!p)
 		return 0;
+	prober_forget_pod(uid);
 	if (grace_s < 0)
 		grace_s = 0;
 	pthread_mutex_lock(&rt->lock);
@@ -1714,6 +1722,7 @@ static void remove_all_sandboxes(struct runtime *rt, const char *uid)
 
 static void cri_rt_remove_pod(struct runtime *rt, const char *uid)
 {
+	prober_forget_pod(uid);
 	struct cpod *p = find_pod(rt, uid);
 	if (!p)
 		return;
@@ -1746,22 +1755,106 @@ static void cri_rt_remove_pod(struct runtime *rt, const char *uid)
 	rt->changed = true;
 }
 
+/* ---- probes (probes.h): ExecSync and StopContainer on the prober's threads ---- */
+
+static int probe_exec(void *ud, const char *cid, char *const *cmd, int timeout_s, struct buf *out, int *ret_code)
+{
+	struct runtime *rt = ud;
+	Runtime__V1__ExecSyncRequest req = RUNTIME__V1__EXEC_SYNC_REQUEST__INIT;
+	Runtime__V1__ExecSyncResponse *r = NULL;
+	struct cri_err err;
+	size_t n = 0;
+	while (cmd[n])
+		n++;
+	req.container_id = (char *)cid;
+	req.cmd = (char **)cmd;
+	req.n_cmd = n;
+	req.timeout = timeout_s;
+	int rc = cri_exec_sync(rt->cri, &req, &r, &err);
+	if (rc != 0) {
+		buf_adds(out, err.message);
+		/* containerd answers a command that outlives its timeout with DEADLINE_EXCEEDED or a message */
+		if (rc != E_TIMEOUT && strstr(err.message, "timeout"))
+			rc = E_TIMEOUT;
+		return rc;
+	}
+	size_t lo = r->stdout.len < PROBE_MAX_OUTPUT ? r->stdout.len : PROBE_MAX_OUTPUT;
+	buf_add(out, r->stdout.data ? (const char *)r->stdout.data : "", lo);
+	size_t le = r->stderr.len < PROBE_MAX_OUTPUT - lo ? r->stderr.len : PROBE_MAX_OUTPUT - lo;
+	buf_add(out, r->stderr.data ? (const char *)r->stderr.data : "", le);
+	*ret_code = r->exit_code;
+	cri_free(r);
+	return 0;
+}
+
+static void probe_kill(void *ud, const char *uid, const char *container, const char *cid, long long grace_s)
+{
+	struct runtime *rt = ud;
+	Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
+	struct cri_err err;
+	req.container_id = (char *)cid;
+	req.timeout = grace_s < 0 ? 0 : grace_s;
+	int rc = cri_stop_container(rt->cri, &req, NULL, &err);
+	if (rc != 0 && rc != E_NOT_FOUND)
+		log_warn("cri: StopContainer after a failed probe", "uid=%s container=\"%s\" err=\"%s\"", uid, container,
+			 err.message);
+	rt->changed = true;
+}
+
+static const struct prober_ops cri_probe_ops = { .exec = probe_exec, .kill = probe_kill };
+
+/* Readiness and startup of the running containers in out from the prober (which starts probing
+ * new instances); the probes of containers that no longer run stop. */
+static void apply_probes(struct runtime *rt, struct cpod *p, const char *ip, struct rt_container_status *out,
+			 size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct rt_container *spec = NULL;
+		for (size_t j = 0; j < p->spec.ncontainers; j++)
+			if (strcmp(p->spec.containers[j].name, out[i].name) == 0)
+				spec = &p->spec.containers[j];
+		if (!spec)
+			continue;
+		if (out[i].state != RT_RUNNING) {
+			prober_container_gone(p->uid, out[i].name);
+			continue;
+		}
+		const char *cid = strstr(out[i].container_id, "://");
+		struct prober_target t = {
+			.uid = p->uid, .tenant = p->tenant, .ns = p->ns, .pod = p->name, .spec = spec,
+			.pod_grace_s = p->spec.grace_s, .cid = cid ? cid + 3 : out[i].container_id,
+			.started_at = out[i].started_at, .ip = p->spec.host_network ? NULL : ip,
+			.ops = &cri_probe_ops, .ud = rt,
+		};
+		bool started, ready;
+		prober_container(&t, &started, &ready);
+		out[i].startup_pending = !started;
+		out[i].ready = ready;
+	}
+}
+
 static int cri_rt_status(struct runtime *rt, const char *uid, struct rt_container_status *out, size_t max)
 {
 	struct cpod *p = find_pod(rt, uid);
 	if (!p || !p->has_spec)
 		return -1;
+	char ip[64];
+	size_t n;
 	pthread_mutex_lock(&rt->lock);
+	snprintf(ip, sizeof(ip), "%s", p->busy ? p->shown_ip : p->ip);
+	bool stopping = p->stopped || p->stop_wanted || p->stop_done || (p->busy && p->op == OP_STOP);
 	if (p->busy) { /* as it was handed over */
-		size_t n = p->nshown < max ? p->nshown : max;
+		n = p->nshown < max ? p->nshown : max;
 		memcpy(out, p->shown, n * sizeof(*out));
 		pthread_mutex_unlock(&rt->lock);
-		return (int)n;
+	} else {
+		pthread_mutex_unlock(&rt->lock);
+		n = p->nc < max ? p->nc : max;
+		for (size_t i = 0; i < n; i++)
+			cri_cont_status(&p->c[i], &p->spec, rt->runtime_name, &out[i]);
 	}
-	pthread_mutex_unlock(&rt->lock);
-	size_t n = p->nc < max ? p->nc : max;
-	for (size_t i = 0; i < n; i++)
-		cri_cont_status(&p->c[i], &p->spec, rt->runtime_name, &out[i]);
+	if (!stopping)
+		apply_probes(rt, p, ip, out, n);
 	return (int)n;
 }
 

@@ -10,8 +10,10 @@
  *   log of the newest instance). The uid in the file name keeps a re-created pod of the same
  *   name from mixing with (or deleting) the logs of its predecessor. */
 #define _GNU_SOURCE
+#include "probes.h"
 #include "runtime.h"
 #include "runtime_common.h"
+#include "ursa/errors.h"
 #include "ursa/jsonutil.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
@@ -742,6 +744,7 @@ static void proc_destroy(struct runtime *rt)
 {
 	if (!rt)
 		return;
+	prober_forget_owner(rt);
 	while (rt->pods) {
 		struct ppod *p = rt->pods;
 		rt->pods = p->next;
@@ -753,14 +756,31 @@ static void proc_destroy(struct runtime *rt)
 	free(rt);
 }
 
+/* A pod recovered from its saved spec has no probes (rt_pod_to_json keeps none): the pod worker's
+ * spec brings them. */
+static void adopt_probes(struct ppod *p, const struct rt_pod *pod)
+{
+	for (size_t i = 0; i < p->spec.ncontainers; i++)
+		for (size_t j = 0; j < pod->ncontainers; j++) {
+			if (strcmp(p->spec.containers[i].name, pod->containers[j].name) != 0)
+				continue;
+			for (int k = 0; k < RT_PROBE_KINDS; k++)
+				if (!p->spec.containers[i].probes[k])
+					p->spec.containers[i].probes[k] = rt_probe_dup(pod->containers[j].probes[k]);
+		}
+}
+
 static int proc_start_pod(struct runtime *rt, const struct rt_pod *pod, char **ret_err)
 {
 	if (!pod || !pod->uid) {
 		*ret_err = xstrdup("pod has no uid");
 		return -1;
 	}
-	if (find_pod(rt, pod->uid, NULL))
-		return 0; /* running, adopted or stopped: nothing is started twice */
+	struct ppod *known = find_pod(rt, pod->uid, NULL);
+	if (known) { /* running, adopted or stopped: nothing is started twice */
+		adopt_probes(known, pod);
+		return 0;
+	}
 	if (!spec_ok(pod, ret_err))
 		return -1;
 	struct rt_pod copy;
@@ -845,6 +865,7 @@ static void settle_stopped(struct runtime *rt, struct ppod *p)
 
 static int proc_stop_pod(struct runtime *rt, const char *uid, long long grace_s)
 {
+	prober_forget_pod(uid);
 	struct ppod *p = find_pod(rt, uid, NULL);
 	if (!p)
 		return -1;
@@ -903,6 +924,7 @@ static void remove_logs(struct runtime *rt, const struct ppod *p)
 
 static void proc_remove_pod(struct runtime *rt, const char *uid)
 {
+	prober_forget_pod(uid);
 	struct ppod **link;
 	struct ppod *p = find_pod(rt, uid, &link);
 	if (!p)
@@ -981,14 +1003,68 @@ static void fill_status(const struct ppod *p, size_t i, struct rt_container_stat
 	}
 }
 
+/* ---- probes (probes.h): the prober's instance id of a container is "<pid>:<pid's start time>" ---- */
+
+static bool parse_instance(const char *cid, pid_t *ret_pid, unsigned long long *ret_start)
+{
+	char *end;
+	long pid = strtol(cid, &end, 10);
+	if (pid <= 0 || *end != ':')
+		return false;
+	*ret_pid = (pid_t)pid;
+	*ret_start = strtoull(end + 1, NULL, 10);
+	return true;
+}
+
+static int probe_exec(void *ud, const char *cid, char *const *cmd, int timeout_s, struct buf *out, int *ret_code)
+{
+	(void)ud;
+	pid_t pid;
+	unsigned long long start;
+	if (!parse_instance(cid, &pid, &start) || !rt_proc_alive(pid, start)) {
+		buf_adds(out, "the container is not running");
+		return E_NOT_FOUND;
+	}
+	return probe_exec_local(pid, cmd, timeout_s, out, ret_code);
+}
+
+static void probe_kill(void *ud, const char *uid, const char *container, const char *cid, long long grace_s)
+{
+	(void)ud, (void)uid, (void)container;
+	pid_t pid;
+	unsigned long long start;
+	if (parse_instance(cid, &pid, &start))
+		probe_kill_local(pid, start, grace_s);
+}
+
+static const struct prober_ops proc_probe_ops = { .exec = probe_exec, .kill = probe_kill };
+
 static int proc_status(struct runtime *rt, const char *uid, struct rt_container_status *out, size_t max)
 {
 	struct ppod *p = find_pod(rt, uid, NULL);
 	if (!p)
 		return -1;
 	size_t n = p->spec.ncontainers < max ? p->spec.ncontainers : max;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		fill_status(p, i, &out[i]);
+		if (p->stopped || p->stopping)
+			continue;
+		if (out[i].state != RT_RUNNING || p->c[i].pid <= 0) {
+			prober_container_gone(p->spec.uid, p->spec.containers[i].name);
+			continue;
+		}
+		char cid[64];
+		snprintf(cid, sizeof(cid), "%d:%llu", (int)p->c[i].pid, p->c[i].pid_start);
+		struct prober_target t = {
+			.uid = p->spec.uid, .tenant = p->spec.tenant, .ns = p->spec.ns, .pod = p->spec.name,
+			.spec = &p->spec.containers[i], .pod_grace_s = p->spec.grace_s, .cid = cid,
+			.started_at = out[i].started_at, .ip = NULL, .ops = &proc_probe_ops, .ud = rt,
+		};
+		bool started, ready;
+		prober_container(&t, &started, &ready);
+		out[i].startup_pending = !started;
+		out[i].ready = ready;
+	}
 	return (int)n;
 }
 

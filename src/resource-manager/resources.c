@@ -16,6 +16,9 @@ const struct api_resource rm_resources[] = {
 	  &strategy_lease, .heartbeat = true },
 	{ URSA_GROUP, "v1", "tenantpartitions", "tenantpartition", "TenantPartition", SCOPE_CLUSTER, { "tp", NULL }, 0,
 	  false, true, &strategy_tenantpartition },
+	/* answered from the kubelets (apiserver/podmetrics.c): kubectl top nodes */
+	{ "metrics.k8s.io", "v1beta1", "nodes", "", "NodeMetrics", SCOPE_CLUSTER, { NULL }, 0, false, true, NULL,
+	  .metrics = true },
 	APISERVER_AUTHN_REVIEWS,
 };
 const size_t rm_nresources = sizeof(rm_resources) / sizeof(rm_resources[0]);

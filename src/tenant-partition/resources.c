@@ -70,6 +70,9 @@ const struct api_resource tp_resources[] = {
 	  "LocalSubjectAccessReview", SCOPE_NAMESPACE, { NULL }, 0, false, false, &strategy_review, .ephemeral = true },
 	{ URSA_GROUP, "v1", "resourcemanagers", "resourcemanager", "ResourceManager", SCOPE_CLUSTER, { "rm", NULL }, 0,
 	  false, true, &strategy_resourcemanager },
+	/* answered from the kubelets (apiserver/podmetrics.c): kubectl top pods */
+	{ "metrics.k8s.io", "v1beta1", "pods", "", "PodMetrics", SCOPE_NAMESPACE, { NULL }, 0, false, false, NULL,
+	  .metrics = true },
 	APISERVER_AUTHN_REVIEWS,
 };
 const size_t tp_nresources = sizeof(tp_resources) / sizeof(tp_resources[0]);

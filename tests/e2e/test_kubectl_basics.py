@@ -107,7 +107,10 @@ def test_api_resources():
     out = ok(["api-resources"], S["admin_kc"])
     header, rows = table(out)
     check(re.match(r"^NAME\s+SHORTNAMES\s+APIVERSION\s+NAMESPACED\s+KIND$", header), "header: %r" % header)
-    eq(rows.get("pods"), ["pods", "po", "v1", "true", "Pod"], "pods row")
+    # pods are listed twice, as with metrics-server: core pods and metrics.k8s.io PodMetrics
+    pod_rows = [line.split() for line in out.splitlines()[1:] if line.split()[:1] == ["pods"]]
+    check(["pods", "po", "v1", "true", "Pod"] in pod_rows, "core pods row: %r" % pod_rows)
+    check(["pods", "metrics.k8s.io/v1beta1", "true", "PodMetrics"] in pod_rows, "PodMetrics row: %r" % pod_rows)
     eq(rows.get("deployments"), ["deployments", "deploy", "apps/v1", "true", "Deployment"], "deployments row")
     tr = rows.get("tenants")
     check(tr is not None and tr[-2:] == ["false", "Tenant"] and "v1" in tr, "tenants row: %r" % tr)

@@ -147,7 +147,9 @@ static json_t *resource_list(struct apiserver *s, const char *group, const char 
 			json_array_append_new(shorts, json_string(r->short_names[k]));
 		json_t *e = json_pack("{s:s,s:s,s:b,s:s,s:o,s:o}", "name", r->plural, "singularName", r->singular,
 				      "namespaced", r->scope == SCOPE_NAMESPACE, "kind", r->kind, "verbs",
-				      r->ephemeral ? verbs_json((const char *const[]){ "create" }, 1) : verbs_json(all_verbs, 8),
+				      r->ephemeral ? verbs_json((const char *const[]){ "create" }, 1)
+				      : r->metrics ? verbs_json((const char *const[]){ "get", "list" }, 2)
+						   : verbs_json(all_verbs, 8),
 				      "shortNames", shorts);
 		if (in_category_all(r))
 			json_object_set_new(e, "categories", json_pack("[s]", "all"));

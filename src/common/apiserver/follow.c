@@ -3,6 +3,7 @@
  * changes, in order, and started over when a cache's watch ends (a relist). */
 #include "internal.h"
 #include "ursa/log.h"
+#include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 #include <stdlib.h>
 #include <time.h>
@@ -20,6 +21,9 @@ struct follower {
 	pthread_mutex_t mu; /* only for wake-ups: notify may run under a cache's lock */
 	pthread_cond_t cv;
 	bool wake;
+	pthread_mutex_t applied_mu; /* guards applied; applied_cv: it moved */
+	pthread_cond_t applied_cv;
+	int64_t *applied;           /* per cache: the revision applied up to (0 while (re)starting) */
 	atomic_bool stop;
 };
 
@@ -68,6 +72,16 @@ static int start(struct follower *f, size_t i)
 	}
 }
 
+static void set_applied(struct follower *f, size_t i, int64_t rv)
+{
+	pthread_mutex_lock(&f->applied_mu);
+	if (f->applied[i] != rv) {
+		f->applied[i] = rv;
+		pthread_cond_broadcast(&f->applied_cv);
+	}
+	pthread_mutex_unlock(&f->applied_mu);
+}
+
 static void *follower_main(void *arg)
 {
 	struct follower *f = arg;
@@ -94,7 +108,10 @@ static void *follower_main(void *arg)
 					f->ops.event(f->ud, i, ev.type, ev.obj);
 				wevent_release(&ev);
 			}
+			if (rc == 0)
+				set_applied(f, i, watcher_revision(f->w[i]));
 			if (rc < 0) {
+				set_applied(f, i, 0);
 				log_info("follower relists", "resource=%s", f->sv[i]->r->plural);
 				watcher_close(f->w[i]);
 				f->w[i] = NULL;
@@ -112,6 +129,9 @@ struct follower *follower_start(struct served *const *sv, size_t n, const struct
 	struct follower *f = xcalloc(1, sizeof(*f));
 	f->sv = xcalloc(n, sizeof(*f->sv));
 	f->w = xcalloc(n, sizeof(*f->w));
+	f->applied = xcalloc(n, sizeof(*f->applied));
+	pthread_mutex_init(&f->applied_mu, NULL);
+	pthread_cond_init(&f->applied_cv, NULL);
 	for (size_t i = 0; i < n; i++)
 		f->sv[i] = sv[i];
 	f->n = n;
@@ -141,7 +161,54 @@ void follower_stop(struct follower *f)
 			watcher_close(f->w[i]);
 	pthread_mutex_destroy(&f->mu);
 	pthread_cond_destroy(&f->cv);
+	pthread_mutex_destroy(&f->applied_mu);
+	pthread_cond_destroy(&f->applied_cv);
+	free(f->applied);
 	free(f->sv);
 	free(f->w);
 	free(f);
+}
+
+bool follower_catch_up(struct follower *f, int64_t timeout_ms)
+{
+	int64_t deadline = mono_ms() + timeout_ms;
+	int64_t *want = xcalloc(f->n, sizeof(*want));
+	bool behind = false;
+	for (size_t i = 0; i < f->n; i++) {
+		want[i] = atomic_load(&f->sv[i]->written_rev);
+		int64_t left = deadline - mono_ms();
+		if (want[i] > 0 && (left <= 0 || wcache_wait_for(f->sv[i]->cache, want[i], left) != 0)) {
+			free(want);
+			return false;
+		}
+		pthread_mutex_lock(&f->applied_mu);
+		behind = behind || f->applied[i] < want[i];
+		pthread_mutex_unlock(&f->applied_mu);
+	}
+	if (behind)
+		notify(f); /* the caches' events may not have woken it yet */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t left = deadline - mono_ms();
+	if (left < 0)
+		left = 0;
+	ts.tv_sec += left / 1000;
+	ts.tv_nsec += (left % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	bool ok;
+	pthread_mutex_lock(&f->applied_mu);
+	for (;;) {
+		ok = true;
+		for (size_t i = 0; i < f->n; i++)
+			if (f->applied[i] < want[i])
+				ok = false;
+		if (ok || pthread_cond_timedwait(&f->applied_cv, &f->applied_mu, &ts) != 0)
+			break;
+	}
+	pthread_mutex_unlock(&f->applied_mu);
+	free(want);
+	return ok;
 }

@@ -24,6 +24,7 @@ struct served {
 	char *prefix;          /* "/registry/pods/" */
 	struct wcache *cache;
 	unsigned index;        /* position in the table (metrics) */
+	_Atomic int64_t written_rev; /* this server's newest write of the kind (write.c) */
 };
 
 /* follow.c: a follower keeps a view of some of the server's watch caches on a thread of its
@@ -44,6 +45,9 @@ struct follower;
 /* NULL if its thread cannot start. sv is copied. */
 struct follower *follower_start(struct served *const *sv, size_t n, const struct follower_ops *ops, void *ud);
 void follower_stop(struct follower *f); /* joins the thread; NULL is fine */
+/* Waits (at most timeout_ms) until the follower has applied every write this server made to the
+ * kinds it follows (struct served's written_rev). true when it has. Any thread. */
+bool follower_catch_up(struct follower *f, int64_t timeout_ms);
 
 /* The RBAC authorizer and the follower feeding it from the RBAC kinds' watch caches (authz.c). */
 struct rbac;
@@ -124,6 +128,9 @@ void reply_node_not_owner(struct req *q, const char *name); /* the same as a 403
  * is that test on one pod (image pull secrets, secret volumes and projections, env, envFrom). */
 bool node_may_get_secret(const struct req *q);
 bool pod_uses_secret(const json_t *pod, const char *name);
+/* The same for configmaps (configMap volumes and projections, env configMapKeyRef, envFrom). */
+bool node_may_get_configmap(const struct req *q);
+bool pod_uses_configmap(const json_t *pod, const char *name);
 
 /* storage.c -------------------------------------------------------------------------------- */
 /* The etcd key of an object: prefix + [tenant/][ns/]name. New string. */
@@ -276,6 +283,13 @@ void review_rules(struct req *q, json_t *obj);
 /* reviews.c: create-only resources that are never stored (api_resource.ephemeral): access
  * reviews, token reviews, self subject reviews. Replies. */
 void handle_ephemeral(struct req *q);
+/* podmetrics.c: metrics.k8s.io PodMetrics (tenant partition) and NodeMetrics (resource manager)
+ * from the nodes' kubelets (/stats/usage); get and list, other verbs 405. */
+void handle_metrics(struct req *q);
+/* logproxy.c: a node object from the region's resource managers (new ref or NULL), and its
+ * kubelet's base URL (new string or NULL). */
+json_t *find_node(struct apiserver *s, const char *node);
+char *kubelet_url(const json_t *node);
 /* A review's answer: obj (the request's body) with status (stolen) set, 201. */
 void reply_review(struct req *q, json_t *obj, json_t *status);
 

@@ -104,7 +104,7 @@ static struct rest_client *client_for(struct apiserver *s, const char *servers, 
 }
 
 /* The node object, asked of every registered resource manager in turn. New ref or NULL. */
-static json_t *find_node(struct apiserver *s, const char *node)
+json_t *find_node(struct apiserver *s, const char *node)
 {
 	struct served *rms = served_by_plural(s, "resourcemanagers");
 	if (!rms)
@@ -137,7 +137,7 @@ static json_t *find_node(struct apiserver *s, const char *node)
 }
 
 /* The kubelet's base URL from a node: InternalIP (or Hostname) and the kubelet port. */
-static char *kubelet_url(const json_t *node)
+char *kubelet_url(const json_t *node)
 {
 	const char *addr = NULL;
 	size_t i;

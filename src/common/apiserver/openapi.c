@@ -553,11 +553,16 @@ static void gen_paths(const struct gen *g, const struct api_resource *r, const c
 	json_t *c = json_object();
 	if (!r->ephemeral) {
 		json_object_set_new(c, "get", operation(g, r, OP_LIST, def));
-		json_object_set_new(c, "delete", operation(g, r, OP_DELETECOLLECTION, def));
+		if (!r->metrics)
+			json_object_set_new(c, "delete", operation(g, r, OP_DELETECOLLECTION, def));
 	}
-	json_object_set_new(c, "post", operation(g, r, OP_CREATE, def));
+	if (!r->metrics)
+		json_object_set_new(c, "post", operation(g, r, OP_CREATE, def));
 	json_object_set_new(paths, buf_cstr(&coll), c);
-	if (!r->ephemeral) {
+	if (r->metrics) { /* read-only: get and list */
+		buf_adds(&coll, "/{name}");
+		json_object_set_new(paths, buf_cstr(&coll), json_pack("{s:o}", "get", operation(g, r, OP_GET, def)));
+	} else if (!r->ephemeral) {
 		buf_adds(&coll, "/{name}");
 		json_object_set_new(paths, buf_cstr(&coll),
 				    json_pack("{s:o,s:o,s:o,s:o}", "get", operation(g, r, OP_GET, def), "put",

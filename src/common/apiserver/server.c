@@ -83,14 +83,14 @@ static bool verb_in(const char *verb, const char *const *verbs)
 }
 
 /* What a node's kubelet may do (a node credential, group system:nodes): read everything but
- * secrets, in every tenant ("all" included) and the cluster scope; write only its own kind of
- * objects — nodes and their status, leases in kube-node-lease, a pod's status, the final
+ * secrets and configmaps, in every tenant ("all" included) and the cluster scope; write only its
+ * own kind of objects — nodes and their status, leases in kube-node-lease, a pod's status, the final
  * delete of a pod it stopped, and events (Pulling, Started, BackOff...), as Kubernetes'
  * system:node role allows. It cannot create pods, bind them or touch any tenant's other
  * objects. A credential that names its node (user system:node:<name>, q->node) writes only that
  * node, its lease and the pods bound to it, as Kubernetes' NodeRestriction: the names here,
  * a created object's and a pod's spec.nodeName in node_owns. Of secrets, such a credential may
- * GET those a pod bound to its node names (image pull secrets: nodesecrets.c). */
+ * GET those a pod bound to its node names (nodesecrets.c), and the same of configmaps. */
 static bool node_may(const struct req *q, const struct api_resource *r, bool write)
 {
 	static const char *const upsert[] = { "create", "update", "patch", NULL };
@@ -98,6 +98,8 @@ static bool node_may(const struct req *q, const struct api_resource *r, bool wri
 	const char *sub = q->path.subresource;
 	bool own = !q->node || !q->path.name || strcmp(q->path.name, q->node) == 0;
 
+	if (!write && strcmp(r->plural, "configmaps") == 0)
+		return !strcmp(q->verb, "get") && node_may_get_configmap(q);
 	if (!write)
 		return strcmp(r->plural, "secrets") != 0 || (!strcmp(q->verb, "get") && node_may_get_secret(q));
 	if (strcmp(r->plural, "nodes") == 0)
@@ -220,6 +222,10 @@ static int scope_request(struct req *q)
 
 static void dispatch(struct req *q)
 {
+	if (q->res->r->metrics) {
+		handle_metrics(q);
+		return;
+	}
 	if (q->res->r->ephemeral) {
 		if (strcmp(q->verb, "create") == 0 && !q->path.subresource)
 			handle_ephemeral(q);
@@ -299,7 +305,7 @@ static void served_init(struct apiserver *s)
 		sv->r = &s->o.resources[i];
 		sv->index = (unsigned)i;
 		sv->prefix = xasprintf("%s/%s/", s->o.etcd_prefix, sv->r->plural);
-		if (sv->r->ephemeral)
+		if (sv->r->ephemeral || sv->r->metrics)
 			continue;
 		if (sv->r->heartbeat)
 			etcd_lazy_prefix_add(s->etcd, sv->prefix);

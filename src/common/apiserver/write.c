@@ -321,6 +321,14 @@ static bool dry_run(struct req *q)
 
 static void reply_written(struct req *q, int code, const json_t *obj, const struct buf *val, int64_t rev);
 
+/* Keeps sv->written_rev the revision of this server's newest write of sv's kind. */
+static void note_written(struct served *sv, int64_t rev)
+{
+	int64_t cur = atomic_load(&sv->written_rev);
+	while (rev > cur && !atomic_compare_exchange_weak(&sv->written_rev, &cur, rev))
+		;
+}
+
 void do_create(struct req *q, json_t *obj)
 {
 	struct buf av = BUF_INIT, val = BUF_INIT;
@@ -354,6 +362,7 @@ void do_create(struct req *q, json_t *obj)
 		reply_storage_error(q, rc, name);
 		goto out;
 	}
+	note_written(q->res, rev);
 	reply_written(q, 201, obj, &val, rev);
 	if (q->s->o.on_created)
 		q->s->o.on_created(q->s, q->res->r, obj);
@@ -606,6 +615,8 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 				wcache_expect_cancel(q->res->cache, key, obj);
 		}
 		metrics_etcd(q->s->metrics, "update", mono_us() - t0);
+		if (rc >= 0)
+			note_written(q->res, newrev);
 		if (rc == E_NOT_FOUND && cached)
 			rc = E_CONFLICT; /* deleted since the cache's copy: read etcd (apply creates) */
 		if (rc == E_CONFLICT && q->rv_precondition && !cached)
@@ -784,6 +795,7 @@ static int delete_once(struct req *q, const char *key, const struct delete_opts 
 		metrics_etcd(q->s->metrics, "delete", mono_us() - t0);
 		if (rc < 0)
 			goto out;
+		note_written(q->res, newrev);
 		set_resource_version(cur, newrev);
 	}
 	*ret_obj = cur;

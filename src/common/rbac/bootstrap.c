@@ -38,7 +38,9 @@ static const char *const objects[] = {
 	"\"verbs\":[" RO "]},"
 	"{\"apiGroups\":[\"networking.k8s.io\"],\"resources\":[\"ingresses\",\"ingresses/status\",\"networkpolicies\"],"
 	"\"verbs\":[" RO "]},"
-	"{\"apiGroups\":[\"coordination.k8s.io\"],\"resources\":[\"leases\"],\"verbs\":[" RO "]}]}",
+	"{\"apiGroups\":[\"coordination.k8s.io\"],\"resources\":[\"leases\"],\"verbs\":[" RO "]},"
+	/* metrics-server's system:aggregated-metrics-reader, which Kubernetes aggregates into view */
+	"{\"apiGroups\":[\"metrics.k8s.io\"],\"resources\":[\"pods\",\"nodes\"],\"verbs\":[" RO "]}]}",
 
 	"{\"kind\":\"ClusterRole\",\"metadata\":{\"name\":\"system:aggregate-to-edit\"," LABELS(AGG("edit")) "},"
 	"\"rules\":["

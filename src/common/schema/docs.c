@@ -70,6 +70,20 @@ const struct schema_doc schema_docs[] = {
 	K("pm_cron_job", "Creates a Job from its template on a cron schedule."),
 	K("pm_lease", "A lock with a holder and a duration that the holder renews: node heartbeats, and leader "
 		      "election of controllers and schedulers."),
+	K("pm_pod_metrics", "The resource usage of a pod's containers as its node's kubelet measured it (read-only; "
+			    "what kubectl top pods shows)."),
+	F("pm_pod_metrics", "timestamp", "When the newer of the two samples the usage comes from was taken."),
+	F("pm_pod_metrics", "window", "The time between the two samples the CPU rate comes from, e.g. 1.5s."),
+	F("pm_pod_metrics", "containers", "The usage of each running container of the pod."),
+	K("pm_container_metrics", "The usage of one container."),
+	F("pm_container_metrics", "name", "The container's name in the pod's spec."),
+	F("pm_container_metrics", "usage", "cpu (cores, e.g. 250000000n) as a rate over the window, and memory "
+					   "(bytes, the working set)."),
+	K("pm_node_metrics", "The resource usage of a whole node as its kubelet measured it (read-only; what kubectl "
+			     "top nodes shows)."),
+	F("pm_node_metrics", "timestamp", "When the newer of the two samples the usage comes from was taken."),
+	F("pm_node_metrics", "window", "The time between the two samples the CPU rate comes from, e.g. 1.5s."),
+	F("pm_node_metrics", "usage", "cpu (cores) as a rate over the window, and memory (bytes, the working set)."),
 	K("pm_priority_class", "Gives a name to a scheduling priority; pods refer to it in priorityClassName."),
 	K("pm_role", "A set of permissions (rules) within one namespace of a tenant, granted by RoleBindings."),
 	K("pm_cluster_role", "A set of permissions over a whole tenant (every namespace and the tenant's "

@@ -20,6 +20,30 @@ static const struct pb_field lease[] = {
 };
 static PB_MSG(pm_lease, lease);
 
+/* metrics.k8s.io/v1beta1 (read-only, answered from the kubelets: apiserver/podmetrics.c); the
+ * window is a duration string in JSON ("1.5s"). */
+static const struct pb_field container_metrics[] = {
+	F_STRK(1, "name"),
+	F_MAPQ(2, "usage"),
+};
+static PB_MSG(pm_container_metrics, container_metrics);
+
+static const struct pb_field pod_metrics[] = {
+	F_MSG(1, "metadata", &pm_object_meta),
+	F_TIME(2, "timestamp"),
+	F_STR(3, "window"),
+	F_MSGR(4, "containers", &pm_container_metrics),
+};
+static PB_MSG(pm_pod_metrics, pod_metrics);
+
+static const struct pb_field node_metrics[] = {
+	F_MSG(1, "metadata", &pm_object_meta),
+	F_TIME(2, "timestamp"),
+	F_STR(3, "window"),
+	F_MAPQ(4, "usage"),
+};
+static PB_MSG(pm_node_metrics, node_metrics);
+
 static const struct pb_field priority_class[] = {
 	F_MSG(1, "metadata", &pm_object_meta),
 	F_I32K(2, "value"),
@@ -353,6 +377,8 @@ const struct pb_kind pb_kinds[] = {
 	{ "batch/v1", "Job", &pm_job },
 	{ "batch/v1", "CronJob", &pm_cron_job },
 	{ "coordination.k8s.io/v1", "Lease", &pm_lease },
+	{ "metrics.k8s.io/v1beta1", "PodMetrics", &pm_pod_metrics },
+	{ "metrics.k8s.io/v1beta1", "NodeMetrics", &pm_node_metrics },
 	{ "scheduling.k8s.io/v1", "PriorityClass", &pm_priority_class },
 	{ "rbac.authorization.k8s.io/v1", "Role", &pm_role },
 	{ "rbac.authorization.k8s.io/v1", "ClusterRole", &pm_cluster_role },

@@ -53,10 +53,45 @@ static void test_malformed(void **state)
 	assert_false(pod_uses_secret(NULL, "x"));
 }
 
+/* Configmaps: volumes, projections, env configMapKeyRef and envFrom configMapRef of every kind of
+ * container; a secret of the same name, or an image pull secret, is not a configmap. */
+static void test_configmaps(void **state)
+{
+	json_t *pod = J("{\"spec\":{"
+			"\"imagePullSecrets\":[{\"name\":\"pull\"}],"
+			"\"volumes\":[{\"name\":\"v\",\"configMap\":{\"name\":\"vol\"}},"
+			"{\"name\":\"s\",\"secret\":{\"secretName\":\"secvol\"}},"
+			"{\"name\":\"p\",\"projected\":{\"sources\":[{\"configMap\":{\"name\":\"proj\"}},{\"secret\":{\"name\":\"sproj\"}}]}}],"
+			"\"initContainers\":[{\"name\":\"i\",\"envFrom\":[{\"configMapRef\":{\"name\":\"initfrom\"}},"
+			"{\"secretRef\":{\"name\":\"sfrom\"}}]}],"
+			"\"containers\":[{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"plain\"},"
+			"{\"name\":\"B\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"senv\",\"key\":\"k\"}}},"
+			"{\"name\":\"C\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"envref\",\"key\":\"k\"}}}]}],"
+			"\"ephemeralContainers\":[{\"name\":\"e\",\"envFrom\":[{\"configMapRef\":{\"name\":\"eph\"}}]}]}}");
+	static const char *const yes[] = { "vol", "proj", "initfrom", "envref", "eph" };
+	static const char *const no[] = { "pull", "secvol", "sproj", "sfrom", "senv", "plain", "A", "v", "", "vo" };
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (!pod_uses_configmap(pod, yes[i]))
+			fail_msg("pod should name configmap %s", yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (pod_uses_configmap(pod, no[i]))
+			fail_msg("pod should not name configmap %s", no[i]);
+	json_decref(pod);
+	static const char *const bad[] = { "{}", "{\"spec\":{\"volumes\":[{\"configMap\":\"x\"}]}}",
+					   "{\"spec\":{\"containers\":[{\"envFrom\":[{\"configMapRef\":[\"x\"]}]}]}}" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		pod = J(bad[i]);
+		assert_false(pod_uses_configmap(pod, "x"));
+		json_decref(pod);
+	}
+	assert_false(pod_uses_configmap(NULL, "x"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_reference),
+		cmocka_unit_test(test_configmaps),
 		cmocka_unit_test(test_malformed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -76,6 +76,13 @@ static const struct row rows[] = {
 	{ "POST", "/api/v1/nodes", "system", true, RT_NODE_CREATE },
 	{ "GET", "/api/v1/nodes", "acme", false, RT_ERROR, NULL, E_FORBIDDEN },
 	{ "GET", "/api/v1/nodes", "system-x", false, RT_ERROR, NULL, E_FORBIDDEN },
+	/* NodeMetrics live with the nodes; PodMetrics with the tenant's pods */
+	{ "GET", "/apis/metrics.k8s.io/v1beta1/nodes", "system", true, RT_NODE_LIST },
+	{ "GET", "/apis/metrics.k8s.io/v1beta1/nodes/n1", "system", true, RT_NODE, NULL, 0, "n1" },
+	{ "GET", "/apis/metrics.k8s.io/v1beta1/nodes", "acme", false, RT_ERROR, NULL, E_FORBIDDEN },
+	{ "GET", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods", "acme", false, RT_TENANT, "acme" },
+	{ "GET", "/apis/metrics.k8s.io/v1beta1/tenants/acme/namespaces/default/pods/p", "beta", false, RT_ERROR, NULL,
+	  E_FORBIDDEN },
 	{ "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", "system", true, RT_NODE, NULL, 0, "n1" },
 	{ "PUT", "/apis/coordination.k8s.io/v1/tenants/system/namespaces/kube-node-lease/leases/n1", "system", true,
 	  RT_NODE, NULL, 0, "n1" },
