@@ -5,16 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "testjson.h"
 #include "apiserver/internal.h"
-
-static json_t *J(const char *text)
-{
-	json_error_t e;
-	json_t *j = json_loads(text, 0, &e);
-	if (!j)
-		fail_msg("bad test JSON: %s: %s", e.text, text);
-	return j;
-}
 
 static void test_every_reference(void **state)
 {

@@ -5,19 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "testjson.h"
 #include <string.h>
 #include "podlogic.h"
 #include "runtime_common.h"
 #include "ursa/errors.h"
-
-static json_t *J(const char *text)
-{
-	json_error_t e;
-	json_t *j = json_loads(text, 0, &e);
-	if (!j)
-		fail_msg("bad test JSON: %s: %s", e.text, text);
-	return j;
-}
 
 static void test_requests_sum_and_limit_fallback(void **state)
 {

@@ -7,20 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "testjson.h"
 #include <stdlib.h>
 #include <string.h>
 #include "podlogic.h"
 #include "runtime_cri.h"
 #include "ursa/errors.h"
-
-static json_t *J(const char *text)
-{
-	json_error_t e;
-	json_t *j = json_loads(text, 0, &e);
-	if (!j)
-		fail_msg("bad test JSON: %s: %s", e.text, text);
-	return j;
-}
 
 /* The first container's security of the pod whose spec is given (image_users: the CRI runtime). */
 static int convert(const char *spec, bool image_users, struct rt_pod *ret, struct buf *err)

@@ -8,19 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "testjson.h"
 #include "podenv.h"
 #include "podlogic.h"
 #include "ursa/errors.h"
 #include "ursa/xalloc.h"
-
-static json_t *J(const char *text)
-{
-	json_error_t e;
-	json_t *j = json_loads(text, 0, &e);
-	if (!j)
-		fail_msg("bad test JSON: %s: %s", e.text, text);
-	return j;
-}
 
 static const char *map_lookup(void *ud, const char *name, size_t len)
 {

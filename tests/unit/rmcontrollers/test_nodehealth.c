@@ -5,19 +5,11 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include "testjson.h"
 #include <stdlib.h>
 #include <string.h>
 #include "rmcm.h"
 #include "ursa/jsonutil.h"
-
-static json_t *J(const char *text)
-{
-	json_error_t e;
-	json_t *j = json_loads(text, 0, &e);
-	if (!j)
-		fail_msg("bad test JSON: %s: %s", e.text, text);
-	return j;
-}
 
 static void test_staleness(void **state)
 {
