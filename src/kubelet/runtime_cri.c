@@ -38,7 +38,6 @@
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -145,261 +144,6 @@ void runtime_cri_configure(const char *endpoint, const char *cgroup_parent)
 	free(g_cgroup_parent);
 	g_endpoint = endpoint ? xstrdup(endpoint) : NULL;
 	g_cgroup_parent = cgroup_parent && *cgroup_parent ? xstrdup(cgroup_parent) : NULL;
-}
-
-/* ---- pure helpers ---- */
-
-void cri_linux_resources(const struct rt_resources *r, Runtime__V1__LinuxContainerResources *out)
-{
-	long long shares = r->cpu_request_m * 1024 / 1000;
-	if (shares < CRI_MIN_SHARES)
-		shares = CRI_MIN_SHARES;
-	if (shares > CRI_MAX_SHARES)
-		shares = CRI_MAX_SHARES;
-	out->cpu_shares = shares;
-	out->cpu_period = 0;
-	out->cpu_quota = 0;
-	if (r->cpu_limit_m > 0) {
-		long long quota = r->cpu_limit_m * CRI_CPU_PERIOD / 1000;
-		out->cpu_period = CRI_CPU_PERIOD;
-		out->cpu_quota = quota < CRI_MIN_QUOTA ? CRI_MIN_QUOTA : quota;
-	}
-	out->memory_limit_in_bytes = r->mem_limit > 0 ? r->mem_limit : 0;
-}
-
-void cri_term_from_status(const Runtime__V1__ContainerStatus *s, struct cri_term *t)
-{
-	memset(t, 0, sizeof(*t));
-	t->exit_code = s->exit_code;
-	const char *reason = s->reason && *s->reason ? s->reason : (s->exit_code == 0 ? "Completed" : "Error");
-	snprintf(t->reason, sizeof(t->reason), "%s", reason);
-	snprintf(t->message, sizeof(t->message), "%s", s->message ? s->message : "");
-	t->started_at = s->started_at > 0 ? s->started_at / 1000000000 : 0;
-	t->finished_at = s->finished_at > 0 ? s->finished_at / 1000000000 : 0;
-}
-
-int64_t cri_backoff_next(int64_t cur_ms, int64_t base_ms, int64_t max_ms, int64_t ran_ms)
-{
-	if (cur_ms <= 0 || ran_ms > 2 * max_ms)
-		return base_ms;
-	return cur_ms * 2 > max_ms ? max_ms : cur_ms * 2;
-}
-
-static void term_to_status(const struct cri_term *t, struct rt_container_status *s)
-{
-	s->exit_code = t->exit_code;
-	if (t->exit_code > 128 && t->exit_code < 128 + 65)
-		s->signal = 0; /* Kubernetes reports the exit code only */
-	snprintf(s->reason, sizeof(s->reason), "%s", t->reason);
-	snprintf(s->message, sizeof(s->message), "%s", t->message);
-	s->started_at = t->started_at;
-	s->finished_at = t->finished_at;
-}
-
-void cri_cont_status(const struct cri_cont *c, const struct rt_pod *pod, const char *runtime_name,
-		     struct rt_container_status *s)
-{
-	memset(s, 0, sizeof(*s));
-	snprintf(s->name, sizeof(s->name), "%s", c->name);
-	s->restart_count = c->launches > 1 ? c->launches - 1 : 0;
-	if (c->id)
-		snprintf(s->container_id, sizeof(s->container_id), "%s://%s", runtime_name, c->id);
-	snprintf(s->image_id, sizeof(s->image_id), "%.127s", c->image_ref);
-	const struct cri_term *last = c->phase == CP_TERMINATED ? (c->has_prev ? &c->prev : NULL)
-							      : (c->has_term ? &c->term : NULL);
-	if (last) {
-		s->has_last = true;
-		s->last_exit_code = last->exit_code;
-		snprintf(s->last_reason, sizeof(s->last_reason), "%s", last->reason);
-		s->last_started_at = last->started_at;
-		s->last_finished_at = last->finished_at;
-	}
-	switch (c->phase) {
-	case CP_WAITING:
-		s->state = RT_WAITING;
-		snprintf(s->reason, sizeof(s->reason), "%s", c->reason[0] ? c->reason : "ContainerCreating");
-		snprintf(s->message, sizeof(s->message), "%s", c->message);
-		break;
-	case CP_RUNNING:
-		if (c->cri_state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING) {
-			s->state = RT_RUNNING;
-			s->started_at = c->started_at;
-			s->ready = true;
-		} else {
-			s->state = RT_WAITING;
-			snprintf(s->reason, sizeof(s->reason), "ContainerCreating");
-		}
-		break;
-	case CP_BACKOFF:
-		s->state = RT_WAITING;
-		snprintf(s->reason, sizeof(s->reason), "CrashLoopBackOff");
-		snprintf(s->message, sizeof(s->message), "back-off %llds restarting failed container=%s pod=%s_%s(%s)",
-			 (long long)((c->backoff_ms + 999) / 1000), c->name, pod ? pod->name : "", pod ? pod->ns : "",
-			 pod ? pod->uid : "");
-		break;
-	case CP_TERMINATED:
-		s->state = RT_TERMINATED;
-		if (c->has_term)
-			term_to_status(&c->term, s);
-		else
-			snprintf(s->reason, sizeof(s->reason), "Completed");
-		break;
-	}
-}
-
-const char *cri_nonroot_refusal(const Runtime__V1__Image *img, const struct rt_pod *pod, const char *container,
-				char **ret_msg)
-{
-	*ret_msg = NULL;
-	if (img && img->uid && img->uid->value != 0)
-		return NULL;
-	/* a name cannot be verified, but "root" is uid 0 everywhere (busybox images say "root") */
-	if (img && !img->uid && img->username && *img->username && strcmp(img->username, "root") != 0) {
-		*ret_msg = xasprintf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify "
-				     "user is non-root (pod: \"%s_%s(%s)\", container: %s)",
-				     img->username, pod->name, pod->ns, pod->uid, container);
-		return "CreateContainerConfigError";
-	}
-	*ret_msg = xasprintf("container has runAsNonRoot and image will run as root (pod: \"%s_%s(%s)\", container: %s)",
-			     pod->name, pod->ns, pod->uid, container);
-	return "CreateContainerConfigError";
-}
-
-void cri_seccomp_profile(const struct rt_security *sec, const char *seccomp_root, Runtime__V1__SecurityProfile *out,
-			 char **ret_ref)
-{
-	runtime__v1__security_profile__init(out);
-	*ret_ref = NULL;
-	switch (sec->seccomp) {
-	case RT_SECCOMP_UNCONFINED:
-		out->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined;
-		break;
-	case RT_SECCOMP_LOCALHOST:
-		out->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost;
-		*ret_ref = xasprintf("%s/%s", seccomp_root, sec->seccomp_ref);
-		out->localhost_ref = *ret_ref;
-		break;
-	default:
-		out->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault;
-	}
-}
-
-/* ---- the pod's cgroup (the pids limit) ---- */
-
-/* The pids controller's mount point from /proc/self/mounts text (v1 "pids" hierarchy first, else a
- * cgroup2 mount) into out; false when there is none. */
-bool cri_pids_mount(const char *mounts, char *out, size_t max)
-{
-	bool v2 = false;
-	for (const char *l = mounts; l && *l;) {
-		const char *nl = strchr(l, '\n');
-		size_t n = nl ? (size_t)(nl - l) : strlen(l);
-		char dev[64], dir[256], type[32], opts[512];
-		char line[1024];
-		snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) ? n : sizeof(line) - 1), l);
-		if (sscanf(line, "%63s %255s %31s %511s", dev, dir, type, opts) == 4) {
-			bool pids = false;
-			for (char *save = NULL, *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
-				pids = pids || strcmp(o, "pids") == 0;
-			if (strcmp(type, "cgroup") == 0 && pids) {
-				snprintf(out, max, "%s", dir);
-				return true;
-			}
-			if (strcmp(type, "cgroup2") == 0 && !v2) {
-				snprintf(out, max, "%s", dir);
-				v2 = true;
-			}
-		}
-		l = nl ? nl + 1 : NULL;
-	}
-	return v2;
-}
-
-static char *pids_mount(void)
-{
-	FILE *f = fopen("/proc/self/mounts", "re");
-	if (!f)
-		return NULL;
-	struct buf b = BUF_INIT;
-	char chunk[4096];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		buf_add(&b, chunk, n);
-	fclose(f);
-	char dir[256];
-	char *r = cri_pids_mount(buf_cstr(&b), dir, sizeof(dir)) ? xstrdup(dir) : NULL;
-	buf_release(&b);
-	return r;
-}
-
-static int write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "we");
-	if (!f)
-		return -1;
-	int rc = fputs(text, f) < 0 ? -1 : 0;
-	return fclose(f) != 0 || rc ? -1 : 0;
-}
-
-/* Creates the pod's cgroup in the pids hierarchy with pids.max (cgroup v2: pids enabled in the
- * parents' cgroup.subtree_control on the way). The runtime's containers go below it, so the limit
- * holds for all of the pod's processes together. */
-static void pod_pids_limit(const char *cgroup)
-{
-	if (!cgroup || g_pod_max_pids <= 0)
-		return;
-	char *mnt = pids_mount();
-	if (!mnt) {
-		log_warn("cri: no pids cgroup controller: --pod-max-pids not applied", "cgroup=\"%s\"", cgroup);
-		return;
-	}
-	char *dir = xasprintf("%s%s", mnt, cgroup);
-	rt_mkdir_p(dir, 0755);
-	char *max = xasprintf("%s/pids.max", dir);
-	char val[32];
-	snprintf(val, sizeof(val), "%lld", g_pod_max_pids);
-	if (access(max, F_OK) != 0) { /* cgroup v2: enable pids from the mount down */
-		for (char *sl = strchr(dir + strlen(mnt) + 1, '/');; sl = strchr(sl + 1, '/')) {
-			if (sl)
-				*sl = '\0';
-			char *parent = xstrdup(dir);
-			char *cut = strrchr(parent, '/');
-			*cut = '\0';
-			char *ctl = xasprintf("%s/cgroup.subtree_control", parent);
-			write_file(ctl, "+pids");
-			free(ctl);
-			free(parent);
-			if (!sl)
-				break;
-			*sl = '/';
-		}
-	}
-	if (write_file(max, val) != 0)
-		log_warn("cri: cannot set the pod's pids limit", "path=\"%s\" err=\"%s\"", max, strerror(errno));
-	free(max);
-	free(dir);
-	free(mnt);
-}
-
-/* Removes the pod's cgroup directories (empty once its containers are gone) from every hierarchy. */
-static void pod_cgroup_remove(const char *cgroup)
-{
-	if (!cgroup)
-		return;
-	DIR *d = opendir("/sys/fs/cgroup");
-	struct dirent *e;
-	char *top = xasprintf("/sys/fs/cgroup%s", cgroup);
-	rmdir(top);
-	free(top);
-	while (d && (e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		char *path = xasprintf("/sys/fs/cgroup/%s%s", e->d_name, cgroup);
-		rmdir(path);
-		free(path);
-	}
-	if (d)
-		closedir(d);
 }
 
 /* ---- labels ---- */
@@ -1009,7 +753,7 @@ static bool run_sandbox(struct runtime *rt, struct cpod *p)
 	Runtime__V1__RunPodSandboxResponse *r = NULL;
 	struct cri_err err;
 	req.config = &sb.config;
-	pod_pids_limit(sb.cgroup);
+	cri_pod_pids_limit(sb.cgroup, g_pod_max_pids);
 	int rc = cri_call(rt->cri, "/runtime.v1.RuntimeService/RunPodSandbox", &req.base,
 			  &runtime__v1__run_pod_sandbox_response__descriptor, SANDBOX_TIMEOUT_MS,
 			  (ProtobufCMessage **)&r, &err);
@@ -1742,7 +1486,7 @@ static void cri_rt_remove_pod(struct runtime *rt, const char *uid)
 	rt_rm_rf(dir);
 	free(dir);
 	char *cgroup = g_cgroup_parent ? xasprintf("%s/pod%s", g_cgroup_parent, uid) : NULL;
-	pod_cgroup_remove(cgroup);
+	cri_pod_cgroup_remove(cgroup);
 	free(cgroup);
 	pthread_mutex_lock(&rt->lock);
 	for (struct cpod **l = &rt->pods; *l; l = &(*l)->next)

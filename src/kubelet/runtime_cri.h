@@ -1,5 +1,6 @@
-/* The CRI runtime's pure helpers (internal to src/kubelet; unit-tested): pod specs to CRI
- * resources, CRI container statuses to the kubelet's, and the restart back-off. */
+/* The CRI runtime's helpers (internal to src/kubelet): its labels, and the pure conversions of
+ * cri_convert.c (pod specs to CRI resources and security profiles, CRI container statuses to the
+ * kubelet's, the restart back-off; unit-tested) and the pod cgroups of podcgroup.c. */
 #ifndef URSA_KUBELET_RUNTIME_CRI_H
 #define URSA_KUBELET_RUNTIME_CRI_H
 #include <stdbool.h>
@@ -41,6 +42,12 @@ void cri_seccomp_profile(const struct rt_security *sec, const char *seccomp_root
 /* The mount point of the pids cgroup controller in /proc/self/mounts text: the cgroup v1 hierarchy
  * with the "pids" option, else the first cgroup2 mount. false when there is neither. */
 bool cri_pids_mount(const char *mounts, char *out, size_t max);
+
+/* podcgroup.c: the pod's cgroup (an absolute cgroupfs path; NULL: none) made in the pids
+ * hierarchy with pids.max = max_pids before its sandbox starts (<= 0: nothing done; failures are
+ * logged, not fatal), and removed from every hierarchy once the pod's containers are gone. */
+void cri_pod_pids_limit(const char *cgroup, long long max_pids);
+void cri_pod_cgroup_remove(const char *cgroup);
 
 /* One ended container instance. */
 struct cri_term {
