@@ -26,9 +26,13 @@
  * operation touches the pod's state, sync leaves the pod alone, and status()/pod_ip() show a
  * copy made when it was handed over. rt->lock guards busy and the hand-over fields (cpod), the
  * pool's queue, and what log_path reads (the pod list, names, the container arrays and their
- * launch counts); the pod list itself changes on the pod worker only. */
+ * launch counts); the pod list itself changes on the pod worker only.
+ *
+ * Files: this one (pods, containers, sandboxes, recovery, the runtime_ops), cri_pool.c (the pool
+ * and the stop threads), cri_probes.c (the prober's side), cri_convert.c (pure conversions),
+ * podcgroup.c (pods' cgroups); runtime_cri_impl.h holds the state they share. */
 #define _GNU_SOURCE
-#include "runtime_cri.h"
+#include "runtime_cri_impl.h"
 #include "images.h"
 #include "podenv.h"
 #include "probes.h"
@@ -47,71 +51,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* An event about container cname (NULL: the pod) of cpod p (runtime.h rt_event). */
-#define POD_EVENT(p, cname, warning, reason, ...) \
-	rt_event((p)->tenant, (p)->ns, (p)->name, (p)->uid, (cname), (warning), (reason), __VA_ARGS__)
-
 #define CALL_TIMEOUT_MS 15000L
 #define SANDBOX_TIMEOUT_MS 180000L /* RunPodSandbox may pull the sandbox image first */
 #define PULL_SHOWN_MS 3000         /* ErrImagePull shows this long before ImagePullBackOff */
 #define MAX_LABELS 8
 #define PULL_THREADS 3             /* image pulls at once (different images) */
 #define PING_TIMEOUT_MS 5000L
-
-/* Operations of a pod that run off the pod worker (cpod.op). */
-enum pod_op {
-	OP_START,   /* start_pod: a dead sandbox cleaned up, then the sandbox and the containers */
-	OP_ADVANCE, /* sync: what is due (a restart after back-off, a finished pull, a sandbox retry) */
-	OP_LOST,    /* sync: the sandbox is gone: everything again in a new one */
-	OP_STOP,    /* stop_pod (on a thread of its own, not the pool) */
-};
-
-struct cpod {
-	char *uid, *tenant, *ns, *name;
-	bool has_spec;
-	struct rt_pod spec;
-	char *sandbox_id;
-	uint32_t sandbox_attempt;
-	bool sandbox_ready;
-	int64_t sandbox_retry_ms, sandbox_backoff_ms;
-	char sandbox_error[256];
-	char ip[64];
-	struct cri_cont *c;
-	size_t nc;
-	bool stopped;
-	/* Hand-over (rt->lock): busy from dispatch until the operation ends; shown* are the status
-	 * and IP at the hand-over, for status()/pod_ip() meanwhile; a stop asked for while busy
-	 * follows the running operation (stop_wanted); stop_done once a stop has finished. */
-	bool busy, stop_wanted, stop_done;
-	enum pod_op op;
-	long long stop_grace_s;
-	struct rt_container_status *shown;
-	size_t nshown;
-	char shown_ip[64];
-	struct cpod *qnext; /* the pool's queue */
-	struct cpod *next;
-};
-
-struct runtime {
-	char *root;
-	char owner[24];
-	char runtime_name[32];
-	struct cri *cri;
-	pthread_mutex_t lock;
-	struct cpod *pods;
-	atomic_bool changed; /* set from any thread, taken by sync */
-	int64_t backoff_base_ms, backoff_max_ms;
-	/* the pool (rt->lock): its threads, the queue of busy pods waiting for one, stop threads
-	 * running; work wakes the pool, idle signals a pod no longer busy or a stop thread ended */
-	pthread_t *pool;
-	size_t npool;
-	struct cpod *qhead, *qtail;
-	size_t nstoppers;
-	bool quit;
-	pthread_cond_t work, idle;
-	struct img_puller *puller; /* PullImage off the pod worker (images.h) */
-	struct img_gc *gc;         /* image garbage collection, or NULL */
-};
 
 static char *g_endpoint, *g_cgroup_parent;
 static struct imggc_policy g_gc = { .high_pct = 85, .low_pct = 80, .min_age_ms = 120000 };
@@ -344,7 +289,7 @@ static void on_terminated(struct runtime *rt, struct cpod *p, size_t i, const st
 }
 
 /* Asks the runtime about c's current instance and records what changed. */
-static void poll_container(struct runtime *rt, struct cpod *p, size_t i)
+void crirt_poll_container(struct runtime *rt, struct cpod *p, size_t i)
 {
 	struct cri_cont *c = &p->c[i];
 	Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
@@ -380,7 +325,7 @@ static void poll_container(struct runtime *rt, struct cpod *p, size_t i)
 	cri_free(r);
 }
 
-static void remove_container(struct runtime *rt, const char *id)
+void crirt_remove_container(struct runtime *rt, const char *id)
 {
 	Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
 	struct cri_err err;
@@ -673,7 +618,7 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 	pthread_mutex_unlock(&rt->lock);
 	cri_free(cr);
 	if (older) {
-		remove_container(rt, older);
+		crirt_remove_container(rt, older);
 		char *old_log = xasprintf("%s/pods/%s/%s/%d.log", rt->root, p->uid, sc->name, attempt - 2);
 		unlink(old_log); /* the logs of the two newest instances stay (logs --previous) */
 		free(old_log);
@@ -699,7 +644,7 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 		return;
 	}
 	POD_EVENT(p, c->name, false, "Started", "Started container %s", c->name);
-	poll_container(rt, p, i);
+	crirt_poll_container(rt, p, i);
 }
 
 static void sandbox_status(struct runtime *rt, struct cpod *p)
@@ -720,7 +665,7 @@ static void sandbox_status(struct runtime *rt, struct cpod *p)
 	cri_free(r);
 }
 
-static void stop_sandbox(struct runtime *rt, const char *id)
+void crirt_stop_sandbox(struct runtime *rt, const char *id)
 {
 	Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
 	struct cri_err err;
@@ -731,7 +676,7 @@ static void stop_sandbox(struct runtime *rt, const char *id)
 		log_warn("cri: cannot stop sandbox", "id=%s err=\"%s\"", id, err.message);
 }
 
-static void remove_sandbox(struct runtime *rt, const char *id)
+void crirt_remove_sandbox(struct runtime *rt, const char *id)
 {
 	Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
 	struct cri_err err;
@@ -778,7 +723,7 @@ static bool run_sandbox(struct runtime *rt, struct cpod *p)
 	return true;
 }
 
-/* Whether advance(p, false) has something to do now: a sandbox to try again, a container to
+/* Whether crirt_advance(p, false) has something to do now: a sandbox to try again, a container to
  * (re)start or whose pull to look at, ErrImagePull to turn into ImagePullBackOff. */
 static bool advance_due(const struct cpod *p, int64_t now)
 {
@@ -795,7 +740,7 @@ static bool advance_due(const struct cpod *p, int64_t now)
 }
 
 /* Starts what should run and is not running: the sandbox, then each waiting container. */
-static void advance(struct runtime *rt, struct cpod *p, bool force)
+void crirt_advance(struct runtime *rt, struct cpod *p, bool force)
 {
 	int64_t now = now_ms();
 	if (!p->sandbox_id) {
@@ -961,7 +906,6 @@ static bool fetch_term(struct runtime *rt, const char *id, struct cri_term *t)
 /* ---- the runtime_ops ---- */
 
 static void cri_rt_destroy(struct runtime *rt);
-static void *pool_main(void *arg);
 
 static struct runtime *cri_rt_create(const char *root_dir, const char *self_exe)
 {
@@ -1024,7 +968,7 @@ static struct runtime *cri_rt_create(const char *root_dir, const char *self_exe)
 	rt->gc = img_gc_start(g_endpoint, &g_gc, g_gc_period_ms);
 	rt->pool = xcalloc((size_t)g_parallelism, sizeof(*rt->pool));
 	for (int i = 0; i < g_parallelism; i++)
-		if (pthread_create(&rt->pool[rt->npool], NULL, pool_main, rt) == 0)
+		if (pthread_create(&rt->pool[rt->npool], NULL, crirt_pool_main, rt) == 0)
 			rt->npool++;
 	if (!rt->npool) {
 		log_error("cri: cannot start the pod start threads", "count=%d", g_parallelism);
@@ -1127,9 +1071,9 @@ static void attach_spec(struct runtime *rt, struct cpod *p, const struct rt_pod 
 	/* instances of containers no longer in the spec go */
 	for (size_t i = 0; i < on; i++) {
 		if (oc[i].id)
-			remove_container(rt, oc[i].id);
+			crirt_remove_container(rt, oc[i].id);
 		if (oc[i].prev_id)
-			remove_container(rt, oc[i].prev_id);
+			crirt_remove_container(rt, oc[i].prev_id);
 		cont_release(&oc[i]);
 	}
 	free(oc);
@@ -1147,252 +1091,9 @@ static void adopt_container(struct runtime *rt, struct cpod *p, size_t i)
 		c->has_term = true;
 	c->phase = CP_RUNNING;
 	c->cri_state = -1;
-	poll_container(rt, p, i); /* exited meanwhile: restarted or terminated per the policy */
+	crirt_poll_container(rt, p, i); /* exited meanwhile: restarted or terminated per the policy */
 	if (c->phase == CP_BACKOFF)
 		c->retry_at_ms = now_ms(); /* it ended while nobody watched: restart at once */
-}
-
-struct stopper {
-	struct runtime *rt;
-	const char *id;
-	long long grace_s;
-	pthread_t thread;
-};
-
-static void *stop_one(void *arg)
-{
-	struct stopper *s = arg;
-	Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
-	struct cri_err err;
-	req.container_id = (char *)s->id;
-	req.timeout = s->grace_s;
-	int rc = cri_call(s->rt->cri, "/runtime.v1.RuntimeService/StopContainer", &req.base,
-			  &runtime__v1__stop_container_response__descriptor, (s->grace_s + 30) * 1000, NULL, &err);
-	if (rc != 0 && rc != E_NOT_FOUND)
-		log_warn("cri: cannot stop container", "id=%s err=\"%s\"", s->id, err.message);
-	return NULL;
-}
-
-/* Stops p's containers (SIGTERM, SIGKILL after grace_s) and its sandbox; on a stop thread, or on the
- * pod worker for a pod not busy. */
-static void stop_now(struct runtime *rt, struct cpod *p, long long grace_s)
-{
-	pthread_mutex_lock(&rt->lock);
-	p->stopped = true;
-	pthread_mutex_unlock(&rt->lock);
-	struct stopper *st = xcalloc(p->nc ? p->nc : 1, sizeof(*st));
-	size_t n = 0;
-	for (size_t i = 0; i < p->nc; i++) {
-		struct cri_cont *c = &p->c[i];
-		if (!c->id || c->phase != CP_RUNNING)
-			continue;
-		POD_EVENT(p, c->name, false, "Killing", "Stopping container %s", c->name);
-		st[n] = (struct stopper){ .rt = rt, .id = c->id, .grace_s = grace_s };
-		if (pthread_create(&st[n].thread, NULL, stop_one, &st[n]) != 0) {
-			stop_one(&st[n]);
-			continue;
-		}
-		n++;
-	}
-	for (size_t i = 0; i < n; i++)
-		pthread_join(st[i].thread, NULL);
-	free(st);
-	for (size_t i = 0; i < p->nc; i++) {
-		struct cri_cont *c = &p->c[i];
-		if (c->id && c->phase == CP_RUNNING)
-			poll_container(rt, p, i);
-		if (c->phase != CP_RUNNING && c->phase != CP_TERMINATED) {
-			c->phase = c->has_term ? CP_TERMINATED : CP_WAITING;
-			rt->changed = true;
-		}
-	}
-	if (p->sandbox_id)
-		stop_sandbox(rt, p->sandbox_id);
-	rt->changed = true;
-}
-
-/* ---- the pool: pods' operations off the pod worker ---- */
-
-static bool is_busy(struct runtime *rt, struct cpod *p)
-{
-	pthread_mutex_lock(&rt->lock);
-	bool busy = p->busy;
-	pthread_mutex_unlock(&rt->lock);
-	return busy;
-}
-
-/* Waits until p is not busy (the pod worker, before it changes p itself). */
-static void wait_idle(struct runtime *rt, struct cpod *p)
-{
-	pthread_mutex_lock(&rt->lock);
-	while (p->busy)
-		pthread_cond_wait(&rt->idle, &rt->lock);
-	pthread_mutex_unlock(&rt->lock);
-}
-
-/* Copies p's status and IP for status()/pod_ip() while p is busy; by the thread that owns p. */
-static void show(struct runtime *rt, struct cpod *p)
-{
-	struct rt_container_status *s = xcalloc(p->nc ? p->nc : 1, sizeof(*s));
-	for (size_t i = 0; i < p->nc; i++)
-		cri_cont_status(&p->c[i], p->has_spec ? &p->spec : NULL, rt->runtime_name, &s[i]);
-	pthread_mutex_lock(&rt->lock);
-	free(p->shown);
-	p->shown = s;
-	p->nshown = p->nc;
-	snprintf(p->shown_ip, sizeof(p->shown_ip), "%s", p->ip);
-	pthread_mutex_unlock(&rt->lock);
-}
-
-static void spawn_stop(struct runtime *rt, struct cpod *p);
-
-/* The end of p's operation op (on its thread): a stop asked for meanwhile follows on a stop
- * thread (p stays busy), else p is the pod worker's again; the pod worker hears of the change. */
-static void op_done(struct runtime *rt, struct cpod *p, enum pod_op op)
-{
-	char *uid = xstrdup(p->uid); /* p may be gone once it is not busy */
-	show(rt, p);
-	bool stop_next = false;
-	pthread_mutex_lock(&rt->lock);
-	if (op == OP_STOP) {
-		p->stop_done = true;
-		p->stop_wanted = false;
-	}
-	if (p->stop_wanted && !rt->quit) {
-		p->stop_wanted = false;
-		p->op = OP_STOP;
-		stop_next = true;
-	} else {
-		p->busy = false;
-		pthread_cond_broadcast(&rt->idle);
-	}
-	pthread_mutex_unlock(&rt->lock);
-	rt->changed = true;
-	if (stop_next)
-		spawn_stop(rt, p);
-	rt_pod_changed(uid);
-	free(uid);
-}
-
-static void op_start(struct runtime *rt, struct cpod *p)
-{
-	if (p->sandbox_id && !p->sandbox_ready) {
-		/* its sandbox died (node reboot, pause killed): start over in a new one */
-		for (size_t i = 0; i < p->nc; i++) {
-			struct cri_cont *c = &p->c[i];
-			if (c->id)
-				remove_container(rt, c->id);
-			if (c->prev_id)
-				remove_container(rt, c->prev_id);
-			pthread_mutex_lock(&rt->lock);
-			free(c->id);
-			free(c->prev_id);
-			c->id = c->prev_id = NULL;
-			pthread_mutex_unlock(&rt->lock);
-		}
-		stop_sandbox(rt, p->sandbox_id);
-		remove_sandbox(rt, p->sandbox_id);
-		free(p->sandbox_id);
-		p->sandbox_id = NULL;
-		p->sandbox_attempt++;
-	}
-	advance(rt, p, true);
-}
-
-static void sandbox_lost(struct runtime *rt, struct cpod *p);
-
-static void *pool_main(void *arg)
-{
-	struct runtime *rt = arg;
-	pthread_mutex_lock(&rt->lock);
-	for (;;) {
-		while (!rt->quit && !rt->qhead)
-			pthread_cond_wait(&rt->work, &rt->lock);
-		if (rt->quit)
-			break;
-		struct cpod *p = rt->qhead;
-		rt->qhead = p->qnext;
-		if (!rt->qhead)
-			rt->qtail = NULL;
-		enum pod_op op = p->op;
-		pthread_mutex_unlock(&rt->lock);
-		if (op == OP_START) {
-			op_start(rt, p);
-		} else if (op == OP_LOST) {
-			sandbox_lost(rt, p);
-			advance(rt, p, false);
-		} else {
-			advance(rt, p, false);
-		}
-		op_done(rt, p, op);
-		pthread_mutex_lock(&rt->lock);
-	}
-	pthread_mutex_unlock(&rt->lock);
-	return NULL;
-}
-
-struct stop_arg {
-	struct runtime *rt;
-	struct cpod *p;
-};
-
-static void *stop_main(void *arg)
-{
-	struct stop_arg *a = arg;
-	struct runtime *rt = a->rt;
-	struct cpod *p = a->p;
-	free(a);
-	pthread_mutex_lock(&rt->lock);
-	long long grace_s = p->stop_grace_s;
-	pthread_mutex_unlock(&rt->lock);
-	stop_now(rt, p, grace_s);
-	op_done(rt, p, OP_STOP);
-	pthread_mutex_lock(&rt->lock);
-	rt->nstoppers--;
-	pthread_cond_broadcast(&rt->idle);
-	pthread_mutex_unlock(&rt->lock);
-	return NULL;
-}
-
-/* A stop of busy p (op OP_STOP) on a thread of its own: stops wait out grace periods, which must
- * hold up neither the pool nor the pod worker. */
-static void spawn_stop(struct runtime *rt, struct cpod *p)
-{
-	struct stop_arg *a = xmalloc(sizeof(*a));
-	*a = (struct stop_arg){ rt, p };
-	pthread_attr_t attr;
-	pthread_t t;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_mutex_lock(&rt->lock);
-	rt->nstoppers++;
-	pthread_mutex_unlock(&rt->lock);
-	if (pthread_create(&t, &attr, stop_main, a) != 0) {
-		log_warn("cri: no thread for a stop, stopping inline", "pod=\"%s/%s\"", p->ns, p->name);
-		stop_main(a);
-	}
-	pthread_attr_destroy(&attr);
-}
-
-/* Hands p (not busy, on the pod worker) to the pool, or to a stop thread for OP_STOP. */
-static void dispatch(struct runtime *rt, struct cpod *p, enum pod_op op)
-{
-	show(rt, p);
-	pthread_mutex_lock(&rt->lock);
-	p->busy = true;
-	p->op = op;
-	if (op != OP_STOP) {
-		p->qnext = NULL;
-		if (rt->qtail)
-			rt->qtail->qnext = p;
-		else
-			rt->qhead = p;
-		rt->qtail = p;
-		pthread_cond_signal(&rt->work);
-	}
-	pthread_mutex_unlock(&rt->lock);
-	if (op == OP_STOP)
-		spawn_stop(rt, p);
 }
 
 static int cri_rt_start_pod(struct runtime *rt, const struct rt_pod *pod, char **ret_err)
@@ -1403,7 +1104,7 @@ static int cri_rt_start_pod(struct runtime *rt, const struct rt_pod *pod, char *
 		return 0;
 	if (!p)
 		p = new_pod(rt, pod->uid, pod->tenant, pod->ns, pod->name);
-	wait_idle(rt, p); /* a recovered pod being stopped (rare) */
+	crirt_wait_idle(rt, p); /* a recovered pod being stopped (rare) */
 	attach_spec(rt, p, pod);
 	if (p->sandbox_id && p->sandbox_ready) {
 		/* adoption is quick (status calls): done here so that the status never shows less */
@@ -1412,7 +1113,7 @@ static int cri_rt_start_pod(struct runtime *rt, const struct rt_pod *pod, char *
 			adopt_container(rt, p, i);
 		log_info("cri: pod adopted", "pod=\"%s/%s\" sandbox=%.12s ip=%s", p->ns, p->name, p->sandbox_id, p->ip);
 	}
-	dispatch(rt, p, OP_START);
+	crirt_dispatch(rt, p, OP_START);
 	rt->changed = true;
 	return 0;
 }
@@ -1428,7 +1129,7 @@ static int cri_rt_stop_pod(struct runtime *rt, const char *uid, long long grace_
 	pthread_mutex_lock(&rt->lock);
 	bool done = p->stop_done, busy = p->busy;
 	if (!done && busy && p->op != OP_STOP && !p->stop_wanted) {
-		p->stop_wanted = true; /* after the operation under way (op_done) */
+		p->stop_wanted = true; /* after the operation under way (crirt_op_done) */
 		p->stop_grace_s = grace_s;
 	} else if (!done && !busy) {
 		p->stop_grace_s = grace_s;
@@ -1437,7 +1138,7 @@ static int cri_rt_stop_pod(struct runtime *rt, const char *uid, long long grace_
 	if (done)
 		return 0;
 	if (!busy)
-		dispatch(rt, p, OP_STOP);
+		crirt_dispatch(rt, p, OP_STOP);
 	return 1;
 }
 
@@ -1458,8 +1159,8 @@ static void remove_all_sandboxes(struct runtime *rt, const char *uid)
 	if (cri_list_pod_sandbox(rt->cri, &req, &r, &err) != 0)
 		return;
 	for (size_t i = 0; i < r->n_items; i++) {
-		stop_sandbox(rt, r->items[i]->id);
-		remove_sandbox(rt, r->items[i]->id);
+		crirt_stop_sandbox(rt, r->items[i]->id);
+		crirt_remove_sandbox(rt, r->items[i]->id);
 	}
 	cri_free(r);
 }
@@ -1470,17 +1171,17 @@ static void cri_rt_remove_pod(struct runtime *rt, const char *uid)
 	struct cpod *p = find_pod(rt, uid);
 	if (!p)
 		return;
-	wait_idle(rt, p); /* the caller waits for stop_pod's 0 first: this does not wait then */
+	crirt_wait_idle(rt, p); /* the caller waits for stop_pod's 0 first: this does not wait then */
 	if (!p->stop_done)
-		stop_now(rt, p, 0);
+		crirt_stop_now(rt, p, 0);
 	for (size_t i = 0; i < p->nc; i++) {
 		if (p->c[i].id)
-			remove_container(rt, p->c[i].id);
+			crirt_remove_container(rt, p->c[i].id);
 		if (p->c[i].prev_id)
-			remove_container(rt, p->c[i].prev_id);
+			crirt_remove_container(rt, p->c[i].prev_id);
 	}
 	if (p->sandbox_id)
-		remove_sandbox(rt, p->sandbox_id);
+		crirt_remove_sandbox(rt, p->sandbox_id);
 	remove_all_sandboxes(rt, uid);
 	char *dir = pod_dir(rt, uid);
 	rt_rm_rf(dir);
@@ -1497,84 +1198,6 @@ static void cri_rt_remove_pod(struct runtime *rt, const char *uid)
 	pthread_mutex_unlock(&rt->lock);
 	free_pod(p);
 	rt->changed = true;
-}
-
-/* ---- probes (probes.h): ExecSync and StopContainer on the prober's threads ---- */
-
-static int probe_exec(void *ud, const char *cid, char *const *cmd, int timeout_s, struct buf *out, int *ret_code)
-{
-	struct runtime *rt = ud;
-	Runtime__V1__ExecSyncRequest req = RUNTIME__V1__EXEC_SYNC_REQUEST__INIT;
-	Runtime__V1__ExecSyncResponse *r = NULL;
-	struct cri_err err;
-	size_t n = 0;
-	while (cmd[n])
-		n++;
-	req.container_id = (char *)cid;
-	req.cmd = (char **)cmd;
-	req.n_cmd = n;
-	req.timeout = timeout_s;
-	int rc = cri_exec_sync(rt->cri, &req, &r, &err);
-	if (rc != 0) {
-		buf_adds(out, err.message);
-		/* containerd answers a command that outlives its timeout with DEADLINE_EXCEEDED or a message */
-		if (rc != E_TIMEOUT && strstr(err.message, "timeout"))
-			rc = E_TIMEOUT;
-		return rc;
-	}
-	size_t lo = r->stdout.len < PROBE_MAX_OUTPUT ? r->stdout.len : PROBE_MAX_OUTPUT;
-	buf_add(out, r->stdout.data ? (const char *)r->stdout.data : "", lo);
-	size_t le = r->stderr.len < PROBE_MAX_OUTPUT - lo ? r->stderr.len : PROBE_MAX_OUTPUT - lo;
-	buf_add(out, r->stderr.data ? (const char *)r->stderr.data : "", le);
-	*ret_code = r->exit_code;
-	cri_free(r);
-	return 0;
-}
-
-static void probe_kill(void *ud, const char *uid, const char *container, const char *cid, long long grace_s)
-{
-	struct runtime *rt = ud;
-	Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
-	struct cri_err err;
-	req.container_id = (char *)cid;
-	req.timeout = grace_s < 0 ? 0 : grace_s;
-	int rc = cri_stop_container(rt->cri, &req, NULL, &err);
-	if (rc != 0 && rc != E_NOT_FOUND)
-		log_warn("cri: StopContainer after a failed probe", "uid=%s container=\"%s\" err=\"%s\"", uid, container,
-			 err.message);
-	rt->changed = true;
-}
-
-static const struct prober_ops cri_probe_ops = { .exec = probe_exec, .kill = probe_kill };
-
-/* Readiness and startup of the running containers in out from the prober (which starts probing
- * new instances); the probes of containers that no longer run stop. */
-static void apply_probes(struct runtime *rt, struct cpod *p, const char *ip, struct rt_container_status *out,
-			 size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		const struct rt_container *spec = NULL;
-		for (size_t j = 0; j < p->spec.ncontainers; j++)
-			if (strcmp(p->spec.containers[j].name, out[i].name) == 0)
-				spec = &p->spec.containers[j];
-		if (!spec)
-			continue;
-		if (out[i].state != RT_RUNNING) {
-			prober_container_gone(p->uid, out[i].name);
-			continue;
-		}
-		const char *cid = strstr(out[i].container_id, "://");
-		struct prober_target t = {
-			.uid = p->uid, .tenant = p->tenant, .ns = p->ns, .pod = p->name, .spec = spec,
-			.pod_grace_s = p->spec.grace_s, .cid = cid ? cid + 3 : out[i].container_id,
-			.started_at = out[i].started_at, .ip = p->spec.host_network ? NULL : ip,
-			.ops = &cri_probe_ops, .ud = rt,
-		};
-		bool started, ready;
-		prober_container(&t, &started, &ready);
-		out[i].startup_pending = !started;
-		out[i].ready = ready;
-	}
 }
 
 static int cri_rt_status(struct runtime *rt, const char *uid, struct rt_container_status *out, size_t max)
@@ -1598,7 +1221,7 @@ static int cri_rt_status(struct runtime *rt, const char *uid, struct rt_containe
 			cri_cont_status(&p->c[i], &p->spec, rt->runtime_name, &out[i]);
 	}
 	if (!stopping)
-		apply_probes(rt, p, ip, out, n);
+		crirt_apply_probes(rt, p, ip, out, n);
 	return (int)n;
 }
 
@@ -1624,7 +1247,7 @@ static const Runtime__V1__Container *listed(const Runtime__V1__ListContainersRes
 /* The pod's sandbox is gone or no longer ready (its pause process died, the node rebooted):
  * as Kubernetes does, its containers are killed and everything starts again in a new sandbox;
  * containers that are to restart do so at once. */
-static void sandbox_lost(struct runtime *rt, struct cpod *p)
+void crirt_sandbox_lost(struct runtime *rt, struct cpod *p)
 {
 	log_warn("cri: pod sandbox lost, starting a new one", "pod=\"%s/%s\" sandbox=%.12s", p->ns, p->name,
 		 p->sandbox_id);
@@ -1632,21 +1255,21 @@ static void sandbox_lost(struct runtime *rt, struct cpod *p)
 		struct cri_cont *c = &p->c[i];
 		if (c->phase == CP_RUNNING && c->id) {
 			struct stopper st = { .rt = rt, .id = c->id, .grace_s = 0 };
-			stop_one(&st);
-			poll_container(rt, p, i);
+			crirt_stop_one(&st);
+			crirt_poll_container(rt, p, i);
 			if (c->phase == CP_BACKOFF)
 				c->retry_at_ms = now_ms();
 		}
 		if (c->id)
-			remove_container(rt, c->id);
+			crirt_remove_container(rt, c->id);
 		if (c->prev_id)
-			remove_container(rt, c->prev_id);
+			crirt_remove_container(rt, c->prev_id);
 		free(c->id);
 		free(c->prev_id);
 		c->id = c->prev_id = NULL;
 	}
-	stop_sandbox(rt, p->sandbox_id);
-	remove_sandbox(rt, p->sandbox_id);
+	crirt_stop_sandbox(rt, p->sandbox_id);
+	crirt_remove_sandbox(rt, p->sandbox_id);
 	free(p->sandbox_id);
 	p->sandbox_id = NULL;
 	p->sandbox_attempt++;
@@ -1686,10 +1309,10 @@ static bool cri_rt_sync(struct runtime *rt)
 	Runtime__V1__ListPodSandboxResponse *ls = lc ? list_sandboxes(rt) : NULL;
 	int64_t now = now_ms();
 	for (struct cpod *p = rt->pods; p; p = p->next) {
-		if (!p->has_spec || is_busy(rt, p) || p->stopped)
+		if (!p->has_spec || crirt_is_busy(rt, p) || p->stopped)
 			continue;
 		if (ls && p->sandbox_id && !sandbox_ok(ls, p->sandbox_id)) {
-			dispatch(rt, p, OP_LOST);
+			crirt_dispatch(rt, p, OP_LOST);
 			continue;
 		}
 		if (lc) {
@@ -1699,11 +1322,11 @@ static bool cri_rt_sync(struct runtime *rt)
 					continue;
 				const Runtime__V1__Container *ct = listed(lc, c->id);
 				if (!ct || (int)ct->state != c->cri_state)
-					poll_container(rt, p, i);
+					crirt_poll_container(rt, p, i);
 			}
 		}
 		if (advance_due(p, now))
-			dispatch(rt, p, OP_ADVANCE);
+			crirt_dispatch(rt, p, OP_ADVANCE);
 	}
 	cri_free(ls);
 	cri_free(lc);
