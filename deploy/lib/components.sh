@@ -398,6 +398,7 @@ start_kubelet() {
 		--address 127.0.0.1 --port "$port" \
 		--tls-cert-file "$URSA_PKI/kubelet.crt" --tls-private-key-file "$URSA_PKI/kubelet.key" \
 		--client-token-file "$URSA_KUBELET_TOKEN" \
+		--api-front-door "127.0.0.1:$((6443 + URSA_PORT_OFFSET))" \
 		--log-level info
 	wait_http "https://127.0.0.1:$port/healthz" 30 "$name" "$log" --cacert "$URSA_CA"
 	wait_nodes_ready "$name" "$log" "$rm" "$zone-$host"
@@ -444,7 +445,7 @@ start_tp_controller_manager() {
 	kc=$(component_kubeconfig "$part" controller-manager "$port")
 	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/tenant-partition/controllers/ursa-tp-controller-manager" \
 		--kubeconfig "$kc" --node-monitor-grace-period "${URSA_NODE_MONITOR_GRACE_SECONDS:-50}" \
-		--health-listen "127.0.0.1:$health" --log-level info
+		--health-listen "127.0.0.1:$health" --root-ca-file "$URSA_CA" --log-level info
 	URSA_SUMMARY+=("$name: controller manager of $part, http://127.0.0.1:$health/healthz (log $log)")
 }
 

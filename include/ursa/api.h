@@ -25,6 +25,7 @@ enum {
 	SUB_EVICTION = 1 << 3, /* pods: POST policy/v1 Eviction deletes the pod */
 	SUB_LOG = 1 << 4,      /* pods: GET log streamed from the node's kubelet */
 	SUB_TOKEN = 1 << 5,    /* serviceaccounts: POST authentication.k8s.io/v1 TokenRequest */
+	SUB_EXEC = 1 << 6,     /* pods: exec, attach, portforward upgrades tunnelled to the kubelet */
 };
 
 /* One column of a Table response (meta.k8s.io/v1 TableColumnDefinition). */

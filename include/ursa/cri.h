@@ -69,6 +69,10 @@ CRI_DECLARE(cri_list_containers, ListContainersRequest, ListContainersResponse);
 CRI_DECLARE(cri_container_status, ContainerStatusRequest, ContainerStatusResponse);
 /* ExecSync's limit: the open timeout plus req->timeout seconds */
 CRI_DECLARE(cri_exec_sync, ExecSyncRequest, ExecSyncResponse);
+/* Streaming URLs of the runtime's streaming server (valid for a short while, used once) */
+CRI_DECLARE(cri_exec, ExecRequest, ExecResponse);
+CRI_DECLARE(cri_attach, AttachRequest, AttachResponse);
+CRI_DECLARE(cri_port_forward, PortForwardRequest, PortForwardResponse);
 /* ImageService (cri_pull_image's limit: the longer of the open timeout and CRI_PULL_TIMEOUT_MS) */
 CRI_DECLARE(cri_list_images, ListImagesRequest, ListImagesResponse);
 CRI_DECLARE(cri_image_status, ImageStatusRequest, ImageStatusResponse);

@@ -71,6 +71,9 @@ const char *http_method(const struct http_request *r);
 const char *http_path(const struct http_request *r);
 const char *http_query(const struct http_request *r, const char *key); /* NULL if absent */
 const char *http_header(const struct http_request *r, const char *name);
+/* Every value of a header sent more than once (X-Stream-Protocol-Version): up to max of them in
+ * out (borrowed, in the order sent); returns how many there are. */
+size_t http_header_all(const struct http_request *r, const char *name, const char **out, size_t max);
 const char *http_body(const struct http_request *r, size_t *ret_len);
 /* The raw query string as the client sent it (after '?', still percent-encoded), or NULL if
  * the request target had no '?'. For proxies that pass every parameter on unchanged. */
@@ -110,5 +113,21 @@ struct http_stream *http_reply_stream(struct http_reply *rp, int status, const c
 /* Wakes a sleeping stream (thread-safe, cheap, may be called from any thread at any time
  * before done runs). */
 void http_stream_wake(struct http_stream *s);
+
+/* Protocol switch (HTTP/1.1 Upgrade: WebSocket, SPDY). http_reply_upgrade answers 101 with the
+ * headers set by http_reply_header (the caller sets Upgrade, Connection and the protocol's own);
+ * the request must carry an Upgrade header. Once the 101 is out, on_switched(ud, u, fd, extra,
+ * extra_len) runs on a server thread (it must not block): fd is a plain stream socket (TLS, if
+ * any, is done by the server; it may be one end of a socketpair), extra the bytes the client
+ * already sent after the request. The callee owns u from then on and must end it exactly once
+ * with http_upgraded_close, from any thread (never close(fd) itself; shutdown is fine). If the
+ * connection never switches (the client left first), on_switched runs once with u NULL and
+ * fd -1 so that ud can be freed. Works from worker handlers, fast handlers and deferred
+ * replies, with or without TLS, in external mode too. http_server_stop shuts the sockets of
+ * switched connections down (their owners then see EOF and close) and waits up to 2 s. */
+struct http_upgraded;
+typedef void (*http_upgrade_fn)(void *ud, struct http_upgraded *u, int fd, const char *extra, size_t extra_len);
+void http_reply_upgrade(struct http_reply *rp, http_upgrade_fn on_switched, void *ud);
+void http_upgraded_close(struct http_upgraded *u);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "gw.h"
 #include "reconcile.h"
 #include "ursa/apidisc.h"
@@ -22,6 +23,7 @@
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
+#include "ursa/tunnel.h"
 #include "ursa/xalloc.h"
 
 #define PARTITION_ANNOTATION "ursa.io/partition"
@@ -221,6 +223,37 @@ static void forward(struct call *c, struct partition *p)
 	free(path);
 }
 
+/* An exec, attach or port-forward upgrade: tunnelled to the partition (worker thread), with the
+ * caller's identity asserted (or its token passed on) as for other requests. */
+static void stream_to(struct call *c, struct partition *p)
+{
+	if (atomic_load(&p->down)) {
+		reply_status(c->reply, E_UNAVAILABLE, "partition %s is unavailable", p->id);
+		return;
+	}
+	char *path = upstream_path(c->req, false, NULL);
+	struct upstream_req rq = base_req(c, path);
+	const char *bearer = NULL;
+	if (!rq.identity && rq.authorization && strncasecmp(rq.authorization, "Bearer ", 7) == 0)
+		bearer = rq.authorization + 7;
+	const char *headers[] = { IDENTITY_HEADER, rq.identity, "X-Forwarded-For", rq.forwarded_for, NULL };
+	struct tunnel_hop hop = { .ca_file = c->g->o.partition_ca, .bearer = bearer,
+				  .headers = rq.identity ? headers : headers + 2, .timeout_ms = 15000 };
+	int err = E_UNAVAILABLE;
+	size_t n = p->nendpoints, first = n ? (size_t)atomic_load(&p->next_ep) % n : 0;
+	for (size_t i = 0; i < n && err == E_UNAVAILABLE; i++) {
+		hop.base = p->endpoints[(first + i) % n];
+		err = tunnel_proxy(c->req, c->reply, &hop, path);
+	}
+	if (err == E_UNAVAILABLE)
+		reply_status(c->reply, E_UNAVAILABLE, "partition %s is unavailable", p->id);
+	else if (err)
+		reply_status(c->reply, E_TIMEOUT, "partition %s did not answer in time", p->id);
+	else if (http_reply_status(c->reply) == 403)
+		c->deny_reason = xstrdup("forbidden by the partition");
+	free(path);
+}
+
 static void to_tenant(struct call *c, const char *tenant)
 {
 	struct partition *p = registry_tenant_partition(c->g->reg, tenant);
@@ -228,7 +261,10 @@ static void to_tenant(struct call *c, const char *tenant)
 		reply_status(c->reply, E_NOT_FOUND, "tenant \"%s\" is not known to this region", tenant);
 		return;
 	}
-	forward(c, p);
+	if (c->rt.stream && tunnel_is_upgrade(c->req))
+		stream_to(c, p);
+	else
+		forward(c, p);
 	partition_unref(p);
 }
 
@@ -877,6 +913,8 @@ static struct partition *plain_target(struct call *c, bool *ret_answered)
 	*ret_answered = false;
 	if (wants_stream(c) && strcmp(http_method(c->req), "GET") == 0)
 		return NULL;
+	if (c->rt.stream && tunnel_is_upgrade(c->req))
+		return NULL; /* the tunnel dials the partition: a worker's job */
 	if (c->rt.kind == RT_TENANT) {
 		struct partition *p = registry_tenant_partition(c->g->reg, c->rt.tenant);
 		if (!p) {

@@ -36,6 +36,7 @@ struct route {
 	char *tenant;       /* RT_TENANT: owned */
 	char *node;         /* RT_NODE: owned */
 	bool watch;         /* a watch (?watch=true or /watch/ path) */
+	bool stream;        /* pods/exec, pods/attach or pods/portforward (an upgrade, tunnelled) */
 };
 
 /* Decides where a request goes. path excludes the query; watch tells whether ?watch=true was

@@ -124,6 +124,18 @@ static void route_tenant_objects(const char *method, const struct path_info *p, 
 		deny(r, E_METHOD, "this operation on the tenant collection is not supported");
 }
 
+/* pods/exec, pods/attach, pods/portforward: streams into a tenant's containers. */
+static bool is_pod_stream(const struct path_info *p)
+{
+	static const char *const subs[] = { "exec", "attach", "portforward" };
+	if (!p->legacy_core || !p->resource || strcmp(p->resource, "pods") != 0 || !p->name || !p->subresource)
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(subs); i++)
+		if (strcmp(p->subresource, subs[i]) == 0)
+			return true;
+	return false;
+}
+
 void gw_route(const char *method, const char *path, bool watch, const struct identity *id, struct route *ret)
 {
 	struct route r = { .kind = RT_ERROR, .err = E_NOT_FOUND, .msg = "the path is not served by the gateway" };
@@ -178,6 +190,15 @@ void gw_route(const char *method, const char *path, bool watch, const struct ide
 	if (!identity_may_read_tenant(id, tenant)) {
 		deny(&r, E_FORBIDDEN, "the caller may not access this tenant");
 		goto out;
+	}
+	if (is_pod_stream(&p)) {
+		/* a GET (WebSocket) that writes into a container: the read-only never, and only
+		 * callers of the tenant itself (or system administrators) */
+		if (!identity_may_access_tenant(id, tenant) || (identity_is_sre(id) && !identity_is_system_admin(id))) {
+			deny(&r, E_FORBIDDEN, "the caller may not open streams into this tenant's pods");
+			goto out;
+		}
+		r.stream = true;
 	}
 	r.kind = RT_TENANT;
 	r.tenant = xstrdup(tenant);

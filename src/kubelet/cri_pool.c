@@ -21,6 +21,8 @@ void *crirt_stop_one(void *arg)
 	struct stopper *s = arg;
 	Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
 	struct cri_err err;
+	if (s->pre_stop)
+		s->grace_s = crirt_pre_stop(s->rt, s->p, s->i, s->id, s->pre_stop, s->grace_s);
 	req.container_id = (char *)s->id;
 	req.timeout = s->grace_s;
 	int rc = cri_call(s->rt->cri, "/runtime.v1.RuntimeService/StopContainer", &req.base,
@@ -44,7 +46,9 @@ void crirt_stop_now(struct runtime *rt, struct cpod *p, long long grace_s)
 		if (!c->id || c->phase != CP_RUNNING)
 			continue;
 		POD_EVENT(p, c->name, false, "Killing", "Stopping container %s", c->name);
-		st[n] = (struct stopper){ .rt = rt, .id = c->id, .grace_s = grace_s };
+		st[n] = (struct stopper){ .rt = rt, .id = c->id, .grace_s = grace_s, .p = p, .i = i,
+					  .pre_stop = p->has_spec && i < p->spec.ncontainers
+							      ? p->spec.containers[i].hooks[RT_HOOK_PRE_STOP] : NULL };
 		if (pthread_create(&st[n].thread, NULL, crirt_stop_one, &st[n]) != 0) {
 			crirt_stop_one(&st[n]);
 			continue;

@@ -1,7 +1,9 @@
 /* The CRI runtime's side of the prober (probes.h, runtime_cri_impl.h): exec probes through CRI
- * ExecSync, a failed liveness probe's StopContainer, and the probes' results in the statuses. */
+ * ExecSync, a failed liveness probe's StopContainer, and the probes' results in the statuses; and
+ * of the lifecycle hooks (hooks.h): exec hooks through ExecSync as well. */
 #define _GNU_SOURCE
 #include "runtime_cri_impl.h"
+#include "hooks.h"
 #include "images.h"
 #include "probes.h"
 #include "runtime_common.h"
@@ -90,3 +92,49 @@ void crirt_apply_probes(struct runtime *rt, struct cpod *p, const char *ip, stru
 	}
 }
 
+
+/* ---- lifecycle hooks ---- */
+
+static void hook_target_of(struct runtime *rt, struct cpod *p, size_t i, const char *cid, struct hook_target *t)
+{
+	*t = (struct hook_target){ .uid = p->uid, .tenant = p->tenant, .ns = p->ns, .pod = p->name,
+				   .container = p->c[i].name, .cid = cid,
+				   .ip = p->spec.host_network ? NULL : p->ip, .ops = &crirt_probe_ops, .ud = rt };
+}
+
+long long crirt_pre_stop(struct runtime *rt, struct cpod *p, size_t i, const char *cid, const struct rt_hook *h,
+			 long long grace_s)
+{
+	struct hook_target t;
+	hook_target_of(rt, p, i, cid, &t);
+	return hook_pre_stop(h, &t, grace_s);
+}
+
+bool crirt_post_start(struct runtime *rt, struct cpod *p, size_t i)
+{
+	if (!p->has_spec || i >= p->spec.ncontainers || i >= p->nc)
+		return true;
+	const struct rt_container *spec = &p->spec.containers[i];
+	struct cri_cont *c = &p->c[i];
+	if (!spec->hooks[RT_HOOK_POST_START] || !c->id)
+		return true;
+	struct hook_target t;
+	struct buf msg = BUF_INIT;
+	hook_target_of(rt, p, i, c->id, &t);
+	int rc = hook_run(spec->hooks[RT_HOOK_POST_START], &t, HOOK_POST_START_MAX_S, &msg);
+	if (rc == 0) {
+		buf_release(&msg);
+		return true;
+	}
+	if (!msg.len)
+		buf_addf(&msg, "the hook did not end within %ds", HOOK_POST_START_MAX_S);
+	log_info("postStart hook failed: killing the container", "pod=\"%s/%s\" container=\"%s\" err=\"%s\"", p->ns,
+		 p->name, c->name, buf_cstr(&msg));
+	buf_release(&msg);
+	POD_EVENT(p, c->name, true, hook_event_reason(RT_HOOK_POST_START), "PostStartHook failed");
+	POD_EVENT(p, c->name, false, "Killing", "FailedPostStartHook");
+	struct stopper st = { .rt = rt, .id = c->id, .grace_s = p->spec.grace_s, .p = p, .i = i,
+			      .pre_stop = spec->hooks[RT_HOOK_PRE_STOP] };
+	crirt_stop_one(&st);
+	return false;
+}

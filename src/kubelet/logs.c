@@ -8,10 +8,12 @@
 #include "logs.h"
 #include "shim.h"
 #include "stats.h"
+#include "streams.h"
 #include "runtime_common.h"
 #include "ursa/http.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
+#include "klmetrics.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
@@ -58,6 +60,7 @@ struct kl_logs {
 	pthread_t ticker;
 	struct follower *followers;
 	size_t nstreams;
+	struct kl_streams *streams; /* exec, attach, port-forward (streams.h) */
 };
 
 static void reply_text(struct http_reply *rp, int status, const char *text)
@@ -397,6 +400,8 @@ static void on_request(void *ud, struct http_request *req, struct http_reply *rp
 		http_reply_header(rp, "WWW-Authenticate", "Bearer");
 		return;
 	}
+	if (kl_streams_serve(l->streams, req, rp))
+		return;
 	if (strcmp(http_method(req), "GET")) {
 		reply_text(rp, 405, "method not allowed");
 		return;
@@ -405,6 +410,12 @@ static void on_request(void *ud, struct http_request *req, struct http_reply *rp
 		struct buf b = BUF_INIT;
 		buf_adds(&b, "ok");
 		http_reply_set(rp, 200, "text/plain; charset=utf-8", &b);
+		return;
+	}
+	if (!strcmp(path, "/metrics")) { /* the kubelet's histograms (klmetrics.h) */
+		struct buf b = BUF_INIT;
+		kl_metrics_render(&b);
+		http_reply_set(rp, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
 		return;
 	}
 	if (!strcmp(path, "/stats/usage")) { /* resource usage for metrics.k8s.io (stats.h) */
@@ -430,6 +441,7 @@ struct kl_logs *kl_logs_start(const char *listen, const char *tls_cert, const ch
 	l->auth = auth_token && *auth_token ? xasprintf("Bearer %s", auth_token) : NULL;
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->cond, NULL);
+	l->streams = kl_streams_new(ops, rt);
 	struct http_server_options o = { .listen = listen, .tls_cert = tls_cert, .tls_key = tls_key, .threads = 2 };
 	l->srv = http_server_start(&o, on_request, l, ret_err);
 	if (!l->srv || pthread_create(&l->ticker, NULL, ticker_main, l) != 0) {
@@ -439,6 +451,7 @@ struct kl_logs *kl_logs_start(const char *listen, const char *tls_cert, const ch
 		}
 		pthread_mutex_destroy(&l->lock);
 		pthread_cond_destroy(&l->cond);
+		kl_streams_free(l->streams);
 		free(l->auth);
 		free(l);
 		return NULL;
@@ -478,7 +491,8 @@ void kl_logs_stop(struct kl_logs *l)
 			break;
 		usleep(10000);
 	}
-	http_server_stop(l->srv);
+	http_server_stop(l->srv); /* switched connections are shut down: their streams end */
+	kl_streams_free(l->streams);
 	pthread_mutex_destroy(&l->lock);
 	pthread_cond_destroy(&l->cond);
 	free(l->auth);

@@ -1,5 +1,6 @@
 /* ursa-kubelet's flag table. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "images.h"
 #include "kubelet.h"
@@ -49,6 +50,9 @@ struct opt *kl_options_flags(struct kl_options *o, int *ret_n)
 		{ "tls-private-key-file", OPT_STRING, &o->tls_key, "PEM private key of --tls-cert-file" },
 		{ "client-token-file", OPT_STRING, &o->client_token_file,
 		  "file holding the bearer token /containerLogs requires (the region token the tenant partitions' log proxy sends); without it the server asks for none" },
+		{ "api-front-door", OPT_STRING, &o->api_front_door,
+		  "HOST:PORT of the region's front door (HAProxy or gateway) that pods reach the API at: their "
+		  "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (unset: none)" },
 		{ "cpu", OPT_STRING, &o->cpu, "cpu capacity, a quantity (default: online CPUs)" },
 		{ "memory", OPT_STRING, &o->memory, "memory capacity, a quantity (default: physical memory)" },
 		{ "max-pods", OPT_INT, &o->max_pods, "pod capacity" },
@@ -81,6 +85,15 @@ int kl_options_check(const struct kl_options *o)
 	if (!o->kubeconfig) {
 		fprintf(stderr, "ursa-kubelet: --kubeconfig is required\n");
 		return -1;
+	}
+	if (o->api_front_door && *o->api_front_door) {
+		const char *colon = strrchr(o->api_front_door, ':');
+		char *end = NULL;
+		long port = colon ? strtol(colon + 1, &end, 10) : 0;
+		if (!colon || colon == o->api_front_door || !end || *end || port < 1 || port > 65535) {
+			fprintf(stderr, "ursa-kubelet: --api-front-door must be HOST:PORT, not \"%s\"\n", o->api_front_door);
+			return -1;
+		}
 	}
 	if (strcmp(o->runtime, "process") != 0 && strcmp(o->runtime, "fake") != 0 && strcmp(o->runtime, "cri") != 0) {
 		fprintf(stderr, "ursa-kubelet: --runtime must be process, fake or cri, not \"%s\"\n", o->runtime);

@@ -15,12 +15,14 @@
 #include "kubelet.h"
 #include "podenv.h"
 #include "podlogic.h"
+#include "volumes.h"
 #include "ursa/strmap.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
+#include "klmetrics.h"
 
 #define SYNC_KEY "@sync"
 #define SYNC_MS 1000
@@ -35,6 +37,7 @@ enum kp_state {
 
 #define CONFIG_RETRY_MIN_MS 1000
 #define CONFIG_RETRY_MAX_MS 10000
+#define VOLUME_REFRESH_MS 10000 /* configmap, secret and token contents of running pods */
 
 struct kl_pod {
 	char *uid;
@@ -46,6 +49,9 @@ struct kl_pod {
 	char *config_container, *config_message; /* KP_CONFIG: which container and why */
 	int64_t config_retry_ms, config_delay_ms;
 	bool config_new;          /* a failed attempt not yet scheduled again */
+	int64_t vol_next_ms;      /* next refresh of its volumes (0: none scheduled) */
+	int64_t seen_ms;          /* mono_ms() when this kubelet first saw it (pod start metric) */
+	bool start_observed;      /* its start latency went into the metric (or it was running already) */
 	json_t *sent;             /* last status sent (new reference) */
 };
 
@@ -86,6 +92,18 @@ static void uncount(struct kl_pods *ps, struct kl_pod *kp)
 	kp->counted = false;
 }
 
+/* Volumes (volumes.h) are made on real nodes only. */
+static bool volumes_on(const struct kubelet *k)
+{
+	return k->rt_ops != &runtime_fake && !k->hollow;
+}
+
+/* <root-dir>/volumes/<uid>: new string. */
+static char *vol_dir(const struct kubelet *k, const char *uid)
+{
+	return xasprintf("%s/volumes/%s", k->opt.root_dir, uid);
+}
+
 /* Stops the pod's containers and removes it from the runtime: true when done, false while the
  * runtime stops it in the background (call again later). */
 static bool rt_stop_remove(struct kl_pods *ps, const char *uid, long long grace)
@@ -94,6 +112,11 @@ static bool rt_stop_remove(struct kl_pods *ps, const char *uid, long long grace)
 	if (k->rt_ops->stop_pod(k->rt, uid, grace) > 0)
 		return false;
 	k->rt_ops->remove_pod(k->rt, uid);
+	if (volumes_on(k)) {
+		char *dir = vol_dir(k, uid);
+		kl_volumes_remove(dir);
+		free(dir);
+	}
 	strmap_del(&ps->known, uid, NULL);
 	return true;
 }
@@ -235,6 +258,91 @@ static void env_invalid_keys(void *ud, const char *kind, const char *name, const
 		 "names.", keys, kind, ns ? ns : "", name);
 }
 
+/* A TokenRequest for the pod's service account, bound to the pod (volumes.h). */
+static int vol_token(void *ud, const char *audience, long long exp_s, char **ret_token, int64_t *ret_exp,
+		     struct buf *err)
+{
+	struct env_objs *eo = ud;
+	const json_t *pod = eo->pod;
+	if (!eo->p || !eo->p->rc) {
+		buf_adds(err, "the pod's partition is not reachable");
+		return -1;
+	}
+	const char *t = json_path_str(pod, "metadata.tenant"), *ns = json_path_str(pod, "metadata.namespace");
+	const char *sa = json_path_str(pod, "spec.serviceAccountName");
+	struct buf path = BUF_INIT;
+	buf_adds(&path, "/api/v1/tenants/");
+	buf_add_query_escaped(&path, t && *t ? t : "system");
+	buf_adds(&path, "/namespaces/");
+	buf_add_query_escaped(&path, ns && *ns ? ns : "default");
+	buf_adds(&path, "/serviceaccounts/");
+	buf_add_query_escaped(&path, sa && *sa ? sa : "default");
+	buf_adds(&path, "/token");
+	json_t *spec = json_pack("{s:I,s:{s:s,s:s,s:s,s:s}}", "expirationSeconds", (json_int_t)exp_s, "boundObjectRef",
+				 "kind", "Pod", "apiVersion", "v1", "name", json_path_str(pod, "metadata.name"), "uid",
+				 json_path_str(pod, "metadata.uid"));
+	if (audience && *audience)
+		json_object_set_new(spec, "audiences", json_pack("[s]", audience));
+	json_t *body = json_pack("{s:s,s:s,s:o}", "apiVersion", "authentication.k8s.io/v1", "kind", "TokenRequest",
+				 "spec", spec), *reply = NULL;
+	int code = rest_do(eo->p->rc, "POST", buf_cstr(&path), body, NULL, &reply);
+	json_decref(body);
+	buf_release(&path);
+	const char *tok = json_path_str(reply, "status.token"), *exp = json_path_str(reply, "status.expirationTimestamp");
+	time_t texp = 0;
+	int rc = -1;
+	if ((code == 200 || code == 201) && tok && exp && rfc3339_parse(exp, &texp) == 0) {
+		*ret_token = xstrdup(tok);
+		*ret_exp = (int64_t)texp;
+		rc = 0;
+	} else {
+		buf_addf(err, "TokenRequest for service account \"%s\": HTTP %d %s", sa && *sa ? sa : "default", code,
+			 json_str(reply, "message") ? json_str(reply, "message") : "");
+	}
+	json_decref(reply);
+	return rc;
+}
+
+/* The pod's volumes under <root-dir>/volumes/<uid>, and its containers' mounts when spec is not
+ * NULL (volumes.h). */
+static int volumes_setup(struct kubelet *k, struct env_objs *eo, const struct podenv_ips *ips,
+			 const struct podenv_alloc *alloc, struct rt_pod *spec, struct buf *err)
+{
+	struct kl_vol_src vs = { env_get, vol_token, eo, ips, alloc, now_ms() / 1000 };
+	char *dir = vol_dir(k, json_path_str(eo->pod, "metadata.uid"));
+	int rc = kl_volumes_setup(dir, eo->pod, &vs, spec, err);
+	free(dir);
+	return rc;
+}
+
+/* KUBERNETES_SERVICE_HOST and _PORT (the region's front door) for every container that does not
+ * set them itself. */
+static void front_door_env(const struct kubelet *k, struct rt_pod *spec)
+{
+	const char *fd = k->opt.api_front_door;
+	const char *colon = fd ? strrchr(fd, ':') : NULL;
+	if (!colon)
+		return;
+	char *host = xstrndup(fd, (size_t)(colon - fd));
+	const char *names[] = { "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "KUBERNETES_SERVICE_PORT_HTTPS" };
+	const char *values[] = { host, colon + 1, colon + 1 };
+	for (size_t i = 0; i < spec->ncontainers; i++) {
+		struct rt_container *c = &spec->containers[i];
+		for (size_t n = 0; n < 3; n++) {
+			bool set = false;
+			for (size_t e = 0; e < c->nenv && !set; e++)
+				set = !strcmp(c->env[e].name, names[n]);
+			if (set)
+				continue;
+			c->env = xrealloc(c->env, (c->nenv + 1) * sizeof(*c->env));
+			memmove(c->env + 1, c->env, c->nenv * sizeof(*c->env));
+			c->env[0] = (struct rt_env){ xstrdup(names[n]), xstrdup(values[n]), RT_ENV_RESOLVED };
+			c->nenv++;
+		}
+	}
+	free(host);
+}
+
 static void env_objs_release(struct env_objs *eo)
 {
 	for (size_t i = 0; i < eo->n; i++) {
@@ -266,6 +374,19 @@ static int build_spec(struct kl_pods *ps, struct kl_partition *p, struct kl_pod 
 	struct kl_env_ctx ctx = { &ips, &alloc, &src };
 	char *cname = NULL;
 	int rc = kl_rt_pod_from_json_env(obj, cri, &ctx, spec, err, &cname);
+	if (rc == 0 && volumes_on(k)) {
+		front_door_env(k, spec);
+		rc = volumes_setup(k, eo, &ips, &alloc, spec, err);
+		if (rc) {
+			rt_pod_release(spec);
+			free(cname);
+			cname = xstrdup(json_str(json_array_get(json_path(obj, "spec.containers"), 0), "name")
+						? json_str(json_array_get(json_path(obj, "spec.containers"), 0), "name")
+						: "");
+			if (rc != E_NOT_FOUND && rc != E_INVALID)
+				rc = E_NOT_FOUND; /* a local failure (mount, disk): tried again */
+		}
+	}
 	env_objs_release(eo);
 	free(eo);
 	free(kp->config_container);
@@ -371,6 +492,7 @@ static struct kl_pod *admit(struct kl_pods *ps, struct kl_partition *p, const ch
 			    long node)
 {
 	struct kl_pod *kp = xcalloc(1, sizeof(*kp));
+	kp->seen_ms = mono_ms();
 	kp->uid = xstrdup(json_path_str(obj, "metadata.uid"));
 	kp->node = node;
 	bool known = strmap_get(&ps->known, kp->uid) != NULL;
@@ -452,6 +574,11 @@ static int report(struct kl_pods *ps, struct kl_partition *p, const json_t *obj,
 	int rc = 0;
 	if (kl_phase_terminal(json_str(st, "phase")))
 		uncount(ps, kp);
+	if (!kp->start_observed && json_str(st, "phase") && !strcmp(json_str(st, "phase"), "Running")) {
+		kp->start_observed = true; /* a pod Running before we saw it (kubelet restart) does not count */
+		if (!(server && json_str(server, "phase") && !strcmp(json_str(server, "phase"), "Running")))
+			kl_metrics_pod_start((double)(mono_ms() - kp->seen_ms) / 1000.0);
+	}
 	if (!(server && json_equal(st, server)) && !(kp->sent && json_equal(st, kp->sent))) {
 		rc = send_status(p, obj, server, st);
 		if (rc == 0) {
@@ -464,6 +591,53 @@ static int report(struct kl_pods *ps, struct kl_partition *p, const json_t *obj,
 	}
 	json_decref(st);
 	return rc;
+}
+
+/* A running pod's volumes every VOLUME_REFRESH_MS: configmap, secret, downward API and token
+ * contents brought up to date, and a disk emptyDir over its sizeLimit evicts the pod. */
+static void refresh_volumes(struct kl_pods *ps, struct kl_partition *p, const char *wkey, const json_t *obj,
+			    struct kl_pod *kp)
+{
+	struct kubelet *k = ps->k;
+	int64_t now = mono_ms();
+	if (kp->state != KP_RUNTIME || !volumes_on(k) || kl_phase_terminal(json_str(kp->sent, "phase")))
+		return;
+	if (kp->vol_next_ms && now < kp->vol_next_ms)
+		return;
+	bool first = kp->vol_next_ms == 0;
+	kp->vol_next_ms = now + VOLUME_REFRESH_MS;
+	wq_add_after(k->wq, wkey, VOLUME_REFRESH_MS);
+	if (first)
+		return; /* just written by the start */
+	char *dir = vol_dir(k, kp->uid);
+	struct buf msg = BUF_INIT;
+	const char *t = json_path_str(obj, "metadata.tenant");
+	if (kl_volumes_over_limit(dir, obj, &msg)) {
+		log_warn("pod evicted", "pod=\"%s/%s/%s\" message=\"%s\"", t, json_path_str(obj, "metadata.namespace"),
+			 json_path_str(obj, "metadata.name"), buf_cstr(&msg));
+		rt_event(t && *t ? t : "system", json_path_str(obj, "metadata.namespace"), json_path_str(obj, "metadata.name"),
+			 kp->uid, NULL, true, "Evicted", "%s", buf_cstr(&msg));
+		if (!rt_stop_remove(ps, kp->uid, kl_pod_grace(obj)))
+			strmap_put(&ps->stopping, kp->uid, NULL);
+		uncount(ps, kp);
+		fail_pod(kp, "Evicted", buf_cstr(&msg));
+	} else if (kl_volumes_refreshable(obj)) {
+		struct podenv_ips ips = { k->opt.address, k->opt.address, k->opt.address };
+		char ip[64] = "";
+		if (k->rt_ops->pod_ip && k->rt_ops->pod_ip(k->rt, kp->uid, ip, sizeof(ip)) == 0 && ip[0])
+			ips.pod_ip = ips.pod_ips = ip;
+		struct podenv_alloc alloc = { k->alloc_cpu_m, k->alloc_mem_m / 1000, 0 };
+		struct env_objs *eo = xcalloc(1, sizeof(*eo));
+		eo->p = p;
+		eo->pod = obj;
+		if (volumes_setup(k, eo, &ips, &alloc, NULL, &msg) != 0)
+			log_warn("volume refresh failed", "pod=\"%s/%s\" err=\"%s\"", json_path_str(obj, "metadata.namespace"),
+				 json_path_str(obj, "metadata.name"), buf_cstr(&msg));
+		env_objs_release(eo);
+		free(eo);
+	}
+	buf_release(&msg);
+	free(dir);
 }
 
 /* The pod has a deletionTimestamp: stop it within its grace period, then delete it for good. */
@@ -529,6 +703,7 @@ static int process(struct kl_pods *ps, const char *wkey)
 		kp->state = KP_RUNTIME; /* start sets it again */
 		start(ps, p, kp, obj, false);
 	}
+	refresh_volumes(ps, p, wkey, obj, kp);
 	rc = report(ps, p, obj, kp);
 	if (kp->state == KP_CONFIG && kp->config_new) {
 		/* again after a back-off: 1 s doubling to 10 s, as long as the object is missing */

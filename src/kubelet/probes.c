@@ -20,6 +20,8 @@
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
+#include "klmetrics.h"
+#include "hooks.h"
 
 #define MAX_EXEC_ARGS 256
 #define MAX_HEADERS 64
@@ -184,6 +186,16 @@ static int parse_http(const json_t *h, const json_t *c, struct rt_probe *p)
 		p->nheaders++;
 	}
 	return 0;
+}
+
+int kl_probe_handler_from_json(const json_t *h, const json_t *c, enum rt_probe_handler handler, struct rt_probe *p)
+{
+	p->handler = handler;
+	if (!json_is_object(h))
+		return -1;
+	if (handler == RT_PROBE_EXEC)
+		return parse_exec(h, p);
+	return handler == RT_PROBE_HTTP ? parse_http(h, c, p) : -1;
 }
 
 int kl_probe_from_json(const json_t *j, const json_t *c, enum rt_probe_kind kind, struct rt_probe **ret,
@@ -747,6 +759,7 @@ void probe_kill_local(pid_t pid, unsigned long long start, long long grace_s)
 struct pcont {
 	char *uid, *tenant, *ns, *pod, *cname, *cid, *ip;
 	struct rt_probe *probe[RT_PROBE_KINDS];
+	struct rt_hook *pre_stop; /* runs before a kill (hooks.h) */
 	long long pod_grace_s;
 	struct prober_ops ops;
 	void *ud;
@@ -772,6 +785,7 @@ static void pcont_free(struct pcont *c)
 	free(c->ip);
 	for (int k = 0; k < RT_PROBE_KINDS; k++)
 		rt_probe_free(c->probe[k]);
+	rt_hook_free(c->pre_stop);
 	free(c);
 }
 
@@ -846,7 +860,9 @@ static void *pcont_main(void *arg)
 		}
 		pthread_mutex_unlock(&g_lock);
 		buf_reset(&msg);
+		int64_t t0 = mono_ms();
 		bool ok = probe_run(c->probe[k], c->ip, &c->ops, c->ud, c->cid, &msg);
+		kl_metrics_probe(k, ok, (double)(mono_ms() - t0) / 1000.0);
 		pthread_mutex_lock(&g_lock);
 		if (c->stop)
 			break;
@@ -865,6 +881,10 @@ static void *pcont_main(void *arg)
 				 kind_lower((enum rt_probe_kind)k));
 			log_info("probe failed: restarting the container", "pod=\"%s/%s\" container=\"%s\" probe=%s",
 				 c->ns, c->pod, c->cname, kind_lower((enum rt_probe_kind)k));
+			struct hook_target ht = { .uid = c->uid, .tenant = c->tenant, .ns = c->ns, .pod = c->pod,
+						  .container = c->cname, .cid = c->cid, .ip = c->ip, .ops = &c->ops,
+						  .ud = c->ud };
+			grace = hook_pre_stop(c->pre_stop, &ht, grace);
 			if (c->ops.kill)
 				c->ops.kill(c->ud, c->uid, c->cname, c->cid, grace);
 		}
@@ -909,6 +929,7 @@ static struct pcont *pcont_new(const struct prober_target *t)
 		if (c->probe[k])
 			c->due[k] = probe_first_due(c->probe[k], c->started_ms);
 	}
+	c->pre_stop = rt_hook_dup(t->spec->hooks[RT_HOOK_PRE_STOP]);
 	c->started = !c->probe[RT_PROBE_STARTUP];
 	return c;
 }

@@ -33,6 +33,9 @@
  * successThreshold other than 1 for liveness and startup. */
 int kl_probe_from_json(const json_t *j, const json_t *c, enum rt_probe_kind kind, struct rt_probe **ret,
 		       struct buf *err);
+/* One exec or httpGet handler object h (of a Probe or a lifecycle hook) of container c into p
+ * (handler set): 0, or -1 if malformed (p may be partly filled: free it with rt_probe_free). */
+int kl_probe_handler_from_json(const json_t *h, const json_t *c, enum rt_probe_handler handler, struct rt_probe *p);
 struct rt_probe *rt_probe_dup(const struct rt_probe *p); /* NULL for NULL */
 void rt_probe_free(struct rt_probe *p);                  /* NULL is fine */
 

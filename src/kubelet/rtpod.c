@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include "podenv.h"
 #include "podlogic.h"
+#include "hooks.h"
 #include "probes.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
@@ -269,6 +270,9 @@ static int convert_container(const json_t *pod, const json_t *c, bool image_user
 	const char *wd = json_str(c, "workingDir");
 	if (wd && *wd)
 		rc->working_dir = xstrdup(wd);
+	rc->stdin_open = json_is_true(json_object_get(c, "stdin"));
+	rc->stdin_once = json_is_true(json_object_get(c, "stdinOnce"));
+	rc->tty = json_is_true(json_object_get(c, "tty"));
 	if (convert_ids(pod_sc, c, image_users, rc, err) || convert_security(pod_sc, c, rc, err))
 		return E_INVALID;
 	if (kl_probe_from_json(json_object_get(c, "livenessProbe"), c, RT_PROBE_LIVENESS,
@@ -276,7 +280,8 @@ static int convert_container(const json_t *pod, const json_t *c, bool image_user
 	    kl_probe_from_json(json_object_get(c, "readinessProbe"), c, RT_PROBE_READINESS,
 			       &rc->probes[RT_PROBE_READINESS], err) ||
 	    kl_probe_from_json(json_object_get(c, "startupProbe"), c, RT_PROBE_STARTUP, &rc->probes[RT_PROBE_STARTUP],
-			       err))
+			       err) ||
+	    kl_hooks_from_json(c, rc->hooks, err))
 		return E_INVALID;
 	return convert_env(pod, c, ctx, rc, err);
 }

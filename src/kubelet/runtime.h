@@ -79,6 +79,23 @@ struct rt_probe {
 	long long grace_s;        /* terminationGracePeriodSeconds of the probe; -1: the pod's */
 };
 
+/* A container's lifecycle hook (hooks.h): exec and httpGet are kept as a struct rt_probe (handler
+ * RT_PROBE_EXEC or RT_PROBE_HTTP; only the handler's fields are used), sleep as sleep_s with
+ * action NULL. */
+enum rt_hook_kind { RT_HOOK_POST_START, RT_HOOK_PRE_STOP, RT_HOOK_KINDS };
+struct rt_hook {
+	struct rt_probe *action; /* exec or httpGet; NULL: sleep */
+	long long sleep_s;
+};
+
+/* A volume mounted into a container (volumes.h): host_path is a directory or file the kubelet
+ * prepared; the CRI runtime passes it as a CRI Mount, the process runtime bind-mounts it in a
+ * private mount namespace of the container. */
+struct rt_mount {
+	char *host_path, *container_path;
+	bool readonly;
+};
+
 struct rt_container {
 	char *name;
 	char *image;        /* informational for "process": the command is what runs */
@@ -88,6 +105,7 @@ struct rt_container {
 	size_t nenv;
 	bool env_pending;   /* env, command and args wait for the pod's IP: podenv_finish (podenv.h) */
 	char *working_dir;  /* may be NULL */
+	bool stdin_open, stdin_once, tty; /* spec stdin, stdinOnce, tty (CRI: for attach) */
 	struct rt_ids ids;
 	/* Used by the CRI runtime only (the others run the command line as it is): */
 	enum rt_pull pull;
@@ -96,6 +114,10 @@ struct rt_container {
 	struct rt_security sec;
 	struct rt_probe *probes[RT_PROBE_KINDS]; /* by enum rt_probe_kind; NULL: none. Owned (copied by
 						    rt_pod_copy). Used by the CRI and process runtimes. */
+	struct rt_hook *hooks[RT_HOOK_KINDS]; /* lifecycle.postStart, preStop (hooks.h); NULL: none. Owned
+						 (copied by rt_pod_copy). CRI and process runtimes. */
+	struct rt_mount *mounts;  /* volumeMounts (volumes.h), owned; copied by rt_pod_copy */
+	size_t nmounts;
 	const struct rt_pull_cred *pull_cred; /* borrowed for the start_pod call only (the runtime copies
 						 it); NULL: none. Not copied by rt_pod_copy. */
 };
@@ -139,6 +161,29 @@ struct rt_container_status {
 
 struct runtime;
 
+/* A stream into a container (streams.c: kubectl exec, attach, port-forward). */
+enum rt_stream_kind { RT_STREAM_EXEC, RT_STREAM_ATTACH, RT_STREAM_PORTFORWARD };
+struct rt_stream_req {
+	enum rt_stream_kind kind;
+	const char *tenant, *ns, *pod;
+	const char *container;   /* exec, attach */
+	char *const *cmd;        /* exec: NULL-terminated */
+	bool tty, in, out, err;  /* exec, attach */
+	const int *ports;        /* port-forward: the ports asked for in the query (may be none) */
+	size_t nports;
+};
+/* Where the stream goes. The CRI runtime answers with its streaming server's URL; the process
+ * runtime with what the kubelet needs to run the stream itself. Release with rt_stream_target_release. */
+struct rt_stream_target {
+	char *url;          /* cri: the runtime's streaming URL (exec, attach, port-forward) */
+	char **envp;        /* process exec: the container's environment, "NAME=VALUE", NULL-terminated */
+	char *working_dir;  /* process exec: may be NULL */
+	struct rt_ids ids;  /* process exec */
+	long pid;           /* process: the container's main process (0: unknown) */
+	char *log_path;     /* process attach: the container's current log (CRI format) */
+};
+void rt_stream_target_release(struct rt_stream_target *t);
+
 struct runtime_ops {
 	const char *name;
 	/* root_dir: where the runtime keeps state and logs (created if missing). NULL on error. */
@@ -177,6 +222,12 @@ struct runtime_ops {
 	 * newest (`kubectl logs --previous`), NULL when there is none. Thread-safe. */
 	char *(*prev_log_path)(struct runtime *rt, const char *tenant, const char *ns, const char *pod,
 			       const char *container);
+	/* Optional (NULL: no streams): where a stream into a running container (the pod, for
+	 * port-forward) goes. Thread-safe (the kubelet server's threads). 0 with *out filled;
+	 * E_NOT_FOUND (no such pod or container), E_CONFLICT (not running) or another E_* code with
+	 * *ret_err (new string). */
+	int (*stream_target)(struct runtime *rt, const struct rt_stream_req *req, struct rt_stream_target *out,
+			     char **ret_err);
 };
 
 extern const struct runtime_ops runtime_process, runtime_fake, runtime_cri;

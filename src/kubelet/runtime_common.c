@@ -1,5 +1,6 @@
 /* Pod spec helpers, file helpers and /proc probes shared by the runtimes, shim and log server. */
 #include "runtime_common.h"
+#include "hooks.h"
 #include "probes.h"
 #include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
@@ -60,6 +61,13 @@ void rt_pod_release(struct rt_pod *p)
 		free(c->working_dir);
 		for (int k = 0; k < RT_PROBE_KINDS; k++)
 			rt_probe_free(c->probes[k]);
+		for (int k = 0; k < RT_HOOK_KINDS; k++)
+			rt_hook_free(c->hooks[k]);
+		for (size_t m = 0; m < c->nmounts; m++) {
+			free(c->mounts[m].host_path);
+			free(c->mounts[m].container_path);
+		}
+		free(c->mounts);
 	}
 	free(p->containers);
 	free(p->uid);
@@ -88,6 +96,9 @@ void rt_pod_copy(struct rt_pod *dst, const struct rt_pod *src)
 		d->command = strv_dup(s->command);
 		d->args = strv_dup(s->args);
 		d->working_dir = dup_or_null(s->working_dir);
+		d->stdin_open = s->stdin_open;
+		d->stdin_once = s->stdin_once;
+		d->tty = s->tty;
 		d->ids = s->ids;
 		d->nenv = s->nenv;
 		d->env = xcalloc(s->nenv ? s->nenv : 1, sizeof(*d->env));
@@ -99,6 +110,15 @@ void rt_pod_copy(struct rt_pod *dst, const struct rt_pod *src)
 		d->env_pending = s->env_pending;
 		for (int k = 0; k < RT_PROBE_KINDS; k++)
 			d->probes[k] = rt_probe_dup(s->probes[k]);
+		for (int k = 0; k < RT_HOOK_KINDS; k++)
+			d->hooks[k] = rt_hook_dup(s->hooks[k]);
+		d->nmounts = s->nmounts;
+		d->mounts = xcalloc(s->nmounts ? s->nmounts : 1, sizeof(*d->mounts));
+		for (size_t m = 0; m < s->nmounts; m++) {
+			d->mounts[m].host_path = dup_or_null(s->mounts[m].host_path);
+			d->mounts[m].container_path = dup_or_null(s->mounts[m].container_path);
+			d->mounts[m].readonly = s->mounts[m].readonly;
+		}
 	}
 }
 
@@ -138,10 +158,16 @@ json_t *rt_pod_to_json(const struct rt_pod *p)
 		for (size_t e = 0; e < c->nenv; e++)
 			json_array_append_new(env, json_pack("{s:o,s:o}", "name", str_or_null(c->env[e].name),
 							     "value", str_or_null(c->env[e].value)));
-		json_array_append_new(cs, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "name", str_or_null(c->name),
+		json_t *mounts = json_array();
+		for (size_t m = 0; m < c->nmounts; m++)
+			json_array_append_new(mounts, json_pack("{s:o,s:o,s:b}", "hostPath",
+								str_or_null(c->mounts[m].host_path), "containerPath",
+								str_or_null(c->mounts[m].container_path), "readOnly",
+								c->mounts[m].readonly));
+		json_array_append_new(cs, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "name", str_or_null(c->name),
 						    "image", str_or_null(c->image), "command", strv_json(c->command),
 						    "args", strv_json(c->args), "env", env, "workingDir",
-						    str_or_null(c->working_dir)));
+						    str_or_null(c->working_dir), "mounts", mounts));
 	}
 	return json_pack("{s:o,s:o,s:o,s:o,s:s,s:I,s:o}", "uid", str_or_null(p->uid), "tenant",
 			 str_or_null(p->tenant), "namespace", str_or_null(p->ns), "name", str_or_null(p->name),
@@ -190,6 +216,18 @@ static int container_from_json(const json_t *j, struct rt_container *c)
 		c->env[e].name = xstrdup(json_str(ev, "name"));
 		c->env[e].value = xstrdup(json_str(ev, "value") ? json_str(ev, "value") : "");
 		c->nenv++;
+	}
+	json_t *mounts = json_object_get(j, "mounts");
+	n = json_is_array(mounts) ? json_array_size(mounts) : 0;
+	c->mounts = xcalloc(n ? n : 1, sizeof(*c->mounts));
+	for (size_t m = 0; m < n; m++) {
+		const json_t *mv = json_array_get(mounts, m);
+		if (!json_str(mv, "hostPath") || !json_str(mv, "containerPath"))
+			return -1;
+		c->mounts[m].host_path = xstrdup(json_str(mv, "hostPath"));
+		c->mounts[m].container_path = xstrdup(json_str(mv, "containerPath"));
+		c->mounts[m].readonly = json_is_true(json_object_get(mv, "readOnly"));
+		c->nmounts++;
 	}
 	return 0;
 }

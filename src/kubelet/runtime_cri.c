@@ -525,6 +525,9 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 		cc.n_args = nargs;
 	}
 	cc.working_dir = sc->working_dir ? sc->working_dir : "";
+	cc.stdin = sc->stdin_open;
+	cc.stdin_once = sc->stdin_once;
+	cc.tty = sc->tty;
 	Runtime__V1__KeyValue *envs = xcalloc(sc->nenv ? sc->nenv : 1, sizeof(*envs));
 	Runtime__V1__KeyValue **envp = xcalloc(sc->nenv ? sc->nenv : 1, sizeof(*envp));
 	for (size_t e = 0; e < sc->nenv; e++) {
@@ -535,6 +538,17 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 	}
 	cc.envs = envp;
 	cc.n_envs = sc->nenv;
+	Runtime__V1__Mount *mnts = xcalloc(sc->nmounts + 1, sizeof(*mnts));
+	Runtime__V1__Mount **mntp = xcalloc(sc->nmounts + 1, sizeof(*mntp));
+	for (size_t m = 0; m < sc->nmounts; m++) { /* volumes (volumes.h) */
+		runtime__v1__mount__init(&mnts[m]);
+		mnts[m].container_path = sc->mounts[m].container_path;
+		mnts[m].host_path = sc->mounts[m].host_path;
+		mnts[m].readonly = sc->mounts[m].readonly;
+		mntp[m] = &mnts[m];
+	}
+	cc.mounts = mntp;
+	cc.n_mounts = sc->nmounts;
 	labels_add(&labels, d, CRI_LABEL_UID, p->spec.uid);
 	labels_add(&labels, d, CRI_LABEL_NAME, p->spec.name);
 	labels_add(&labels, d, CRI_LABEL_NS, p->spec.ns);
@@ -594,6 +608,8 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 	free(log_rel);
 	free(envs);
 	free(envp);
+	free(mnts);
+	free(mntp);
 	free(seccomp_ref);
 	sbconf_release(&sb);
 	podenv_copy_release(&envc);
@@ -644,6 +660,7 @@ static void launch(struct runtime *rt, struct cpod *p, size_t i)
 		return;
 	}
 	POD_EVENT(p, c->name, false, "Started", "Started container %s", c->name);
+	crirt_post_start(rt, p, i); /* hooks.h: while it runs the pod is busy, its status the one handed over */
 	crirt_poll_container(rt, p, i);
 }
 
@@ -1398,4 +1415,5 @@ const struct runtime_ops runtime_cri = {
 	.log_path = cri_rt_log_path,
 	.pod_ip = cri_rt_pod_ip,
 	.prev_log_path = cri_rt_prev_log_path,
+	.stream_target = crirt_stream_target,
 };

@@ -69,6 +69,9 @@ struct stopper {
 	struct runtime *rt;
 	const char *id;
 	long long grace_s;
+	struct cpod *p;                /* with pre_stop: the pod, and the container's index in it */
+	size_t i;
+	const struct rt_hook *pre_stop; /* runs first (hooks.h), taking its time off grace_s; may be NULL */
 	pthread_t thread;
 };
 
@@ -92,8 +95,18 @@ void crirt_stop_now(struct runtime *rt, struct cpod *p, long long grace_s);
 void *crirt_stop_one(void *arg);
 void *crirt_pool_main(void *arg); /* a pool thread; arg: the runtime */
 
+/* cri_streams.c: runtime_ops.stream_target (streams.h; any thread). */
+int crirt_stream_target(struct runtime *rt, const struct rt_stream_req *req, struct rt_stream_target *out,
+			char **ret_err);
+
 /* cri_probes.c: the prober's view of the pod's containers (probes.h), folded into statuses. */
 void crirt_apply_probes(struct runtime *rt, struct cpod *p, const char *ip, struct rt_container_status *out,
 		      size_t n);
+/* cri_probes.c: lifecycle hooks (hooks.h) of container i of p, on the thread that owns p. post_start
+ * runs right after StartContainer: false when it failed (event posted, preStop run, the container
+ * stopped: poll it). pre_stop runs h within grace_s and returns the grace left. */
+bool crirt_post_start(struct runtime *rt, struct cpod *p, size_t i);
+long long crirt_pre_stop(struct runtime *rt, struct cpod *p, size_t i, const char *cid, const struct rt_hook *h,
+			 long long grace_s);
 
 #endif

@@ -10,9 +10,11 @@
  *   log of the newest instance). The uid in the file name keeps a re-created pod of the same
  *   name from mixing with (or deleting) the logs of its predecessor. */
 #define _GNU_SOURCE
+#include "hooks.h"
 #include "probes.h"
 #include "runtime.h"
 #include "runtime_common.h"
+#include "shim.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
 #include "ursa/timeutil.h"
@@ -53,6 +55,7 @@ struct pcont {
 	int64_t backoff_ms, retry_at_ms; /* retry_at: wall ms */
 	char error[256];                 /* C_ERROR: why it could not start */
 	bool sent_term;                  /* stop_pod bookkeeping, not saved */
+	bool post_start_due;             /* launched by this kubelet: its postStart runs (hooks.h); not saved */
 };
 
 struct ppod {
@@ -310,9 +313,9 @@ static void set_current_log(const char *dir, const char *file)
 
 /* Builds the shim's argv (borrowed strings except the ones in *owned). */
 static char **shim_argv(const struct runtime *rt, const char *cdir, const char *logf, const char *prog,
-			const struct rt_container *c, char **argv, size_t argc, struct buf *ids)
+			const struct rt_container *c, char **argv, size_t argc, struct buf *ids, char **mounts)
 {
-	char **v = xcalloc(argc + 18, sizeof(*v));
+	char **v = xcalloc(argc + 18 + 2 * c->nmounts, sizeof(*v));
 	size_t n = 0;
 	/* the ids' texts live in ids, NUL-separated; their offsets first, pointers once it is built */
 	size_t off[3];
@@ -352,6 +355,10 @@ static char **shim_argv(const struct runtime *rt, const char *cdir, const char *
 	for (int i = 0; i < nid; i++) {
 		v[n++] = (char *)flag[i];
 		v[n++] = ids->ptr + off[i];
+	}
+	for (size_t i = 0; mounts && mounts[i]; i++) {
+		v[n++] = "--mount";
+		v[n++] = mounts[i];
 	}
 	v[n++] = "--";
 	for (size_t i = 0; i < argc; i++)
@@ -395,7 +402,7 @@ static int launch(struct runtime *rt, struct ppod *p, size_t i, char **ret_err)
 	size_t argc;
 	char **argv = rt_container_argv(c, &argc);
 	char *prog = NULL, *cdir = NULL, *ldir = NULL, *lname = NULL, *lpath = NULL, *errlog = NULL;
-	char **envp = NULL, **sargv = NULL;
+	char **envp = NULL, **sargv = NULL, **mounts = NULL;
 	struct buf ids = BUF_INIT; /* texts of the shim's --uid, --gid, --groups */
 	int ret = -1;
 	struct stat st;
@@ -439,7 +446,15 @@ static int launch(struct runtime *rt, struct ppod *p, size_t i, char **ret_err)
 	pc->phase = C_CREATING;
 	save_cont(p, i);
 	envp = build_env(&p->spec, c);
-	sargv = shim_argv(rt, cdir, lpath, prog, c, argv, argc, &ids);
+	if (c->nmounts > SHIM_MAX_MOUNTS) {
+		*ret_err = xasprintf("more than %d volume mounts", SHIM_MAX_MOUNTS);
+		goto out;
+	}
+	mounts = xcalloc(c->nmounts + 1, sizeof(*mounts));
+	for (size_t m = 0; m < c->nmounts; m++)
+		mounts[m] = xasprintf("%s\t%s\t%s", c->mounts[m].readonly ? "ro" : "rw", c->mounts[m].host_path,
+				      c->mounts[m].container_path);
+	sargv = shim_argv(rt, cdir, lpath, prog, c, argv, argc, &ids, mounts);
 	pid_t pid;
 	if ((err = spawn_shim(rt->self_exe, sargv, envp, errlog, &pid))) {
 		*ret_err = xasprintf("cannot start the shim \"%s\": %s", rt->self_exe, strerror(err));
@@ -452,6 +467,7 @@ static int launch(struct runtime *rt, struct ppod *p, size_t i, char **ret_err)
 	pc->pid_start = 0;
 	pc->started_at = now_ms() / 1000;
 	pc->launches++;
+	pc->post_start_due = true;
 	pc->phase = C_RUNNING;
 	pc->error[0] = '\0';
 	save_cont(p, i);
@@ -466,6 +482,7 @@ out:
 	free(errlog);
 	free_strv(envp);
 	free(sargv);
+	free_strv(mounts);
 	buf_release(&ids);
 	return ret;
 }
@@ -576,8 +593,11 @@ static bool check_running(struct runtime *rt, struct ppod *p, size_t i)
 {
 	struct pcont *c = &p->c[i];
 	struct term t;
-	if (!c->pid)
+	if (!c->pid) {
 		read_state(p, i);
+		if (c->pid)
+			rt->changed = true; /* status() starts its postStart (hooks.h) */
+	}
 	if (read_exit(p, i, &t)) {
 		on_terminated(rt, p, i, &t);
 		return true;
@@ -745,6 +765,7 @@ static void proc_destroy(struct runtime *rt)
 	if (!rt)
 		return;
 	prober_forget_owner(rt);
+	hooks_forget_owner(rt);
 	while (rt->pods) {
 		struct ppod *p = rt->pods;
 		rt->pods = p->next;
@@ -767,6 +788,9 @@ static void adopt_probes(struct ppod *p, const struct rt_pod *pod)
 			for (int k = 0; k < RT_PROBE_KINDS; k++)
 				if (!p->spec.containers[i].probes[k])
 					p->spec.containers[i].probes[k] = rt_probe_dup(pod->containers[j].probes[k]);
+			for (int k = 0; k < RT_HOOK_KINDS; k++) /* nor hooks */
+				if (!p->spec.containers[i].hooks[k])
+					p->spec.containers[i].hooks[k] = rt_hook_dup(pod->containers[j].hooks[k]);
 		}
 }
 
@@ -863,6 +887,33 @@ static void settle_stopped(struct runtime *rt, struct ppod *p)
 	}
 }
 
+static const struct prober_ops proc_probe_ops;
+
+/* The preStop hooks (hooks.h) of p's running containers, all at once within grace_s: the grace
+ * left for TERM..KILL. */
+static long long pre_stop_hooks(struct runtime *rt, struct ppod *p, long long grace_s)
+{
+	struct hook_job *jobs = xcalloc(p->spec.ncontainers + 1, sizeof(*jobs));
+	char (*cids)[64] = xcalloc(p->spec.ncontainers + 1, sizeof(*cids));
+	size_t n = 0;
+	for (size_t i = 0; i < p->spec.ncontainers; i++) {
+		struct pcont *c = &p->c[i];
+		const struct rt_hook *h = p->spec.containers[i].hooks[RT_HOOK_PRE_STOP];
+		if (!h || c->phase != C_RUNNING || check_running(rt, p, i) || c->pid <= 0)
+			continue;
+		snprintf(cids[n], sizeof(cids[n]), "%d:%llu", (int)c->pid, c->pid_start);
+		jobs[n].h = h;
+		jobs[n].t = (struct hook_target){ .uid = p->spec.uid, .tenant = p->spec.tenant, .ns = p->spec.ns,
+						  .pod = p->spec.name, .container = p->spec.containers[i].name,
+						  .cid = cids[n], .ip = NULL, .ops = &proc_probe_ops, .ud = rt };
+		n++;
+	}
+	grace_s = hooks_pre_stop_all(jobs, n, grace_s);
+	free(jobs);
+	free(cids);
+	return grace_s;
+}
+
 static int proc_stop_pod(struct runtime *rt, const char *uid, long long grace_s)
 {
 	prober_forget_pod(uid);
@@ -872,8 +923,10 @@ static int proc_stop_pod(struct runtime *rt, const char *uid, long long grace_s)
 	if (p->stopped)
 		return 0;
 	p->stopping = true;
+	hooks_forget_pod(uid);
 	if (grace_s < 0)
 		grace_s = 0;
+	grace_s = pre_stop_hooks(rt, p, grace_s);
 	int64_t start = mono_ms(), kill_at = start + grace_s * 1000, give_up = kill_at + KILL_WAIT_MS;
 	for (size_t i = 0; i < p->spec.ncontainers; i++)
 		p->c[i].sent_term = false;
@@ -925,6 +978,7 @@ static void remove_logs(struct runtime *rt, const struct ppod *p)
 static void proc_remove_pod(struct runtime *rt, const char *uid)
 {
 	prober_forget_pod(uid);
+	hooks_forget_pod(uid);
 	struct ppod **link;
 	struct ppod *p = find_pod(rt, uid, &link);
 	if (!p)
@@ -1039,6 +1093,27 @@ static void probe_kill(void *ud, const char *uid, const char *container, const c
 
 static const struct prober_ops proc_probe_ops = { .exec = probe_exec, .kill = probe_kill };
 
+/* A running container whose postStart (hooks.h) has not succeeded yet (cid NULL: its process is not
+ * known yet) shows Waiting and not ready, as in Kubernetes; true then. The first call for an
+ * instance starts the hook. */
+static bool post_start_pending(struct runtime *rt, struct ppod *p, size_t i, const char *cid,
+			       struct rt_container_status *s)
+{
+	const struct rt_container *c = &p->spec.containers[i];
+	if (!c->hooks[RT_HOOK_POST_START] || !p->c[i].post_start_due) /* adopted: it ran before a restart */
+		return false;
+	struct hook_target t = { .uid = p->spec.uid, .tenant = p->spec.tenant, .ns = p->spec.ns, .pod = p->spec.name,
+				 .container = c->name, .cid = cid, .ip = NULL, .ops = &proc_probe_ops, .ud = rt };
+	if (cid && hooks_post_start(&t, c->hooks[RT_HOOK_POST_START], c->hooks[RT_HOOK_PRE_STOP], p->spec.grace_s) ==
+			   HOOK_DONE)
+		return false;
+	s->state = RT_WAITING;
+	s->started_at = 0;
+	s->ready = false;
+	snprintf(s->reason, sizeof(s->reason), "ContainerCreating");
+	return true;
+}
+
 static int proc_status(struct runtime *rt, const char *uid, struct rt_container_status *out, size_t max)
 {
 	struct ppod *p = find_pod(rt, uid, NULL);
@@ -1051,10 +1126,14 @@ static int proc_status(struct runtime *rt, const char *uid, struct rt_container_
 			continue;
 		if (out[i].state != RT_RUNNING || p->c[i].pid <= 0) {
 			prober_container_gone(p->spec.uid, p->spec.containers[i].name);
+			if (out[i].state == RT_RUNNING)
+				post_start_pending(rt, p, i, NULL, &out[i]);
 			continue;
 		}
 		char cid[64];
 		snprintf(cid, sizeof(cid), "%d:%llu", (int)p->c[i].pid, p->c[i].pid_start);
+		if (post_start_pending(rt, p, i, cid, &out[i]))
+			continue;
 		struct prober_target t = {
 			.uid = p->spec.uid, .tenant = p->spec.tenant, .ns = p->spec.ns, .pod = p->spec.name,
 			.spec = &p->spec.containers[i], .pod_grace_s = p->spec.grace_s, .cid = cid,
@@ -1152,6 +1231,81 @@ static char *proc_prev_log_path(struct runtime *rt, const char *tenant, const ch
 	return path;
 }
 
+/* Streams (streams.h): reads only the file system, like proc_log_path, so any thread may call it. The
+ * pod is found by name among pods/<uid>/pod.json (the one not stopped). */
+static int proc_stream_target(struct runtime *rt, const struct rt_stream_req *req, struct rt_stream_target *out,
+			      char **ret_err)
+{
+	memset(out, 0, sizeof(*out));
+	char *pods = xasprintf("%s/pods", rt->root);
+	DIR *d = opendir(pods);
+	struct rt_pod spec = { 0 };
+	bool found = false;
+	char *dir = NULL;
+	int rc = 0;
+	for (struct dirent *de; d && !found && (de = readdir(d));) {
+		if (!rt_path_component_ok(de->d_name))
+			continue;
+		char *f = xasprintf("%s/%s/pod.json", pods, de->d_name);
+		json_t *j = rt_read_json(f);
+		free(f);
+		if (j && !json_is_true(json_object_get(j, "stopped")) && rt_pod_from_json(j, &spec) == 0) {
+			if (!strcmp(spec.tenant, req->tenant) && !strcmp(spec.ns, req->ns) && !strcmp(spec.name, req->pod)) {
+				found = true;
+				dir = xasprintf("%s/%s", pods, de->d_name);
+			} else {
+				rt_pod_release(&spec);
+			}
+		}
+		json_decref(j);
+	}
+	if (d)
+		closedir(d);
+	free(pods);
+	if (!found) {
+		*ret_err = xasprintf("pod \"%s\" (namespace \"%s\", tenant \"%s\") is not running on this node", req->pod,
+				     req->ns, req->tenant);
+		return E_NOT_FOUND;
+	}
+	if (req->kind == RT_STREAM_PORTFORWARD)
+		goto out; /* the node's network: 127.0.0.1 */
+	const struct rt_container *c = NULL;
+	for (size_t i = 0; i < spec.ncontainers && !c; i++)
+		if (!strcmp(spec.containers[i].name, req->container))
+			c = &spec.containers[i];
+	if (!c) {
+		*ret_err = xasprintf("container \"%s\" is not valid for pod \"%s\"", req->container, req->pod);
+		rc = E_NOT_FOUND;
+		goto out;
+	}
+	char *sf = xasprintf("%s/containers/%s/state.json", dir, c->name);
+	json_t *st = rt_read_json(sf);
+	free(sf);
+	pid_t pid = (pid_t)json_integer_value(json_object_get(st, "pid"));
+	unsigned long long start = (unsigned long long)json_integer_value(json_object_get(st, "pidStart"));
+	json_decref(st);
+	if (pid <= 0 || !rt_proc_alive(pid, start)) {
+		*ret_err = xasprintf("container \"%s\" in pod \"%s\" is not running", req->container, req->pod);
+		rc = E_CONFLICT;
+		goto out;
+	}
+	out->pid = pid;
+	if (req->kind == RT_STREAM_EXEC) {
+		out->envp = build_env(&spec, c);
+		out->working_dir = c->working_dir ? xstrdup(c->working_dir) : NULL;
+		out->ids = c->ids;
+	} else if (!(out->log_path = proc_log_path(rt, req->tenant, req->ns, req->pod, req->container))) {
+		*ret_err = xasprintf("container \"%s\" in pod \"%s\" has no output yet", req->container, req->pod);
+		rc = E_CONFLICT;
+	}
+out:
+	if (rc)
+		rt_stream_target_release(out);
+	rt_pod_release(&spec);
+	free(dir);
+	return rc;
+}
+
 const struct runtime_ops runtime_process = {
 	.name = "process",
 	.create = proc_create,
@@ -1164,4 +1318,5 @@ const struct runtime_ops runtime_process = {
 	.list_pods = proc_list_pods,
 	.log_path = proc_log_path,
 	.prev_log_path = proc_prev_log_path,
+	.stream_target = proc_stream_target,
 };

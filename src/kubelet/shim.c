@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +26,8 @@ struct shim_opts {
 	gid_t gid;
 	gid_t groups[RT_MAX_GROUPS];
 	size_t ngroups;
+	const char *mounts[SHIM_MAX_MOUNTS]; /* --mount "ro|rw<TAB>host path<TAB>container path" */
+	size_t nmounts;
 	char **argv;
 };
 
@@ -91,6 +96,10 @@ static int parse_opts(int argc, char **argv, struct shim_opts *o)
 		if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
+		}
+		if (!strcmp(argv[i], "--mount") && i + 1 < argc && o->nmounts < SHIM_MAX_MOUNTS) {
+			o->mounts[o->nmounts++] = argv[++i];
+			continue;
 		}
 		if (!dst || i + 1 >= argc)
 			return -1;
@@ -218,6 +227,51 @@ static bool switch_ids(const struct shim_opts *o, int *what)
 	return true;
 }
 
+/* In the forked child: a mount namespace of its own in which each --mount's host path is
+ * bind-mounted (read-only for "ro") at its container path, created on the node first (an empty
+ * directory, or an empty file for a file) if missing. False with errno set on failure. */
+static bool setup_mounts(const struct shim_opts *o)
+{
+	if (!o->nmounts)
+		return true;
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return false;
+	for (size_t i = 0; i < o->nmounts; i++) {
+		char *spec = xstrdup(o->mounts[i]);
+		char *host = strchr(spec, '\t'), *dest = host ? strchr(host + 1, '\t') : NULL;
+		struct stat st;
+		bool ok = host && dest;
+		if (ok) {
+			*host++ = '\0';
+			*dest++ = '\0';
+			ok = stat(host, &st) == 0;
+		}
+		if (ok && S_ISDIR(st.st_mode)) {
+			ok = rt_mkdir_p(dest, 0755) == 0;
+		} else if (ok) {
+			char *slash = strrchr(dest, '/');
+			if (slash && slash != dest) {
+				*slash = '\0';
+				rt_mkdir_p(dest, 0755);
+				*slash = '/';
+			}
+			int fd = open(dest, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+			ok = fd >= 0 || errno == EISDIR || errno == EROFS || errno == ETXTBSY;
+			if (fd >= 0)
+				close(fd);
+		}
+		ok = ok && mount(host, dest, NULL, MS_BIND | MS_REC, NULL) == 0;
+		if (ok && !strcmp(spec, "ro"))
+			ok = mount(NULL, dest, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) == 0;
+		int e = errno;
+		free(spec);
+		errno = e;
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
 /* In the forked child: becomes the container. Reports errno through errfd if exec fails. */
 static void __attribute__((noreturn)) exec_child(struct shim *s, int outw, int errw, int errfd)
 {
@@ -233,7 +287,9 @@ static void __attribute__((noreturn)) exec_child(struct shim *s, int outw, int e
 	dup2(outw, 1);
 	dup2(errw, 2);
 	int what = 'x';
-	if (!switch_ids(&s->o, &what))
+	if (!setup_mounts(&s->o))
+		what = 'm';
+	else if (!switch_ids(&s->o, &what))
 		; /* what says which step failed */
 	else if (s->o.workdir && chdir(s->o.workdir) < 0)
 		what = 'c';
@@ -282,6 +338,8 @@ static int start_child(struct shim *s, char **ret_msg)
 			*ret_msg = xasprintf("cannot set the container's groups (runAsGroup %s, supplementalGroups %s): %s",
 					     s->o.gid_s ? s->o.gid_s : "unset", s->o.groups_s ? s->o.groups_s : "none",
 					     strerror(msg[1]));
+		else if (msg[0] == 'm')
+			*ret_msg = xasprintf("cannot mount the container's volumes: %s", strerror(msg[1]));
 		else if (msg[0] == 'u')
 			*ret_msg = xasprintf("cannot run as user %s (runAsUser): %s", s->o.uid_s, strerror(msg[1]));
 		else

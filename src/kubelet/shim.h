@@ -22,6 +22,11 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 
+/* --mount "ro|rw<TAB>HOST<TAB>DEST" (repeatable, volumes): the container gets a mount namespace
+ * of its own with HOST bind-mounted at DEST (made on the node if missing), read-only for "ro";
+ * failing that is a StartError. At most SHIM_MAX_MOUNTS. */
+#define SHIM_MAX_MOUNTS 128
+
 /* argv[0] is "shim" (main.c passes argc - 1, argv + 1 of `ursa-kubelet shim ...`). Returns the
  * process exit status: 0 once exit.json is written, 2 on a usage error, 1 on other errors. */
 int shim_main(int argc, char **argv);

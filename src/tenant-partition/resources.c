@@ -8,7 +8,7 @@ const struct api_resource tp_resources[] = {
 	{ "", "v1", "namespaces", "namespace", "Namespace", SCOPE_TENANT, { "ns", NULL }, SUB_STATUS, false, false,
 	  &strategy_namespace },
 	{ "", "v1", "pods", "pod", "Pod", SCOPE_NAMESPACE, { "po", NULL },
-	  SUB_STATUS | SUB_BINDING | SUB_EVICTION | SUB_LOG, false, false, &strategy_pod },
+	  SUB_STATUS | SUB_BINDING | SUB_EVICTION | SUB_LOG | SUB_EXEC, false, false, &strategy_pod },
 	{ "", "v1", "configmaps", "configmap", "ConfigMap", SCOPE_NAMESPACE, { "cm", NULL }, 0, false, false,
 	  &strategy_configmap },
 	{ "", "v1", "secrets", "secret", "Secret", SCOPE_NAMESPACE, { NULL }, 0, false, false, &strategy_secret },

@@ -30,79 +30,35 @@ import json
 import os
 import random
 import re
-import socket
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import ursa_harness as h  # noqa: E402
+import ursa_local as L  # noqa: E402
 
-DEPLOY = os.path.join(h.SOURCE_DIR, "deploy")
+DEPLOY = L.DEPLOY
 KUBELET = os.path.join(h.BUILD_DIR, "src", "kubelet", "ursa-kubelet")
 PROBE = os.path.join(h.BUILD_DIR, "tests", "cri_probe")
-# Every port of deploy/lib/components.sh's table (before the offset).
-PORTS = (6443, 7001, 7002, 7101, 7102, 7201, 7202, 7401, 10251, 10252, 10261, 10262, 10271, 10272,
-         10281, 10282, 23791, 23792, 23801, 23802, 23891, 23892, 23901, 23902, 23991, 24001)
 NODES = (("az-1", "host-1", 1), ("az-2", "host-1", 2))
 S = {}
-
-
-def port_free(port):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def pick_offset():
-    for _ in range(200):
-        off = random.randrange(1000, 8500, 10)
-        if all(port_free(p + off) for p in PORTS):
-            return off
-    raise h.HarnessError("no free port offset")
-
-
-def pick_cidr():
-    used = h.must_run(["ip", "-4", "addr"]) + h.must_run(["ip", "-4", "route"])
-    links = h.must_run(["ip", "-o", "link"])
-    for _ in range(100):
-        x = random.randrange(200, 250)
-        if " 10.%d." % x not in used and "ursa-%d-" % x not in links and "ut-%d-" % x not in links:
-            return x
-    raise h.HarnessError("no unused 10.X.0.0/16")
+port_free = L.port_free
 
 
 def env():
-    e = dict(os.environ, URSA_STATE=S["state"], URSA_PORT_OFFSET=str(S["off"]),
-             URSA_POD_CIDR="10.%d.0.0/16" % S["x"], URSA_BUILD_DIR=h.BUILD_DIR,
-             URSA_IMAGE_CACHE=os.path.join(S["tmp"], "images"))
-    e["URSA_RUNTIME"] = "auto"  # the default, said explicitly
-    return e
+    return S["region"].env()
 
 
 def script(name, *args, timeout=600, extra=None):
-    e = env()
-    e.update(extra or {})
-    t0 = time.monotonic()
-    p = subprocess.run(["bash", os.path.join(DEPLOY, name)] + list(args), capture_output=True, text=True,
-                       timeout=timeout, env=e)
-    with open(os.path.join(S["tmp"], "scripts.log"), "a") as f:
-        f.write("=== %s %s: rc %d in %.1fs\n%s%s\n" % (name, " ".join(args), p.returncode, time.monotonic() - t0,
-                                                      p.stdout, p.stderr))
-    return p.returncode, p.stdout, p.stderr
+    return S["region"].script(name, *args, timeout=timeout, extra=extra)
 
 
 def port(base):
-    return base + S["off"]
+    return S["region"].port(base)
 
 
 def admin(base):
-    return h.Client("https://127.0.0.1:%d" % port(base), os.path.join(S["state"], "ca.crt"),
-                    S["token"], timeout=10)
+    return S["region"].admin(base)
 
 
 def cdir(zone, host):
@@ -183,27 +139,19 @@ def setup():
         h.require_binary(b, os.path.basename(b))
     S["tmp"] = h.make_tmpdir("localcri")
     S["sandboxes"] = set()
-    S["state"] = os.path.join(S["tmp"], "state")
-    S["off"] = pick_offset()
-    S["x"] = pick_cidr()
+    R = S["region"] = L.LocalRegion(S["tmp"])
+    S["state"], S["off"], S["x"] = R.state, R.off, R.x
     helptext = subprocess.run([KUBELET, "--help"], capture_output=True, text=True)
     S["has_cri"] = "--cri-endpoint" in helptext.stdout + helptext.stderr
     print("state %s, port offset %d, pods 10.%d.0.0/16, kubelet cri runtime: %s"
           % (S["state"], S["off"], S["x"], S["has_cri"]), flush=True)
-    t0 = time.monotonic()
-    rc, out, err = script("local-up.sh", "--no-build")
-    S["up_out"] = out + err
-    with open(os.path.join(S["tmp"], "local-up.out"), "w") as f:
-        f.write(S["up_out"])
-    h.check(rc == 0, "local-up.sh failed (rc %d):\n%s" % (rc, S["up_out"][-6000:]))
-    print("local-up.sh took %.1fs" % (time.monotonic() - t0), flush=True)
-    S["token"] = open(os.path.join(S["state"], "tokens.csv")).read().split(",")[0]
+    R.up()
+    S["up_out"], S["token"] = R.up_out, R.token
 
 
 def teardown():
-    if os.path.isdir(S.get("state", "/nonexistent")):
-        rc, out, err = script("local-down.sh", "--purge")
-        print("teardown local-down.sh --purge: rc %d\n%s" % (rc, (out + err)[-3000:]))
+    if "region" in S:
+        S["region"].down()
 
 
 def test_nodes_ready():

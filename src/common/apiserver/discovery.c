@@ -21,6 +21,9 @@ static const struct {
 	{ SUB_EVICTION, "eviction", "policy", "v1", "Eviction", { "create", NULL } },
 	{ SUB_LOG, "log", "", "v1", "Pod", { "get", NULL } },
 	{ SUB_TOKEN, "token", "authentication.k8s.io", "v1", "TokenRequest", { "create", NULL } },
+	{ SUB_EXEC, "exec", "", "v1", "PodExecOptions", { "create", "get", NULL } },
+	{ SUB_EXEC, "attach", "", "v1", "PodAttachOptions", { "create", "get", NULL } },
+	{ SUB_EXEC, "portforward", "", "v1", "PodPortForwardOptions", { "create", "get", NULL } },
 };
 
 static void reply_text(struct http_reply *rp, int code, const char *ct, const char *text)

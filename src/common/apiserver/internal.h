@@ -130,6 +130,9 @@ bool node_may_get_secret(const struct req *q);
 bool pod_uses_secret(const json_t *pod, const char *name);
 /* The same for configmaps (configMap volumes and projections, env configMapKeyRef, envFrom). */
 bool node_may_get_configmap(const struct req *q);
+/* A node may request a token (serviceaccounts/<name>/token) for a service account that a pod bound
+ * to it runs as; handle_token_request then requires the token to be bound to such a pod. */
+bool node_may_request_token(const struct req *q);
 bool pod_uses_configmap(const json_t *pod, const char *name);
 
 /* storage.c -------------------------------------------------------------------------------- */
@@ -295,6 +298,14 @@ void reply_review(struct req *q, json_t *obj, json_t *status);
 
 /* logproxy.c: streams a bound pod's container log from its kubelet. Replies. */
 void proxy_pod_log(struct req *q, const json_t *pod);
+/* streamproxy.c: pods/exec, pods/attach, pods/portforward upgrades tunnelled to the pod's
+ * kubelet. Reply (the 101, or a Status). stream_kubelet_path: the kubelet's path (new string;
+ * container NULL for portforward; query appended as is). */
+void handle_pod_exec(struct req *q);
+void handle_pod_attach(struct req *q);
+void handle_pod_portforward(struct req *q);
+char *stream_kubelet_path(const char *sub, const char *tenant, const char *ns, const char *pod, const char *container,
+			  const char *query);
 
 /* table.c */
 bool wants_table(struct req *q);

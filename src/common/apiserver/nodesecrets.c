@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "ursa/jsonutil.h"
 
 static bool name_is(const json_t *v, const char *name)
 {
@@ -113,7 +114,25 @@ bool node_may_get_secret(const struct req *q)
 	return node_pod_names(q, pod_uses_secret);
 }
 
+/* Every pod's default service-account volume reads the namespace's CA bundle. */
+static bool pod_any(const json_t *pod, const char *name)
+{
+	(void)pod;
+	return !strcmp(name, "kube-root-ca.crt");
+}
+
 bool node_may_get_configmap(const struct req *q)
 {
-	return node_pod_names(q, pod_uses_configmap);
+	return node_pod_names(q, pod_uses_configmap) || node_pod_names(q, pod_any);
+}
+
+static bool pod_runs_as(const json_t *pod, const char *name)
+{
+	const char *sa = json_path_str(pod, "spec.serviceAccountName");
+	return strcmp(sa && *sa ? sa : "default", name) == 0;
+}
+
+bool node_may_request_token(const struct req *q)
+{
+	return node_pod_names(q, pod_runs_as);
 }

@@ -55,6 +55,11 @@ static const char *verb_of(struct req *q)
 {
 	const char *m = http_method(q->http);
 	bool named = q->path.name != NULL;
+	/* a stream into a pod writes into it: `create`, for the WebSocket GET too (as Kubernetes
+	 * authorizes them since 1.31) */
+	if (q->path.subresource && (strcmp(q->path.subresource, "exec") == 0 || strcmp(q->path.subresource, "attach") == 0 ||
+				    strcmp(q->path.subresource, "portforward") == 0))
+		return strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0 ? "create" : NULL;
 	if (q->path.subresource)
 		return strcmp(m, "GET") == 0 ? "get" : strcmp(m, "POST") == 0 ? "create" : strcmp(m, "PUT") == 0 ? "update"
 		       : strcmp(m, "PATCH") == 0 ? "patch" : NULL;
@@ -111,6 +116,8 @@ static bool node_may(const struct req *q, const struct api_resource *r, bool wri
 		return sub ? !strcmp(sub, "status") && verb_in(q->verb, change) : !strcmp(q->verb, "delete");
 	if (strcmp(r->plural, "events") == 0)
 		return !sub && verb_in(q->verb, upsert);
+	if (strcmp(r->plural, "serviceaccounts") == 0) /* projected service-account tokens of its pods */
+		return sub && !strcmp(sub, "token") && !strcmp(q->verb, "create") && node_may_request_token(q);
 	return false;
 }
 

@@ -426,6 +426,9 @@ static const struct {
 	{ "eviction", SUB_EVICTION, "create", do_eviction },
 	{ "log", SUB_LOG, "get", do_log },
 	{ "token", SUB_TOKEN, "create", handle_token_request },
+	{ "exec", SUB_EXEC, "create", handle_pod_exec },
+	{ "attach", SUB_EXEC, "create", handle_pod_attach },
+	{ "portforward", SUB_EXEC, "create", handle_pod_portforward },
 };
 
 void handle_subresource(struct req *q)

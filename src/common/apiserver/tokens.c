@@ -128,6 +128,14 @@ static int check_bound(struct req *q, const struct tokenreq *tr, char **ret_uid)
 		rc = E_CONFLICT;
 		goto out;
 	}
+	const char *node = pod ? json_path_str(obj, "spec.nodeName") : NULL;
+	if (q->node && (!pod || !node || strcmp(node, q->node) != 0)) {
+		reply_status(q, E_FORBIDDEN,
+			     "serviceaccounts \"%s\" is forbidden: node \"%s\" can only request tokens bound to pods "
+			     "scheduled to it", q->path.name, q->node);
+		rc = E_FORBIDDEN;
+		goto out;
+	}
 	const char *pod_sa = pod ? json_path_str(obj, "spec.serviceAccountName") : NULL;
 	if (pod && strcmp(pod_sa && *pod_sa ? pod_sa : "default", q->path.name) != 0) {
 		reply_status(q, E_BAD_REQUEST,
@@ -208,6 +216,11 @@ void handle_token_request(struct req *q)
 	}
 	if (rc < 0 || !json_path_str(sa, "metadata.uid")) {
 		reply_status(q, rc < 0 ? rc : E_INTERNAL, "storage error");
+		goto out;
+	}
+	if (q->node && !tr.bound_kind) {
+		reply_status(q, E_FORBIDDEN, "serviceaccounts \"%s\" is forbidden: node \"%s\" can only request tokens "
+					     "bound to pods scheduled to it", q->path.name, q->node);
 		goto out;
 	}
 	if (tr.bound_kind && check_bound(q, &tr, &bound_uid) < 0)

@@ -233,6 +233,9 @@ CRI_DEFINE(cri_container_status, RT, "ContainerStatus", ContainerStatusRequest, 
 /* ExecSync waits up to req->timeout seconds for the command: the call gets that long on top */
 CRI_DEFINE(cri_exec_sync, RT, "ExecSync", ExecSyncRequest, ExecSyncResponse, exec_sync_response,
 	   req->timeout > 0 && req->timeout < 86400 ? c->timeout_ms + req->timeout * 1000 : 0)
+CRI_DEFINE(cri_exec, RT, "Exec", ExecRequest, ExecResponse, exec_response, 0)
+CRI_DEFINE(cri_attach, RT, "Attach", AttachRequest, AttachResponse, attach_response, 0)
+CRI_DEFINE(cri_port_forward, RT, "PortForward", PortForwardRequest, PortForwardResponse, port_forward_response, 0)
 CRI_DEFINE(cri_list_images, IMG, "ListImages", ListImagesRequest, ListImagesResponse, list_images_response, 0)
 CRI_DEFINE(cri_image_status, IMG, "ImageStatus", ImageStatusRequest, ImageStatusResponse, image_status_response, 0)
 CRI_DEFINE(cri_pull_image, IMG, "PullImage", PullImageRequest, PullImageResponse, pull_image_response,

@@ -5,16 +5,23 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
-#define MAX_REPLY_HEADERS 8
+#define MAX_REPLY_HEADERS 12
 
 struct http_stream {
 	struct http_server *srv;
@@ -29,6 +36,31 @@ struct http_stream {
 	void *ud;
 };
 
+/* A switched (upgraded) connection: from the 101 reply until http_upgraded_close. */
+struct http_upgraded {
+	struct http_server *srv;
+	struct http_upgraded *prev, *next; /* in srv->upgraded, once switched */
+	struct MHD_UpgradeResponseHandle *urh;
+	int fd;
+	int client_fd; /* TLS: the client's own socket, watched for its end; else -1 */
+	int raw_fd;    /* TLS: the client's own socket (kept after the watch ends), else -1 */
+	bool switched;
+	int64_t close_by;  /* closing: when to close even if libmicrohttpd has not read everything */
+	http_upgrade_fn fn;
+	void *ud;
+};
+
+/* A closed TLS connection: libmicrohttpd (0.9.75) may never close the client's connection when
+ * the owner's end races its forwarding thread (it sees the socketpair's end before it marks the
+ * connection closed, and nothing wakes it again until the client sends). If that socket is still
+ * the same connection a second later, it is shut down, which ends the forwarding. */
+struct cut {
+	struct cut *next;
+	int fd;
+	struct sockaddr_storage local, peer;
+	int64_t at;
+};
+
 struct http_reply {
 	int status;
 	const char *content_type;
@@ -37,6 +69,7 @@ struct http_reply {
 	char *hvalue[MAX_REPLY_HEADERS];
 	unsigned nheaders;
 	struct http_stream *stream;
+	struct http_upgraded *upgrade; /* http_reply_upgrade */
 };
 
 struct http_request {
@@ -54,6 +87,7 @@ struct http_request {
 	int64_t started_us;
 	char client[64];
 	struct http_request *next_job;
+	struct http_upgraded *upgrading; /* the 101 is queued: on_completed tells its owner if it never switches */
 	char *query;   /* raw query string (from the URI log callback), or NULL */
 	bool begun;    /* on_request saw the request's first call */
 	bool fast_done;/* the fast handler had its turn */
@@ -79,6 +113,20 @@ struct http_server {
 	pthread_mutex_t streams_lock;
 	struct http_stream *streams;
 	size_t nstreams;
+	/* Switched connections not yet closed: stopping shuts their sockets down so that their
+	 * owners close them (libmicrohttpd must not stop with them open). */
+	struct http_upgraded *upgraded;
+	size_t nupgraded;
+	/* TLS: libmicrohttpd stops forwarding when the client's connection ends but never tells
+	 * the owner (the socketpair stays open). A thread watches the client sockets of switched
+	 * connections for their end and shuts the owner's socket down then. */
+	int watch_ep;
+	int watch_wake;            /* eventfd in watch_ep: a closing connection was queued */
+	struct http_upgraded *closing_up; /* closed by their owners, waiting for the server to read the rest */
+	struct cut *cuts;          /* closed ones whose client connection must be gone soon */
+	pthread_t watcher;
+	bool watching;
+	atomic_bool watch_stop;
 	atomic_bool closing;
 	bool external;    /* driven by the caller's loop (http_server_run) */
 	bool quiesced;
@@ -121,6 +169,31 @@ const char *http_header(const struct http_request *r, const char *name)
 	if (!r)
 		return NULL;
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+struct header_all {
+	const char *name;
+	const char **out;
+	size_t max, n;
+};
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct header_all *h = cls;
+	if (key && value && strcasecmp(key, h->name) == 0) {
+		if (h->n < h->max)
+			h->out[h->n] = value;
+		h->n++;
+	}
+	return MHD_YES;
+}
+
+size_t http_header_all(const struct http_request *r, const char *name, const char **out, size_t max)
+{
+	struct header_all h = { .name = name, .out = out, .max = max };
+	if (r)
+		MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header, &h);
+	return h.n;
 }
 
 const char *http_body(const struct http_request *r, size_t *ret_len)
@@ -276,8 +349,305 @@ static void on_stream_free(void *cls)
 	free(s);
 }
 
+void http_reply_upgrade(struct http_reply *rp, http_upgrade_fn on_switched, void *ud)
+{
+	struct http_upgraded *u = xcalloc(1, sizeof(*u));
+	u->fd = -1;
+	u->client_fd = -1;
+	u->raw_fd = -1;
+	u->fn = on_switched;
+	u->ud = ud;
+	if (rp->upgrade) /* a second call replaces the first, whose owner hears it never switches */
+		rp->upgrade->fn(rp->upgrade->ud, NULL, -1, NULL, 0), free(rp->upgrade);
+	rp->upgrade = u;
+	rp->status = 101;
+}
+
+static void final_close(struct http_upgraded *u);
+static void run_cuts(struct http_server *srv, int64_t now);
+
+/* Bytes written to fd that its peer has not read yet. */
+static int unread(int fd)
+{
+	int n = 0;
+	return ioctl(fd, SIOCOUTQ, &n) == 0 ? n : 0;
+}
+
+static void *watch_main(void *arg)
+{
+	struct http_server *srv = arg;
+	struct epoll_event ev[32];
+	while (!atomic_load(&srv->watch_stop)) {
+		int n = epoll_wait(srv->watch_ep, ev, 32, srv->closing_up ? 2 : srv->cuts ? 50 : 200);
+		pthread_mutex_lock(&srv->streams_lock);
+		run_cuts(srv, mono_ms());
+		/* the closing ones libmicrohttpd has read to the end */
+		struct http_upgraded *done = NULL;
+		int64_t now = mono_ms();
+		for (struct http_upgraded **pp = &srv->closing_up; *pp;) {
+			struct http_upgraded *u = *pp;
+			if (unread(u->fd) > 0 && now < u->close_by) {
+				pp = &u->next;
+				continue;
+			}
+			*pp = u->next;
+			u->next = done;
+			done = u;
+		}
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.ptr == NULL) {
+				uint64_t v;
+				(void)!read(srv->watch_wake, &v, sizeof(v));
+				continue;
+			}
+			/* still open? (one closed meanwhile may be freed) */
+			struct http_upgraded *u = srv->upgraded;
+			while (u && u != ev[i].data.ptr)
+				u = u->next;
+			if (!u || u->client_fd < 0)
+				continue;
+			epoll_ctl(srv->watch_ep, EPOLL_CTL_DEL, u->client_fd, NULL);
+			u->client_fd = -1;
+			shutdown(u->fd, SHUT_RDWR);
+		}
+		pthread_mutex_unlock(&srv->streams_lock);
+		while (done) {
+			struct http_upgraded *next = done->next;
+			final_close(done);
+			done = next;
+		}
+	}
+	return NULL;
+}
+
+/* Under streams_lock. */
+static void watch_client(struct http_server *srv, struct http_upgraded *u, struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return;
+	if (!srv->watching) {
+		srv->watch_ep = epoll_create1(EPOLL_CLOEXEC);
+		if (srv->watch_ep < 0)
+			return;
+		srv->watch_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		struct epoll_event wev = { .events = EPOLLIN, .data.ptr = NULL };
+		epoll_ctl(srv->watch_ep, EPOLL_CTL_ADD, srv->watch_wake, &wev);
+		srv->watching = true;
+		pthread_create(&srv->watcher, NULL, watch_main, srv);
+	}
+	struct epoll_event ev = { .events = EPOLLRDHUP, .data.ptr = u };
+	if (epoll_ctl(srv->watch_ep, EPOLL_CTL_ADD, ci->connect_fd, &ev) == 0)
+		u->client_fd = ci->connect_fd;
+	u->raw_fd = ci->connect_fd;
+}
+
+/* TLS: libmicrohttpd forwards a switched connection between the TLS session and the owner's
+ * socketpair through buffers taken from the connection's memory pool. In 0.9.75 the pool is
+ * always full at that moment: the 101's head was built in a write buffer grown to all of the
+ * pool's free space (connection_maximize_write_buffer), and MHD_response_execute_upgrade_ asks
+ * for the free space without giving that buffer back, so it falls back to its 8-byte emergency
+ * buffer and moves 4 bytes per system call each way, whatever MHD_OPTION_CONNECTION_MEMORY_LIMIT
+ * says (later releases release the write and read buffers first). So when the switch is
+ * announced (on the thread that forwards, before it has forwarded anything) the emergency
+ * buffer is replaced with one of ours, if the handle has exactly 0.9.75's layout; otherwise it
+ * is left alone (slow, but correct). Ours is freed when libmicrohttpd reports the connection
+ * closed, where it destroys the pool its own buffers would have lived in. */
+#define URH_HALF (16 * 1024) /* each way: one TLS record */
+
+/* The start of libmicrohttpd 0.9.75's struct MHD_UpgradeResponseHandle (src/microhttpd/internal.h,
+ * HTTPS and epoll support on, as Debian builds it). */
+struct mhd_urh_0975 {
+	struct MHD_Connection *connection;
+	void *next, *prev, *next_e, *prev_e;
+	bool in_eready_list;
+	char *in_buffer, *out_buffer;
+	size_t in_buffer_size, out_buffer_size, in_buffer_used, out_buffer_used;
+	struct {
+		void *urh;
+		int socket;
+		int celi;
+	} app, mhd;
+	char e_buf[8];
+};
+_Static_assert(offsetof(struct mhd_urh_0975, e_buf) == 128, "libmicrohttpd 0.9.75 layout");
+
+/* True if h is a 0.9.75 handle for conn and app_fd, still on its emergency buffer. */
+static bool urh_on_ebuf(const void *h, const void *conn, int app_fd)
+{
+	const struct mhd_urh_0975 *u = h;
+	return u->connection == conn && u->in_buffer == u->e_buf && u->out_buffer == u->e_buf + 4 &&
+	       u->in_buffer_size == 4 && u->out_buffer_size == 4 && u->in_buffer_used == 0 && u->out_buffer_used == 0 &&
+	       u->app.urh == h && u->app.socket == app_fd && u->mhd.urh == h && u->mhd.socket >= 0 &&
+	       u->mhd.socket != app_fd;
+}
+
+static void widen_urh(struct MHD_Connection *conn, struct MHD_UpgradeResponseHandle *urh, int app_fd)
+{
+#if MHD_VERSION == 0x00097500
+	static atomic_int same_version = -1;
+	if (atomic_load(&same_version) < 0)
+		atomic_store(&same_version, strcmp(MHD_get_version(), "0.9.75") == 0);
+	if (!atomic_load(&same_version) || !urh_on_ebuf(urh, conn, app_fd))
+		return;
+	/* the slot notify_connection made point at itself */
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	void **slot = ci ? ci->socket_context : NULL;
+	if (!slot || *slot != slot)
+		return;
+	struct mhd_urh_0975 *u = (struct mhd_urh_0975 *)urh;
+	char *b = xmalloc(2 * URH_HALF);
+	*slot = b;
+	u->in_buffer = b;
+	u->out_buffer = b + URH_HALF;
+	u->in_buffer_size = URH_HALF;
+	u->out_buffer_size = URH_HALF;
+#else
+	(void)conn, (void)urh, (void)app_fd;
+#endif
+}
+
+/* TLS servers: each connection's socket context starts out pointing at itself (so that
+ * widen_urh can find it) and holds the forwarding buffer once widened. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	(void)cls, (void)conn;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+		*socket_context = socket_context;
+	else if (*socket_context != socket_context)
+		free(*socket_context), *socket_context = NULL;
+}
+
+/* libmicrohttpd sent the 101: the connection is the owner's from here. */
+static void on_switched(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra, size_t extra_len,
+			MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	struct http_upgraded *u = cls;
+	struct http_request *r = con_cls;
+	struct http_server *srv = u->srv;
+	if (r && r->upgrading == u)
+		r->upgrading = NULL;
+	u->urh = urh;
+	u->fd = sock;
+	u->switched = true;
+	if (srv->cert)
+		widen_urh(conn, urh, sock);
+	/* libmicrohttpd turns Nagle's algorithm back on for the switch: a stream's last small
+	 * write would then wait for the peer's delayed ACK (40 ms per exchange) */
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci)
+		setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+	pthread_mutex_lock(&srv->streams_lock);
+	u->next = srv->upgraded;
+	if (u->next)
+		u->next->prev = u;
+	srv->upgraded = u;
+	srv->nupgraded++;
+	if (srv->cert)
+		watch_client(srv, u, conn);
+	pthread_mutex_unlock(&srv->streams_lock);
+	u->fn(u->ud, u, sock, extra, extra_len);
+}
+
+void http_upgraded_close(struct http_upgraded *u)
+{
+	struct http_server *srv = u->srv;
+	pthread_mutex_lock(&srv->streams_lock);
+	if (u->prev)
+		u->prev->next = u->next;
+	else
+		srv->upgraded = u->next;
+	if (u->next)
+		u->next->prev = u->prev;
+	if (u->client_fd >= 0)
+		epoll_ctl(srv->watch_ep, EPOLL_CTL_DEL, u->client_fd, NULL);
+	u->client_fd = -1;
+	/* TLS: libmicrohttpd (0.9.75) may miss the end of the socketpair when it arrives together
+	 * with the last bytes (one edge, a short read), and then never closes the client's
+	 * connection. So the end is only signalled once it has read everything (up to 2 s). */
+	if (srv->cert && srv->watching && unread(u->fd) > 0) {
+		u->close_by = mono_ms() + 2000;
+		u->prev = NULL;
+		u->next = srv->closing_up;
+		srv->closing_up = u;
+		pthread_mutex_unlock(&srv->streams_lock);
+		uint64_t one = 1;
+		(void)!write(srv->watch_wake, &one, sizeof(one));
+		return;
+	}
+	pthread_mutex_unlock(&srv->streams_lock);
+	final_close(u);
+}
+
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b, socklen_t len)
+{
+	return memcmp(a, b, len) == 0;
+}
+
+/* Under streams_lock: the cuts that are due. */
+static void run_cuts(struct http_server *srv, int64_t now)
+{
+	for (struct cut **pp = &srv->cuts; *pp;) {
+		struct cut *c = *pp;
+		if (now < c->at) {
+			pp = &c->next;
+			continue;
+		}
+		struct sockaddr_storage l, p;
+		socklen_t ll = sizeof(l), pl = sizeof(p);
+		memset(&l, 0, sizeof(l));
+		memset(&p, 0, sizeof(p));
+		bool same = getsockname(c->fd, (struct sockaddr *)&l, &ll) == 0 &&
+			    getpeername(c->fd, (struct sockaddr *)&p, &pl) == 0 && same_addr(&l, &c->local, sizeof(l)) &&
+			    same_addr(&p, &c->peer, sizeof(p));
+		if (same)
+			shutdown(c->fd, SHUT_RDWR);
+		*pp = c->next;
+		free(c);
+	}
+}
+
+static void final_close(struct http_upgraded *u)
+{
+	struct http_server *srv = u->srv;
+	struct cut *c = NULL;
+	if (u->raw_fd >= 0) {
+		c = xcalloc(1, sizeof(*c));
+		c->fd = u->raw_fd;
+		socklen_t ll = sizeof(c->local), pl = sizeof(c->peer);
+		if (getsockname(c->fd, (struct sockaddr *)&c->local, &ll) != 0 ||
+		    getpeername(c->fd, (struct sockaddr *)&c->peer, &pl) != 0)
+			free(c), c = NULL;
+	}
+	MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
+	pthread_mutex_lock(&srv->streams_lock);
+	srv->nupgraded--;
+	if (c) {
+		c->at = mono_ms() + 1000;
+		c->next = srv->cuts;
+		srv->cuts = c;
+	}
+	pthread_mutex_unlock(&srv->streams_lock);
+	if (srv->external && srv->wake)
+		srv->wake(srv->wake_ud);
+	free(u);
+}
+
+/* An upgrade that was never sent (the client left first, or the reply was dropped): its owner
+ * hears of it with a NULL connection. */
+static void upgrade_abandon(struct http_upgraded *u)
+{
+	u->fn(u->ud, NULL, -1, NULL, 0);
+	free(u);
+}
+
 static void reply_release(struct http_reply *rp)
 {
+	if (rp->upgrade) {
+		upgrade_abandon(rp->upgrade);
+		rp->upgrade = NULL;
+	}
 	buf_release(&rp->body);
 	for (unsigned i = 0; i < rp->nheaders; i++) {
 		free(rp->hname[i]);
@@ -288,7 +658,15 @@ static void reply_release(struct http_reply *rp)
 static enum MHD_Result send_reply(struct http_server *srv, struct MHD_Connection *conn, struct http_reply *rp)
 {
 	struct MHD_Response *resp;
-	if (rp->stream) {
+	if (rp->upgrade) {
+		struct http_upgraded *u = rp->upgrade;
+		struct http_request *r = request_of(rp);
+		rp->upgrade = NULL;
+		u->srv = srv;
+		r->upgrading = u;
+		rp->status = 101;
+		resp = MHD_create_response_for_upgrade(on_switched, u);
+	} else if (rp->stream) {
 		struct http_stream *st = rp->stream;
 		st->conn = conn;
 		st->srv = srv;
@@ -441,6 +819,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct http_request *r = *con_cls;
 	if (!r)
 		return;
+	if (r->upgrading) {
+		upgrade_abandon(r->upgrading);
+		r->upgrading = NULL;
+	}
 	free(r->query);
 	buf_release(&r->body);
 	reply_release(&r->reply);
@@ -529,7 +911,7 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 	s->wake = o->wake;
 	s->wake_ud = o->wake_ud;
 	s->lsock = MHD_INVALID_SOCKET;
-	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
 	if (!s->external)
 		flags |= MHD_USE_INTERNAL_POLLING_THREAD;
 	char *cert = NULL, *key = NULL;
@@ -563,6 +945,7 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)60000,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(o->conn_timeout_s ? o->conn_timeout_s : 120),
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				  MHD_OPTION_NOTIFY_CONNECTION, cert ? on_connection : NULL, NULL,
 				  MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
 				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
 				  MHD_OPTION_ARRAY, cert ? tls_opts : tls_opts + 2,
@@ -637,6 +1020,24 @@ static void end_streams(struct http_server *s)
 	}
 }
 
+/* Shuts the switched connections' sockets down, so that their owners see the end and close
+ * them, and waits up to 2 s for that. */
+static void end_upgraded(struct http_server *s)
+{
+	pthread_mutex_lock(&s->streams_lock);
+	for (struct http_upgraded *u = s->upgraded; u; u = u->next)
+		shutdown(u->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&s->streams_lock);
+	for (int i = 0; i < 200; i++) {
+		pthread_mutex_lock(&s->streams_lock);
+		size_t n = s->nupgraded;
+		pthread_mutex_unlock(&s->streams_lock);
+		if (n == 0)
+			break;
+		pause_driving(s);
+	}
+}
+
 /* Waits (up to 15 s) for the handlers running or queued: their connections are suspended, and
  * libmicrohttpd refuses to stop with suspended connections. */
 static void drain_handlers(struct http_server *s)
@@ -667,11 +1068,24 @@ void http_server_stop(struct http_server *s)
 	http_server_quiesce(s); /* no new connections; the socket is ours */
 	end_streams(s);
 	drain_handlers(s);
+	end_upgraded(s);
 	drain_connections(s);
+	end_upgraded(s); /* any switched while the last replies went out */
 	MHD_stop_daemon(s->mhd);
 	if (s->lsock != MHD_INVALID_SOCKET)
 		close(s->lsock);
 	stop_workers(s);
+	if (s->watching) {
+		atomic_store(&s->watch_stop, true);
+		pthread_join(s->watcher, NULL);
+		while (s->cuts) {
+			struct cut *c = s->cuts;
+			s->cuts = c->next;
+			free(c);
+		}
+		close(s->watch_ep);
+		close(s->watch_wake);
+	}
 	free(s->cert);
 	free(s->key);
 	free(s);

@@ -13,7 +13,7 @@
 
 /* The flags and the running manager. */
 struct tpcm {
-	const char *kubeconfig, *identity, *controllers, *evict_rate;
+	const char *kubeconfig, *identity, *controllers, *evict_rate, *root_ca_file;
 	bool leader_elect;
 	long long workers, grace, default_tol, rm_period;
 	struct tpc mgr;
@@ -70,6 +70,25 @@ static int start(void *ud, struct daemon *dm, char **ret_err)
 		return 2;
 	}
 	c->mgr.kubeconfig = c->kubeconfig;
+	if (c->root_ca_file && *c->root_ca_file) {
+		FILE *f = fopen(c->root_ca_file, "r");
+		struct buf ca = BUF_INIT;
+		char chunk[4096];
+		size_t n;
+		while (f && (n = fread(chunk, 1, sizeof(chunk), f)) > 0 && ca.len < (1u << 20))
+			buf_add(&ca, chunk, n);
+		if (!f || ca.len == 0) {
+			*ret_err = xasprintf("cannot read --root-ca-file %s", c->root_ca_file);
+			if (f)
+				fclose(f);
+			buf_release(&ca);
+			rest_free(c->mgr.rest);
+			return 2;
+		}
+		fclose(f);
+		c->mgr.root_ca = xstrdup(buf_cstr(&ca));
+		buf_release(&ca);
+	}
 	c->mgr.grace_s = c->grace;
 	c->mgr.default_tol_s = c->default_tol;
 	c->mgr.rm_period_s = c->rm_period;
@@ -101,6 +120,8 @@ static void stop(void *ud)
 	atomic_store(&c->stopping, true);
 	ctl_manager_free(c->mgr.ctl);
 	tpc_manager_release(&c->mgr);
+	free(c->mgr.root_ca);
+	c->mgr.root_ca = NULL;
 	rest_free(c->mgr.rest);
 }
 
@@ -113,7 +134,7 @@ int main(int argc, char **argv)
 		{ "workers", OPT_INT, &cm.workers, "worker threads per controller" },
 		{ "controllers", OPT_STRING, &cm.controllers,
 		  "comma list of tenant,namespace,replicaset,deployment,garbagecollector,rmloss,job,cronjob,endpoints,"
-		  "endpointslice,network (* = all, -name disables one)" },
+		  "endpointslice,network,statefulset,disruption,root-ca-cert-publisher (* = all, -name disables one)" },
 		{ "node-monitor-grace-period", OPT_INT, &cm.grace,
 		  "rmloss: seconds a resource manager may be unreachable before its nodes count as unreachable" },
 		{ "default-unreachable-toleration-seconds", OPT_INT, &cm.default_tol,
@@ -122,6 +143,9 @@ int main(int argc, char **argv)
 		{ "rmloss-eviction-rate", OPT_STRING, &cm.evict_rate, "rmloss: pods per second this partition evicts at most" },
 		{ "job-backoff-base-ms", OPT_INT, &cm.mgr.job_backoff_base_ms,
 		  "job: first pod failure back-off in ms, doubling up to 36 times it (default 10000; tests shorten it)" },
+		{ "root-ca-file", OPT_STRING, &cm.root_ca_file,
+		  "root-ca-cert-publisher: PEM CA bundle of the API's front door, published in every namespace as the "
+		  "ConfigMap kube-root-ca.crt (unset: none)" },
 		{ "cronjob-now-offset", OPT_INT, &cm.mgr.cronjob_now_offset_s,
 		  "cronjob: seconds added to the clock the schedules are run by (tests; default 0)" },
 	};

@@ -276,6 +276,7 @@ SYNC(tpc_sync_endpointslices)
 SYNC(tpc_sync_network)
 SYNC(tpc_sync_statefulset)
 SYNC(tpc_sync_disruption)
+SYNC(tpc_sync_rootca)
 
 static int rmloss_start(void *ud)
 {
@@ -327,6 +328,8 @@ static const struct ctl_def controllers[CTL__N] = {
 		      tpc_sync_statefulset_ud, .period_ms = 30000 },
 	[CTL_DISRUPTION] = { "disruption", { { PDBS, UPSERT, ctl_key_self }, { PODS, 0, pod_pdbs } },
 			     tpc_sync_disruption_ud, .period_ms = 30000 },
+	[CTL_ROOTCA] = { "root-ca-cert-publisher", { { NAMESPACES, UPSERT, ns_self } }, tpc_sync_rootca_ud,
+			 .period_ms = 60000 },
 };
 
 int tpc_manager_new(struct tpc *m, struct ctl_config *cfg)

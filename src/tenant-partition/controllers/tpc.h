@@ -176,7 +176,7 @@ enum tpc_inf {
 };
 enum tpc_ctl {
 	CTL_TENANT, CTL_NAMESPACE, CTL_RS, CTL_DEPLOY, CTL_GC, CTL_RMLOSS, CTL_JOB, CTL_CRONJOB, CTL_ENDPOINTS, CTL_SLICES,
-	CTL_NETWORK, CTL_STS, CTL_DISRUPTION, CTL__N
+	CTL_NETWORK, CTL_STS, CTL_DISRUPTION, CTL_ROOTCA, CTL__N
 };
 
 struct rmloss;
@@ -194,6 +194,7 @@ struct tpc {
 	struct rmloss *rml;
 	long long job_backoff_base_ms;  /* --job-backoff-base-ms: the pod failure back-off's base (0: 10 s) */
 	long long cronjob_now_offset_s; /* --cronjob-now-offset: seconds added to the cronjob clock (tests) */
+	char *root_ca;                  /* --root-ca-file's contents (owned), or NULL: kube-root-ca.crt not published */
 };
 /* Each controller's sync: 0 when done, else an E_* code and the key is retried with back-off. */
 int tpc_sync_tenant(struct tpc *m, const char *key);
@@ -209,6 +210,7 @@ int tpc_sync_endpointslices(struct tpc *m, const char *key); /* endpoints.c */
 int tpc_sync_network(struct tpc *m, const char *key);        /* network.c */
 int tpc_sync_statefulset(struct tpc *m, const char *key);    /* statefulset.c */
 int tpc_sync_disruption(struct tpc *m, const char *key);     /* disruption.c */
+int tpc_sync_rootca(struct tpc *m, const char *key);         /* rootca.c */
 /* GC: enqueue the owners named by obj's ownerReferences / obj itself as an owner. */
 void tpc_gc_enqueue_owners(struct tpc *m, const json_t *obj);
 void tpc_gc_enqueue_self(struct tpc *m, const json_t *obj, const char *kind);

@@ -105,6 +105,15 @@ static const struct row rows[] = {
 	/* the group means nothing outside tenant system */
 	{ "GET", "/api/v1/tenants/acme/namespaces/default/pods", "other", SRE, RT_ERROR, NULL, E_FORBIDDEN },
 	{ "GET", "/api/v1/tenants/all/pods", "other", SRE, RT_ERROR, NULL, E_FORBIDDEN },
+	/* streams into pods (exec, attach, port-forward): the tenant's own callers and system
+	 * administrators only; never an SRE (a GET that writes), never another tenant */
+	{ "GET", "/api/v1/namespaces/default/pods/web/exec", "acme", false, RT_TENANT, "acme" },
+	{ "POST", "/api/v1/tenants/acme/namespaces/default/pods/web/attach", "acme", false, RT_TENANT, "acme" },
+	{ "GET", "/api/v1/tenants/acme/namespaces/default/pods/web/portforward", "system", true, RT_TENANT, "acme" },
+	{ "GET", "/api/v1/tenants/acme/namespaces/default/pods/web/exec", "beta", false, RT_ERROR, NULL, E_FORBIDDEN },
+	{ "GET", "/api/v1/tenants/acme/namespaces/default/pods/web/exec", "system", SRE, RT_ERROR, NULL, E_FORBIDDEN },
+	{ "GET", "/api/v1/tenants/system/namespaces/default/pods/web/exec", "system", SRE, RT_ERROR, NULL, E_FORBIDDEN },
+	{ "GET", "/api/v1/tenants/acme/namespaces/default/pods/web/log", "system", SRE, RT_TENANT, "acme" },
 	/* malformed */
 	{ "GET", "/api/v1/tenants/acme/namespaces/../pods", "acme", false, RT_ERROR, NULL, E_NOT_FOUND },
 	{ "GET", "/nope", "acme", false, RT_ERROR, NULL, E_NOT_FOUND },
@@ -128,6 +137,9 @@ static void test_table(void **state)
 			assert_string_equal(rt.tenant, r->want_tenant);
 		if (r->want_node)
 			assert_string_equal(rt.node, r->want_node);
+		bool stream = r->want == RT_TENANT && (strstr(r->path, "/exec") || strstr(r->path, "/attach") ||
+						      strstr(r->path, "/portforward"));
+		assert_int_equal(rt.stream, stream);
 		route_release(&rt);
 	}
 }
