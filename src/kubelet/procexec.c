@@ -1,6 +1,7 @@
 /* `kubectl exec` for the process runtime (see procexec.h). */
 #define _GNU_SOURCE
 #include "procexec.h"
+#include "runtime_common.h"
 #include "ursa/xalloc.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +18,6 @@
 #include <termios.h>
 #include <unistd.h>
 
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 static const char *env_get(char *const *envp, const char *name)
 {
 	size_t n = strlen(name);
@@ -28,44 +27,6 @@ static const char *env_get(char *const *envp, const char *name)
 	return NULL;
 }
 
-/* The program for argv0 along PATH (new string), or NULL with *ret_code and *ret_err. */
-static char *lookup(const char *argv0, char *const *envp, const char *wd, int *ret_code, char **ret_err)
-{
-	struct stat st;
-	if (strchr(argv0, '/')) {
-		char *p = argv0[0] == '/' || !wd ? xstrdup(argv0) : xasprintf("%s/%s", wd, argv0);
-		if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0)
-			return p;
-		int e = errno;
-		bool missing = stat(p, &st) < 0;
-		*ret_code = missing ? 127 : 126;
-		*ret_err = xasprintf("exec: \"%s\": %s", argv0, missing ? strerror(e) : "permission denied");
-		free(p);
-		return NULL;
-	}
-	const char *path = env_get(envp, "PATH");
-	if (!path)
-		path = DEFAULT_PATH;
-	bool denied = false;
-	for (const char *p = path;;) {
-		const char *colon = strchr(p, ':');
-		size_t n = colon ? (size_t)(colon - p) : strlen(p);
-		char *cand = n ? xasprintf("%.*s/%s", (int)n, p, argv0) : xasprintf("./%s", argv0);
-		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
-			if (access(cand, X_OK) == 0)
-				return cand;
-			denied = true;
-		}
-		free(cand);
-		if (!colon)
-			break;
-		p = colon + 1;
-	}
-	*ret_code = denied ? 126 : 127;
-	*ret_err = denied ? xasprintf("exec: \"%s\": permission denied", argv0)
-			  : xasprintf("exec: \"%s\": executable file not found in $PATH", argv0);
-	return NULL;
-}
 
 static void nonblock(int fd)
 {
@@ -142,7 +103,8 @@ int procexec_start(const struct rt_stream_target *t, char *const *cmd, bool tty,
 		   struct procexec *ret, char **ret_err)
 {
 	int code = 126;
-	char *prog = lookup(cmd[0], t->envp, t->working_dir, &code, ret_err);
+	const char *path = env_get(t->envp, "PATH");
+	char *prog = rt_find_program(cmd[0], path ? path : RT_DEFAULT_PATH, t->working_dir, &code, ret_err);
 	if (!prog)
 		return code;
 	int child_fds[3] = { -1, -1, -1 }, ours[3] = { -1, -1, -1 };

@@ -1,22 +1,12 @@
 /* The pure parts of the kubelet's streams (see remotecmd.h). */
 #include "remotecmd.h"
 #include "ursa/base64.h"
+#include "ursa/buf.h"
 #include "ursa/xalloc.h"
 #include <jansson.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Decodes s[0..len) of a query (form encoding) into out: 0, or -1 for a bad escape or a NUL. */
 static int form_decode(const char *s, size_t len, struct buf *out)
@@ -29,7 +19,7 @@ static int form_decode(const char *s, size_t len, struct buf *out)
 		} else if (c == '%') {
 			if (i + 2 >= len)
 				return -1;
-			int h = hexval(s[i + 1]), l = hexval(s[i + 2]);
+			int h = hex_digit(s[i + 1]), l = hex_digit(s[i + 2]);
 			if (h < 0 || l < 0)
 				return -1;
 			c = (char)(h * 16 + l);

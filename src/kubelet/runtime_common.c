@@ -520,3 +520,38 @@ void rt_event(const char *tenant, const char *ns, const char *pod, const char *u
 	va_end(ap);
 	event_sink(event_sink_ud, tenant, ns, pod, uid, container, warning, reason, msg);
 }
+
+char *rt_find_program(const char *argv0, const char *path_env, const char *wd, int *ret_code, char **ret_err)
+{
+	struct stat st;
+	if (strchr(argv0, '/')) {
+		char *p = argv0[0] == '/' || !wd ? xstrdup(argv0) : xasprintf("%s/%s", wd, argv0);
+		if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0)
+			return p;
+		int e = errno;
+		bool missing = stat(p, &st) < 0;
+		*ret_code = missing ? 127 : 126;
+		*ret_err = xasprintf("exec: \"%s\": %s", argv0, missing ? strerror(e) : "permission denied");
+		free(p);
+		return NULL;
+	}
+	bool denied = false;
+	for (const char *p = path_env;;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		char *cand = n ? xasprintf("%.*s/%s", (int)n, p, argv0) : xasprintf("./%s", argv0);
+		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(cand, X_OK) == 0)
+				return cand;
+			denied = true;
+		}
+		free(cand);
+		if (!colon)
+			break;
+		p = colon + 1;
+	}
+	*ret_code = denied ? 126 : 127;
+	*ret_err = denied ? xasprintf("exec: \"%s\": permission denied", argv0)
+			  : xasprintf("exec: \"%s\": executable file not found in $PATH", argv0);
+	return NULL;
+}

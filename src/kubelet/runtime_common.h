@@ -26,6 +26,13 @@ char **rt_container_argv(const struct rt_container *c, size_t *ret_n);
 /* "process://sha256:<hex>" of the command line joined by spaces; appends to out. */
 void rt_image_id_add(struct buf *out, const char *scheme, const struct rt_container *c);
 
+/* The PATH a container gets when its environment names none. */
+#define RT_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* The program argv0 names, as execve would find it: a path (relative to wd when not absolute) or
+ * the first executable file of that name along path_env. New string, or NULL with *ret_code
+ * (127 not found, 126 not executable, as a shell says) and *ret_err (new string). */
+char *rt_find_program(const char *argv0, const char *path_env, const char *wd, int *ret_code, char **ret_err);
+
 /* True if s is usable as one path component (non-empty, no '/', not "." or "..", short). */
 bool rt_path_component_ok(const char *s);
 

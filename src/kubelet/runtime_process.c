@@ -31,7 +31,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define KILL_WAIT_MS 10000 /* after SIGKILL, how long stop_pod waits for the exit record */
 
 enum cphase { C_CREATING, C_RUNNING, C_BACKOFF, C_ERROR, C_TERMINATED };
@@ -228,53 +227,14 @@ static const char *env_lookup(const struct rt_container *c, const char *name)
 	return NULL;
 }
 
-static bool is_exec_file(const char *path, int *ret_errno)
-{
-	struct stat st;
-	if (stat(path, &st) < 0) {
-		*ret_errno = errno;
-		return false;
-	}
-	if (!S_ISREG(st.st_mode) || access(path, X_OK) < 0) {
-		*ret_errno = EACCES;
-		return false;
-	}
-	return true;
-}
-
 /* The program to run for argv0: new string, or NULL with *ret_err (new string). */
 static char *resolve_program(const struct rt_container *c, const char *argv0, char **ret_err)
 {
-	int err = 0;
-	if (strchr(argv0, '/')) {
-		char *path = argv0[0] == '/' || !c->working_dir ? xstrdup(argv0)
-								: xasprintf("%s/%s", c->working_dir, argv0);
-		if (is_exec_file(path, &err))
-			return path;
-		*ret_err = xasprintf("exec: \"%s\": %s", argv0, strerror(err));
-		free(path);
-		return NULL;
-	}
 	const char *path_env = env_lookup(c, "PATH");
+	int code;
 	if (!path_env)
-		path_env = getenv("PATH") ? getenv("PATH") : DEFAULT_PATH;
-	bool denied = false;
-	const char *p = path_env;
-	for (;;) {
-		const char *colon = strchr(p, ':');
-		size_t n = colon ? (size_t)(colon - p) : strlen(p);
-		char *cand = n ? xasprintf("%.*s/%s", (int)n, p, argv0) : xasprintf("./%s", argv0);
-		if (is_exec_file(cand, &err))
-			return cand;
-		denied |= err == EACCES;
-		free(cand);
-		if (!colon)
-			break;
-		p = colon + 1;
-	}
-	*ret_err = denied ? xasprintf("exec: \"%s\": permission denied", argv0)
-			  : xasprintf("exec: \"%s\": executable file not found in $PATH", argv0);
-	return NULL;
+		path_env = getenv("PATH") ? getenv("PATH") : RT_DEFAULT_PATH;
+	return rt_find_program(argv0, path_env, c->working_dir, &code, ret_err);
 }
 
 /* "NAME=VALUE" strings of the container's environment, with PATH and HOSTNAME defaulted. */
@@ -286,7 +246,7 @@ static char **build_env(const struct rt_pod *pod, const struct rt_container *c)
 		if (c->env[i].name && *c->env[i].name)
 			envp[n++] = xasprintf("%s=%s", c->env[i].name, c->env[i].value ? c->env[i].value : "");
 	if (!env_lookup(c, "PATH"))
-		envp[n++] = xasprintf("PATH=%s", getenv("PATH") ? getenv("PATH") : DEFAULT_PATH);
+		envp[n++] = xasprintf("PATH=%s", getenv("PATH") ? getenv("PATH") : RT_DEFAULT_PATH);
 	if (!env_lookup(c, "HOSTNAME"))
 		envp[n++] = xasprintf("HOSTNAME=%s", pod->name);
 	return envp;

@@ -11,6 +11,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import ursa_harness as h  # noqa: E402
+import ursa_region  # noqa: E402
 
 RM_BIN = os.path.join(h.BUILD_DIR, "src", "resource-manager", "ursa-rm-apiserver")
 KUBELET_BIN = os.path.join(h.BUILD_DIR, "src", "kubelet", "ursa-kubelet")
@@ -24,24 +25,7 @@ KUBELETS = []
 
 def kill_containers():
     """Containers outlive their kubelet by design: end those our kubelets left behind."""
-    for kl in KUBELETS:
-        for f in glob.glob(os.path.join(kl.dir, "runtime", "pods", "*", "containers", "*", "state.json")):
-            try:
-                with open(f) as fh:
-                    st = json.load(fh)
-            except (OSError, ValueError):
-                continue
-            for key, group in (("pid", True), ("shimPid", False)):
-                pid = st.get(key)
-                if not isinstance(pid, int) or pid <= 1:
-                    continue
-                try:
-                    if group:
-                        os.killpg(pid, signal.SIGKILL)
-                    else:
-                        os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+    ursa_region.kill_containers(KUBELETS)
 
 
 def teardown():

@@ -6,7 +6,6 @@ import atexit
 import glob
 import json
 import os
-import signal
 import socket
 import struct
 import sys
@@ -29,20 +28,8 @@ KUBELETS = []
 
 
 def kill_containers():
-    for kl in KUBELETS:
-        for f in glob.glob(os.path.join(kl.dir, "runtime", "pods", "*", "containers", "*", "state.json")):
-            try:
-                with open(f) as fh:
-                    st = json.load(fh)
-            except (OSError, ValueError):
-                continue
-            for key, group in (("pid", True), ("shimPid", False)):
-                pid = st.get(key)
-                if isinstance(pid, int) and pid > 1:
-                    try:
-                        (os.killpg if group else os.kill)(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
+    """Containers outlive their kubelet by design: end those our kubelets left behind."""
+    ursa_region.kill_containers(KUBELETS)
 
 
 atexit.register(kill_containers)

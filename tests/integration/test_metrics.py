@@ -19,7 +19,6 @@ Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_metrics.
 import json
 import os
 import re
-import secrets
 import sys
 import urllib.error
 import urllib.request
@@ -32,7 +31,6 @@ import ursa_region  # noqa: E402
 NODE = "metrics-node-1"
 S = {}
 PM = "/apis/metrics.k8s.io/v1beta1"
-GW_BIN = os.path.join(h.BUILD_DIR, "src", "gateway", "ursa-gateway")
 
 
 def setup():
@@ -56,48 +54,8 @@ def setup():
 
 
 def start_gateway():
-    """A gateway in front of the region (as test_gateway.py): the partitions learn the caller from
-    its identity assertions, so both restart with the shared identity key first."""
-    rm, tp = S["rm"], S["tp"]
-    idkey = os.path.join(h.make_tmpdir("idkey"), "identity.key")
-    with open(idkey, "w") as f:
-        f.write(secrets.token_hex(32))
-    for srv in (rm, tp):
-        srv.extra_args += ["--identity-key-file", idkey]
-        srv.restart()
-    gw_etcd = h.Etcd(name="etcd-gw").start()
-    region = os.path.join(h.make_tmpdir("gwregion"), "region.json")
-    for kind, pid, url, zone in (("tp", "tp-1", tp.url, None), ("rm", "rm-1", rm.url, "az-1")):
-        args = [h.URSACTL_BIN, "register", "--region-file", region, "--signing-key", rm.signing_key,
-                "--certificate-authority", rm.ca_file, "--gateway-etcd", gw_etcd.endpoints, "--kind", kind,
-                "--name", pid, "--endpoints", url]
-        if zone:
-            args += ["--zone", zone]
-        rc, out, err = h.run_cmd(args, 60)
-        h.check(rc == 0, "ursactl register %s: %s %s" % (pid, out, err))
-    d = h.make_tmpdir("gateway")
-    token = os.path.join(d, "gw.token")
-    with open(token, "w") as f:
-        f.write(rm.admin_token)
-    port = h.free_port()
-    log = os.path.join(d, "gw.log")
-    h._logs.append(("gateway", log))
-    S["gw"] = h.spawn([GW_BIN, "--etcd-servers", gw_etcd.endpoints, "--tls-cert-file", rm.cert_file,
-                       "--tls-private-key-file", rm.key_file, "--token-auth-file", rm.token_file,
-                       "--token-signing-public-key", rm.signing_pub, "--partition-ca-file", rm.ca_file,
-                       "--partition-token-file", token, "--identity-key-file", idkey,
-                       "--listen", "127.0.0.1:%d" % port, "--log-level", "info"], log)
-    S["gw_url"] = "https://127.0.0.1:%d" % port
-    gw = h.Client(S["gw_url"], rm.ca_file, rm.admin_token)
-    h.wait_until(lambda: ok(gw, "/readyz"), 60, "gateway ready")
-    S["gwadmin"] = gw
-
-
-def ok(client, path):
-    try:
-        return client.get(path).status == 200
-    except OSError:
-        return False
+    """A gateway in front of the region (tests/lib/ursa_region.py)."""
+    S["gw"], S["gw_url"], S["gwadmin"] = ursa_region.start_gateway(S["rm"], S["tp"])
 
 
 def gw_kubeconfig(tenant, user):

@@ -21,7 +21,6 @@ Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_streams_
 import base64
 import hashlib
 import os
-import secrets
 import socket
 import ssl
 import sys
@@ -34,7 +33,6 @@ import ursa_region  # noqa: E402
 
 S = {}
 NODE = "stream-node-1"
-GW_BIN = os.path.join(h.BUILD_DIR, "src", "gateway", "ursa-gateway")
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 
@@ -173,44 +171,8 @@ def setup():
 
 
 def start_gateway():
-    rm, tp = S["rm"], S["tp"]
-    idkey = os.path.join(h.make_tmpdir("idkey"), "identity.key")
-    with open(idkey, "w") as f:
-        f.write(secrets.token_hex(32))
-    for srv in (rm, tp):
-        srv.extra_args += ["--identity-key-file", idkey]
-        srv.restart()
-    gw_etcd = h.Etcd(name="etcd-gw").start()
-    region = os.path.join(h.make_tmpdir("gwregion"), "region.json")
-    for kind, pid, url, zone in (("tp", "tp-1", tp.url, None), ("rm", "rm-1", rm.url, "az-1")):
-        args = [h.URSACTL_BIN, "register", "--region-file", region, "--signing-key", rm.signing_key,
-                "--certificate-authority", rm.ca_file, "--gateway-etcd", gw_etcd.endpoints, "--kind", kind,
-                "--name", pid, "--endpoints", url]
-        if zone:
-            args += ["--zone", zone]
-        rc, out, err = h.run_cmd(args, 60)
-        h.check(rc == 0, "ursactl register %s: %s %s" % (pid, out, err))
-    d = h.make_tmpdir("gateway")
-    token = os.path.join(d, "gw.token")
-    with open(token, "w") as f:
-        f.write(rm.admin_token)
-    port = h.free_port()
-    log = os.path.join(d, "gw.log")
-    h._logs.append(("gateway", log))
-    S["gw"] = h.spawn([GW_BIN, "--etcd-servers", gw_etcd.endpoints, "--tls-cert-file", rm.cert_file,
-                       "--tls-private-key-file", rm.key_file, "--token-auth-file", rm.token_file,
-                       "--token-signing-public-key", rm.signing_pub, "--partition-ca-file", rm.ca_file,
-                       "--partition-token-file", token, "--identity-key-file", idkey,
-                       "--listen", "127.0.0.1:%d" % port, "--log-level", "info"], log)
-    S["gw_port"] = port
-    gw = h.Client("https://127.0.0.1:%d" % port, rm.ca_file, rm.admin_token)
-
-    def ready():
-        try:
-            return gw.get("/readyz").status == 200
-        except OSError:
-            return False
-    h.wait_until(ready, 60, "gateway ready")
+    S["gw"], url, _ = ursa_region.start_gateway(S["rm"], S["tp"])
+    S["gw_port"] = int(url.rsplit(":", 1)[1])
 
 
 def teardown():

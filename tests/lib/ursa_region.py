@@ -13,12 +13,17 @@ The TP trusts the RM's credentials (share_credentials), as the kubelet uses its 
 token and CA for every tenant partition, and gets the RM admin token as its region token (the TP
 asks the RM for the node when it proxies `kubectl logs`)."""
 
+import glob
+import json
 import os
+import secrets
+import signal
 
 import ursa_harness as h
 
 RM_BIN = os.path.join(h.BUILD_DIR, "src", "resource-manager", "ursa-rm-apiserver")
 KUBELET_BIN = os.path.join(h.BUILD_DIR, "src", "kubelet", "ursa-kubelet")
+GW_BIN = os.path.join(h.BUILD_DIR, "src", "gateway", "ursa-gateway")
 REGISTRY = "/apis/ursa.io/v1/tenantpartitions"
 
 
@@ -102,3 +107,67 @@ def node_ready(admin, node):
         return False
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in r.json.get("status", {}).get("conditions", []))
+
+
+def start_gateway(rm, tp):
+    """A gateway in front of rm and tp (as test_gateway.py does): the partitions learn the caller
+    from its identity assertions, so both restart with a shared identity key first; both are
+    recorded in the gateway's own etcd with `ursactl register`. Returns (process, url, admin
+    client) once the gateway is ready."""
+    idkey = os.path.join(h.make_tmpdir("idkey"), "identity.key")
+    with open(idkey, "w") as f:
+        f.write(secrets.token_hex(32))
+    for srv in (rm, tp):
+        srv.extra_args += ["--identity-key-file", idkey]
+        srv.restart()
+    gw_etcd = h.Etcd(name="etcd-gw").start()
+    region = os.path.join(h.make_tmpdir("gwregion"), "region.json")
+    for kind, pid, url, zone in (("tp", "tp-1", tp.url, None), ("rm", "rm-1", rm.url, "az-1")):
+        args = [h.URSACTL_BIN, "register", "--region-file", region, "--signing-key", rm.signing_key,
+                "--certificate-authority", rm.ca_file, "--gateway-etcd", gw_etcd.endpoints, "--kind", kind,
+                "--name", pid, "--endpoints", url]
+        if zone:
+            args += ["--zone", zone]
+        rc, out, err = h.run_cmd(args, 60)
+        h.check(rc == 0, "ursactl register %s: %s %s" % (pid, out, err))
+    d = h.make_tmpdir("gateway")
+    token = os.path.join(d, "gw.token")
+    with open(token, "w") as f:
+        f.write(rm.admin_token)
+    port = h.free_port()
+    log = os.path.join(d, "gw.log")
+    h._logs.append(("gateway", log))
+    proc = h.spawn([GW_BIN, "--etcd-servers", gw_etcd.endpoints, "--tls-cert-file", rm.cert_file,
+                    "--tls-private-key-file", rm.key_file, "--token-auth-file", rm.token_file,
+                    "--token-signing-public-key", rm.signing_pub, "--partition-ca-file", rm.ca_file,
+                    "--partition-token-file", token, "--identity-key-file", idkey,
+                    "--listen", "127.0.0.1:%d" % port, "--log-level", "info"], log)
+    url = "https://127.0.0.1:%d" % port
+    gw = h.Client(url, rm.ca_file, rm.admin_token)
+
+    def ready():
+        try:
+            return gw.get("/readyz").status == 200
+        except OSError:
+            return False
+    h.wait_until(ready, 60, "gateway ready")
+    return proc, url, gw
+
+
+def kill_containers(kubelets):
+    """Containers of the process runtime outlive their kubelet by design: ends those the given
+    kubelets (anything with .dir, their root) left behind, group and shim."""
+    for kl in kubelets:
+        for f in glob.glob(os.path.join(kl.dir, "runtime", "pods", "*", "containers", "*", "state.json")):
+            try:
+                with open(f) as fh:
+                    st = json.load(fh)
+            except (OSError, ValueError):
+                continue
+            for key, group in (("pid", True), ("shimPid", False)):
+                pid = st.get(key)
+                if isinstance(pid, int) and pid > 1:
+                    try:
+                        (os.killpg if group else os.kill)(pid, signal.SIGKILL)
+                    except OSError:
+                        pass

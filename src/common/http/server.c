@@ -1,5 +1,6 @@
 /* HTTP server on libmicrohttpd's internal epoll thread pool. */
 #include "ursa/http.h"
+#include "ursa/log.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 #include <arpa/inet.h>
@@ -453,6 +454,7 @@ static void watch_client(struct http_server *srv, struct http_upgraded *u, struc
  * buffer is replaced with one of ours, if the handle has exactly 0.9.75's layout; otherwise it
  * is left alone (slow, but correct). Ours is freed when libmicrohttpd reports the connection
  * closed, where it destroys the pool its own buffers would have lived in. */
+#if MHD_VERSION == 0x00097500
 #define URH_HALF (16 * 1024) /* each way: one TLS record */
 
 /* The start of libmicrohttpd 0.9.75's struct MHD_UpgradeResponseHandle (src/microhttpd/internal.h,
@@ -481,6 +483,7 @@ static bool urh_on_ebuf(const void *h, const void *conn, int app_fd)
 	       u->app.urh == h && u->app.socket == app_fd && u->mhd.urh == h && u->mhd.socket >= 0 &&
 	       u->mhd.socket != app_fd;
 }
+#endif
 
 static void widen_urh(struct MHD_Connection *conn, struct MHD_UpgradeResponseHandle *urh, int app_fd)
 {
@@ -488,8 +491,15 @@ static void widen_urh(struct MHD_Connection *conn, struct MHD_UpgradeResponseHan
 	static atomic_int same_version = -1;
 	if (atomic_load(&same_version) < 0)
 		atomic_store(&same_version, strcmp(MHD_get_version(), "0.9.75") == 0);
-	if (!atomic_load(&same_version) || !urh_on_ebuf(urh, conn, app_fd))
+	if (!atomic_load(&same_version))
 		return;
+	if (!urh_on_ebuf(urh, conn, app_fd)) {
+		static atomic_flag told = ATOMIC_FLAG_INIT;
+		if (!atomic_flag_test_and_set(&told))
+			log_warn("http: switched TLS connections keep libmicrohttpd's own forwarding buffers",
+				 "reason=\"%s\"", "upgrade handle not as expected for 0.9.75");
+		return;
+	}
 	/* the slot notify_connection made point at itself */
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	void **slot = ci ? ci->socket_context : NULL;
