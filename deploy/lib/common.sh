@@ -100,10 +100,21 @@ ensure_ca() {
 }
 
 # ensure_server_cert CADIR OUTDIR NAME SAN: OUTDIR/NAME.crt and NAME.key (ECDSA P-256) signed by
-# the CA, with SAN like "IP:127.0.0.1,DNS:localhost". Created only if absent.
+# the CA, with SAN like "IP:127.0.0.1,DNS:localhost". Created if absent, or issued anew when it
+# lacks an entry of SAN (a SAN added since it was made).
 ensure_server_cert() {
-	local cadir=$1 dir=$2 name=$3 san=$4
-	[ -s "$dir/$name.crt" ] && [ -s "$dir/$name.key" ] && return 0
+	local cadir=$1 dir=$2 name=$3 san=$4 have e lacking=""
+	if [ -s "$dir/$name.crt" ] && [ -s "$dir/$name.key" ]; then
+		# openssl prints "IP Address:127.0.0.1, DNS:localhost"
+		have=$(openssl x509 -in "$dir/$name.crt" -noout -ext subjectAltName 2>/dev/null | tail -n +2 |
+			sed 's/IP Address:/IP:/g; s/ //g')
+		for e in ${san//,/ }; do
+			[[ ,$have, == *,$e,* ]] || lacking+=" $e"
+		done
+		[ -z "$lacking" ] && return 0
+		say "$dir/$name.crt lacks$lacking: issuing it anew"
+		rm -f "$dir/$name.crt" "$dir/$name.key"
+	fi
 	mkdir -p "$dir"
 	say "creating certificate $dir/$name.crt ($san)"
 	local ext

@@ -288,7 +288,9 @@ remove_node_cgroups() {
 
 # kubelet_has_cri: ursa-kubelet was built with the cri runtime (its --help lists --cri-endpoint).
 kubelet_has_cri() {
-	"$URSA_BUILD_DIR/src/kubelet/ursa-kubelet" --help 2>&1 | grep -q -- '--cri-endpoint'
+	# grep reads it all (not -q): with pipefail, a kubelet still writing its help after grep -q
+	# left would die of SIGPIPE and fail the pipeline
+	"$URSA_BUILD_DIR/src/kubelet/ursa-kubelet" --help 2>&1 | grep -- '--cri-endpoint' >/dev/null
 }
 
 # start_registry NAME PORT: the region's image registry (docker-registry) on 127.0.0.1:PORT,
@@ -337,7 +339,9 @@ start_containerd() {
 	if [ "$idx" -lt 0 ] || [ "$idx" -gt 15 ]; then die "$name: node number $idx has no /20 in $URSA_POD_CIDR (0..15)"; fi
 	bridge=ut-${BASH_REMATCH[2]}-$idx subnet=$prefix.$((idx * 16)).0/20
 	mkdir -p "$dir"
-	if ! ( containerd_write_cni "$dir" "ursa-${BASH_REMATCH[2]}-$idx" "$bridge" "$subnet" 26 &&
+	# pods reach the front door (HAProxy) at its service address 10.96.0.1:443 (ursa-cni's DNAT)
+	if ! ( containerd_write_cni "$dir" "ursa-${BASH_REMATCH[2]}-$idx" "$bridge" "$subnet" 26 \
+		"127.0.0.1:$((6443 + URSA_PORT_OFFSET))" &&
 		containerd_write_config "$dir" "${URSA_REGISTRY_PORT:?}" && containerd_start "$dir" ); then
 		[ "$URSA_RUNTIME" = cri ] && die "$name: containerd did not start; log: $dir/containerd.log"
 		warn "$name: containerd did not start (log: $dir/containerd.log): node $zone-$host falls back to the process runtime"
@@ -670,7 +674,10 @@ start_haproxy() {
 	[ -x "$bin" ] || die "$bin is missing (Debian package haproxy)"
 	[ ${#URSA_GATEWAYS[@]} -gt 0 ] || die "$name: no gateway was started before it"
 	mkdir -p "$dir"
-	ensure_server_cert "$URSA_PKI" "$URSA_PKI" haproxy "IP:127.0.0.1,DNS:localhost"
+	# 10.96.0.1 and kubernetes.default.svc: the front door as CRI pods reach it (ursa-cni's DNAT of
+	# the `kubernetes` service address), verified against the ca.crt of their service account
+	ensure_server_cert "$URSA_PKI" "$URSA_PKI" haproxy \
+		"IP:127.0.0.1,DNS:localhost,IP:10.96.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
 	( umask 077; cat "$URSA_PKI/haproxy.crt" "$URSA_PKI/haproxy.key" >"$dir/haproxy.pem" )
 	for g in "${URSA_GATEWAYS[@]}"; do
 		i=$((i + 1))

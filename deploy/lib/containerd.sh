@@ -28,9 +28,10 @@
 #                                            everything under DIR
 #   containerd_leftovers DIR                 prints processes and mounts of DIR still alive
 #   containerd_ctr DIR ARGS...               ctr against DIR's socket
-#   containerd_write_cni DIR NET PREFIX RANGE [LEN]  the CRI plugin's CNI network: ursa-cni,
-#                                            a bridge PREFIX-N per tenant with as many /LEN
-#                                            blocks of RANGE as its pods need
+#   containerd_write_cni DIR NET PREFIX RANGE [LEN [FRONT]]  the CRI plugin's CNI network:
+#                                            ursa-cni, a bridge PREFIX-N per tenant with as many
+#                                            /LEN blocks of RANGE as its pods need; pods reach
+#                                            FRONT (IPV4:PORT) at 10.96.0.1:443
 #   containerd_remove_network DIR            deletes its bridges, iptables rules, leases and
 #                                            libcni's cache
 #
@@ -197,7 +198,7 @@ containerd_write_config() {
 	printf '%s\n' "$snap" >"$dir/snapshotter"
 }
 
-# containerd_write_cni DIR NETWORK PREFIX RANGE [LEN]: the CRI plugin's one network, DIR/cni/net.d/
+# containerd_write_cni DIR NETWORK PREFIX RANGE [LEN [FRONT]]: the CRI plugin's one network, DIR/cni/net.d/
 # 10-NETWORK.conflist: ursa-cni (src/cni), which gives each tenant with pods on the node a
 # bridge PREFIX-N (PREFIX starts with ut-; created on the tenant's first pod, deleted after its
 # last) and blocks of the node's RANGE, /LEN each (default 26: 61 pods a block): the lowest free
@@ -207,16 +208,22 @@ containerd_write_config() {
 # ursa-cni. A small LEN (/29: 5 pods a block) makes tests outgrow a block with a handful of
 # pods. Forwarding between two ut-* bridges is dropped
 # (iptables chain URSA-CNI); the node reaches every pod. No masquerade, no port mapping. The
-# pods' loopback is containerd's own. DIR/cni/network records "ursa-cni NETWORK PREFIX RANGE"
-# for containerd_remove_network.
+# pods' loopback is containerd's own. With FRONT (IPV4:PORT, the node's front door, e.g.
+# 127.0.0.1:6443) pods reach it at 10.96.0.1:443, the front door's service address (ursa-cni's
+# DNAT in chain URSA-CNI of the nat table). DIR/cni/network records "ursa-cni NETWORK PREFIX
+# RANGE" for containerd_remove_network.
 containerd_write_cni() {
-	local dir=$1 net=$2 prefix=$3 range=$4 len=${5:-26} b
+	local dir=$1 net=$2 prefix=$3 range=$4 len=${5:-26} front=${6:-} b fd=""
 	[[ $prefix =~ ^ut-[a-z0-9-]+$ ]] || die "bridge prefix $prefix must be ut-[a-z0-9-]+"
 	for b in bridge host-local loopback; do
 		[ -x "$URSA_CNI_BIN_DIR/$b" ] || die "$URSA_CNI_BIN_DIR/$b missing (Debian package containernetworking-plugins)"
 	done
 	[ -n "$(_cni_plugin)" ] || die "ursa-cni not found (build it, or set URSA_CNI_PLUGIN, or install it in $URSA_CNI_BIN_DIR)"
 	command -v iptables >/dev/null || die "iptables missing (ursa-cni keeps tenants' bridges apart with it)"
+	if [ -n "$front" ]; then
+		[[ $front =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+:[0-9]+$ ]] || die "front door $front must be IPV4:PORT"
+		fd=$'\n'"      \"frontDoor\": \"$front\","
+	fi
 	_cni_bin_dir "$dir"
 	mkdir -p "$dir/cni/net.d" "$dir/cni/ipam"
 	cat >"$dir/cni/net.d/10-$net.conflist" <<-EOF
@@ -229,7 +236,7 @@ containerd_write_cni() {
 		      "bridgePrefix": "$prefix",
 		      "subnet": "$range",
 		      "tenantPrefixLength": $len,
-		      "dataDir": "$(cd "$dir" && pwd)/cni",
+		      "dataDir": "$(cd "$dir" && pwd)/cni",$fd
 		      "ipMasq": false,
 		      "hairpinMode": true,
 		      "capabilities": {"io.kubernetes.cri.pod-annotations": true}
@@ -240,8 +247,9 @@ containerd_write_cni() {
 	printf 'ursa-cni %s %s %s\n' "$net" "$prefix" "$range" >"$dir/cni/network"
 }
 
-# _cni_chain_rules: the rules of chain URSA-CNI ("-A URSA-CNI ..."), nothing when it does not exist.
-_cni_chain_rules() { iptables -w 5 -S URSA-CNI 2>/dev/null | grep '^-A URSA-CNI' || true; }
+# _cni_chain_rules [TABLE]: the rules of chain URSA-CNI ("-A URSA-CNI ...") of TABLE (filter),
+# nothing when it does not exist.
+_cni_chain_rules() { iptables -w 5 -t "${1:-filter}" -S URSA-CNI 2>/dev/null | grep '^-A URSA-CNI' || true; }
 
 # containerd_remove_network DIR: after containerd_teardown, deletes what DIR's CNI network left
 # on the host: its tenant bridges and their iptables rules (and the URSA-CNI chain once no node
@@ -278,6 +286,16 @@ containerd_remove_network() {
 				while iptables -w 5 -D FORWARD -i 'ut-+' -o 'ut-+' -j URSA-CNI 2>/dev/null; do :; done
 				iptables -w 5 -F URSA-CNI 2>/dev/null || true
 				iptables -w 5 -X URSA-CNI 2>/dev/null || warn "cannot delete iptables chain URSA-CNI"
+			fi
+			# the front door's DNAT rules of its bridges (nat table), then the chain once empty
+			while IFS= read -r rule; do
+				[[ $rule =~ ^-A\ URSA-CNI\ .*-i\ $prefix-[0-9]+\  ]] || continue
+				# shellcheck disable=SC2086 # the rule's words, no quoting in them
+				iptables -w 5 -t nat -D ${rule#-A } 2>/dev/null || warn "cannot delete iptables nat rule $rule"
+			done < <(_cni_chain_rules nat)
+			if iptables -w 5 -t nat -S URSA-CNI >/dev/null 2>&1 && [ -z "$(_cni_chain_rules nat)" ]; then
+				while iptables -w 5 -t nat -D PREROUTING -i 'ut-+' -j URSA-CNI 2>/dev/null; do :; done
+				iptables -w 5 -t nat -X URSA-CNI 2>/dev/null || warn "cannot delete iptables nat chain URSA-CNI"
 			fi
 		fi
 	fi

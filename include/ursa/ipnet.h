@@ -16,6 +16,13 @@
  * service's (.10), as Kubernetes places them. */
 #define IPNET_KUBERNETES_OFFSET 1
 #define IPNET_DNS_OFFSET 10
+/* The region's front door as CRI pods (own network namespace) see it, Kubernetes' `kubernetes`
+ * service address: .1 of the default service range. ursa-cni DNATs it (port 443) from the
+ * tenants' bridges to the node's front door, the kubelet hands it to such pods as
+ * KUBERNETES_SERVICE_HOST, the front door's certificate names it, and the service address
+ * allocator never gives it to a Service of any tenant. */
+#define IPNET_FRONT_DOOR_IP "10.96.0.1"
+#define IPNET_FRONT_DOOR_PORT 443
 
 struct ipv4_net {
 	uint32_t base; /* network address, host order */

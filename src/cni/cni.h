@@ -15,6 +15,12 @@
  * chain URSA-CNI, keyed by bridge names only, so all blocks of a bridge are one tenant's); the node
  * itself reaches every pod and every pod the node.
  *
+ * With "frontDoor" (HOST:PORT, the node's way to the region's front door, e.g. 127.0.0.1:6443)
+ * in the config, pods reach that front door at IPNET_FRONT_DOOR_IP:443 (10.96.0.1, Kubernetes'
+ * `kubernetes` service address): a DNAT rule per bridge in chain URSA-CNI of the nat table
+ * (jumped to from PREROUTING for ut-+), and net.ipv4.conf.<bridge>.route_localnet=1 so that a
+ * loopback front door may be the target; both go with the bridge.
+ *
  * The pure parts live here (config, allocation state, subnets); main.c does the I/O. */
 #ifndef URSA_CNI_H
 #define URSA_CNI_H
@@ -74,6 +80,7 @@ struct cni_conf {
 	char *data_dir;      /* "dataDir": state file, lock and host-local leases (ipam/) */
 	bool hairpin;        /* "hairpinMode" (default true) */
 	bool ip_masq;        /* "ipMasq" (default false) */
+	char *front_door;    /* "frontDoor": "a.b.c.d:port" pods' IPNET_FRONT_DOOR_IP:443 is DNATed to, or NULL */
 	char *tenant;        /* runtimeConfig's pod annotation ursa.io/tenant, or NULL */
 	json_t *prev_result; /* "prevResult" (CHECK, DEL), or NULL */
 };

@@ -78,6 +78,29 @@ static bool prefix_valid(const char *p)
 	return true;
 }
 
+/* "a.b.c.d:port", a plain dotted quad and a port 1..65535 (iptables' --to-destination). */
+static bool front_door_valid(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	if (!colon || colon == s || colon - s > 15 || !colon[1] || strlen(colon + 1) > 5)
+		return false;
+	char addr[16];
+	memcpy(addr, s, (size_t)(colon - s));
+	addr[colon - s] = 0;
+	struct cni_block b;
+	char cidr[24];
+	snprintf(cidr, sizeof(cidr), "%s/32", addr);
+	if (cni_block_parse(cidr, &b) < 0)
+		return false;
+	long port = 0;
+	for (const char *p = colon + 1; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		port = port * 10 + (*p - '0');
+	}
+	return colon[1] != '0' && port >= 1 && port <= 65535;
+}
+
 static int digits(long v)
 {
 	int d = 1;
@@ -120,7 +143,7 @@ int cni_conf_parse(const char *text, size_t len, struct cni_conf *ret_conf, char
 	bool bad = false;
 	const char *version = str_member(o, "cniVersion", &bad), *name = str_member(o, "name", &bad);
 	const char *prefix = str_member(o, "bridgePrefix", &bad), *subnet = str_member(o, "subnet", &bad);
-	const char *dir = str_member(o, "dataDir", &bad);
+	const char *dir = str_member(o, "dataDir", &bad), *front = str_member(o, "frontDoor", &bad);
 	json_t *tp = json_object_get(o, "tenantPrefixLength");
 	c->hairpin = bool_member(o, "hairpinMode", true, &bad);
 	c->ip_masq = bool_member(o, "ipMasq", false, &bad);
@@ -159,6 +182,10 @@ int cni_conf_parse(const char *text, size_t len, struct cni_conf *ret_conf, char
 		*ret_err = xasprintf("bridge %s-%ld would be longer than 15 characters", prefix, n - 1);
 		goto fail;
 	}
+	if (front && !front_door_valid(front)) {
+		*ret_err = xasprintf("frontDoor \"%s\" must be IPV4ADDRESS:PORT", front);
+		goto fail;
+	}
 	json_t *ann = json_object_get(json_object_get(json_object_get(o, "runtimeConfig"), CNI_ANNOTATIONS_CAP),
 				      CNI_TENANT_ANNOTATION);
 	if (ann) {
@@ -173,6 +200,7 @@ int cni_conf_parse(const char *text, size_t len, struct cni_conf *ret_conf, char
 	c->bridge_prefix = xstrdup(prefix);
 	c->subnet = xstrdup(subnet);
 	c->data_dir = xstrdup(dir);
+	c->front_door = front ? xstrdup(front) : NULL;
 	c->prev_result = json_incref(json_object_get(o, "prevResult"));
 	json_decref(o);
 	return 0;
@@ -190,6 +218,7 @@ void cni_conf_release(struct cni_conf *c)
 	free(c->subnet);
 	free(c->data_dir);
 	free(c->tenant);
+	free(c->front_door);
 	json_decref(c->prev_result);
 	memset(c, 0, sizeof(*c));
 }

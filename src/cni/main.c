@@ -1,7 +1,8 @@
 /* ursa-cni: a CNI plugin (spec 0.4.0/1.0.0 commands ADD, DEL, CHECK, VERSION) giving each tenant
  * of the node its own bridge and address blocks; see cni.h. It runs the `bridge` plugin found on
  * CNI_PATH with a rewritten config (one block), puts the block's gateway on the bridge and passes
- * the bridge plugin's result through. The whole command runs under
+ * the bridge plugin's result through; with "frontDoor" it also DNATs the front door's service
+ * address from the bridge (cni.h). The whole command runs under
  * an exclusive lock of <dataDir>/ursa-cni.lock, so concurrent ADDs and DELs of a node see and
  * update <dataDir>/ursa-cni.state one at a time. */
 #define _GNU_SOURCE
@@ -18,6 +19,7 @@
 #include <unistd.h>
 #include "cni.h"
 #include "ursa/buf.h"
+#include "ursa/ipnet.h"
 #include "ursa/xalloc.h"
 
 static const char *g_version = "0.4.0";
@@ -141,6 +143,94 @@ static void isolate_bridge(const char *br)
 		fail(CNI_ERR_IO, "cannot add the iptables rule for the bridge's own traffic", br);
 }
 
+/* ---- the front door: IPNET_FRONT_DOOR_IP:443 from a bridge DNATed to the node's front door ---- */
+
+/* iptables -w 5 -t nat ARGS... (NULL-terminated); quiet for the questions -S and -C. */
+static int ipt_nat(const char *const *args)
+{
+	const char *argv[24] = { "iptables", "-w", "5", "-t", "nat" };
+	int n = 5;
+	for (const char *const *a = args; *a && n < 23; a++)
+		argv[n++] = *a;
+	argv[n] = NULL;
+	bool quiet = !strcmp(args[0], "-S") || !strcmp(args[0], "-C");
+	return run_q((char *const *)argv, NULL, NULL, quiet);
+}
+
+static int sysctl_route_localnet(const char *br)
+{
+	char *path = xasprintf("/proc/sys/net/ipv4/conf/%s/route_localnet", br);
+	int fd = open(path, O_WRONLY | O_CLOEXEC), rc = 0;
+	if (fd < 0 || write(fd, "1", 1) != 1) {
+		fprintf(stderr, "ursa-cni: cannot write 1 to %s: %s\n", path, strerror(errno));
+		rc = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return rc;
+}
+
+/* With "frontDoor": chain URSA-CNI of the nat table (once per host, jumped to from PREROUTING for
+ * ut-+) gets br's DNAT rule for IPNET_FRONT_DOOR_IP:443; the bridge (existing by now) gets
+ * route_localnet. Kept when there. 0, or -1 with the reason told on stderr. */
+static int front_door_add(const struct cni_conf *c, const char *br)
+{
+	if (!c->front_door)
+		return 0;
+	char port[8];
+	snprintf(port, sizeof(port), "%d", IPNET_FRONT_DOOR_PORT);
+	const char *any = CNI_BRIDGE_PREFIX "+";
+	const char *list[] = { "-S", CNI_CHAIN, NULL }, *mk[] = { "-N", CNI_CHAIN, NULL };
+	if (ipt_nat(list) != 0)
+		ipt_nat(mk);
+	const char *jump_c[] = { "-C", "PREROUTING", "-i", any, "-j", CNI_CHAIN, NULL };
+	const char *jump_i[] = { "-I", "PREROUTING", "1", "-i", any, "-j", CNI_CHAIN, NULL };
+	if (ipt_nat(jump_c) != 0 && ipt_nat(jump_i) != 0) {
+		fprintf(stderr, "ursa-cni: cannot add the nat rule sending %s's traffic to " CNI_CHAIN "\n", br);
+		return -1;
+	}
+	const char *rule[] = { "-C", CNI_CHAIN, "-i", br, "-d", IPNET_FRONT_DOOR_IP "/32", "-p", "tcp", "--dport", port,
+			       "-j", "DNAT", "--to-destination", c->front_door, NULL };
+	if (ipt_nat(rule) != 0) {
+		rule[0] = "-A";
+		if (ipt_nat(rule) != 0) {
+			fprintf(stderr, "ursa-cni: cannot add the DNAT rule of %s to the front door\n", br);
+			return -1;
+		}
+	}
+	return sysctl_route_localnet(br);
+}
+
+/* br is gone: its DNAT rules, whatever front door they name (the config may have changed since).
+ * Best effort. */
+static void front_door_remove(const char *br)
+{
+	const char *argv[] = { "iptables", "-w", "5", "-t", "nat", "-S", CNI_CHAIN, NULL };
+	char *out = NULL;
+	if (run_q((char *const *)argv, NULL, &out, true) != 0) {
+		free(out);
+		return;
+	}
+	char *want = xasprintf(" -i %s ", br), *save = NULL;
+	for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "-A " CNI_CHAIN " ", strlen("-A " CNI_CHAIN " ")) != 0 || !strstr(line, want))
+			continue;
+		/* "-A URSA-CNI -d ... -i br ... -j DNAT --to-destination a:p": no quoting in our rules */
+		const char *del[20];
+		size_t n = 0;
+		char *wsave = NULL;
+		for (char *w = strtok_r(line, " ", &wsave); w && n < 19; w = strtok_r(NULL, " ", &wsave))
+			del[n++] = w;
+		del[n] = NULL;
+		del[0] = "-D";
+		if (ipt_nat(del) != 0)
+			fprintf(stderr, "ursa-cni: cannot delete the iptables nat rule of %s\n", br);
+	}
+	free(want);
+	free(out);
+}
+
 static int ip_quiet(const char *op, const char *addr, const char *br)
 {
 	char *argv[] = { "ip", "addr", (char *)op, (char *)addr, "dev", (char *)br, NULL };
@@ -190,6 +280,7 @@ static void remove_net(const struct cni_conf *c, long idx, long blk)
 	while (ipt("-C", CNI_CHAIN, br, br, "RETURN") == 0)
 		if (ipt("-D", CNI_CHAIN, br, br, "RETURN") != 0)
 			break;
+	front_door_remove(br);
 	char dev[64];
 	snprintf(dev, sizeof(dev), "/sys/class/net/%s", br);
 	if (access(dev, F_OK) == 0) {
@@ -315,8 +406,9 @@ static int cmd_add(struct cni_conf *c, struct cni_state *s, const char *cid)
 	state_save(c, s);
 	char *out = NULL;
 	int rc = delegate(c, "ADD", idx, j.blk, &out);
-	if (rc == 0 && add_gateway(c, br, j.blk) != 0) {
-		char *e = cni_error_json(g_version, CNI_ERR_IO, "cannot put the block's gateway on the bridge", br);
+	if (rc == 0 && (add_gateway(c, br, j.blk) != 0 || front_door_add(c, br) != 0)) {
+		char *e = cni_error_json(g_version, CNI_ERR_IO,
+					 "cannot put the block's gateway on the bridge or the front door's DNAT", br);
 		delegate(c, "DEL", idx, j.blk, NULL);
 		printf("%s\n", e);
 		free(e);

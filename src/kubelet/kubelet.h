@@ -38,7 +38,7 @@ struct kl_options {
 	long long port;
 	const char *tls_cert, *tls_key;
 	const char *client_token_file; /* bearer token the kubelet server requires (or NULL: none) */
-	const char *api_front_door;    /* HOST:PORT pods reach the API at (KUBERNETES_SERVICE_*), or NULL */
+	const char *api_front_door;    /* HOST:PORT pods on the node network reach the API at (KUBERNETES_SERVICE_*), or NULL */
 	const char *cpu, *memory;
 	const char *system_reserved, *kube_reserved; /* Kubernetes' "cpu=..,memory=.." */
 	long long max_pods;

@@ -52,7 +52,9 @@ struct opt *kl_options_flags(struct kl_options *o, int *ret_n)
 		  "file holding the bearer token /containerLogs requires (the region token the tenant partitions' log proxy sends); without it the server asks for none" },
 		{ "api-front-door", OPT_STRING, &o->api_front_door,
 		  "HOST:PORT of the region's front door (HAProxy or gateway) that pods reach the API at: their "
-		  "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (unset: none)" },
+		  "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (unset: none); pods of --runtime cri with a network "
+		  "of their own get the front door's service address 10.96.0.1:443 instead, which the node's ursa-cni "
+		  "forwards to its front door" },
 		{ "cpu", OPT_STRING, &o->cpu, "cpu capacity, a quantity (default: online CPUs)" },
 		{ "memory", OPT_STRING, &o->memory, "memory capacity, a quantity (default: physical memory)" },
 		{ "max-pods", OPT_INT, &o->max_pods, "pod capacity" },

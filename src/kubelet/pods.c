@@ -9,6 +9,7 @@
  * went away otherwise (gone from the partition, orphans) wait in `stopping` for the periodic
  * sync to remove them. The runtime's rt_pod_changed queues the pod's key again (on_pod_changed). */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include "images.h"
@@ -16,6 +17,7 @@
 #include "podenv.h"
 #include "podlogic.h"
 #include "volumes.h"
+#include "ursa/ipnet.h"
 #include "ursa/strmap.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
@@ -316,16 +318,22 @@ static int volumes_setup(struct kubelet *k, struct env_objs *eo, const struct po
 }
 
 /* KUBERNETES_SERVICE_HOST and _PORT (the region's front door) for every container that does not
- * set them itself. */
-static void front_door_env(const struct kubelet *k, struct rt_pod *spec)
+ * set them itself: --api-front-door for pods on the node's network (process runtime, hostNetwork);
+ * a CRI pod in a network namespace of its own, where the node's loopback front door is out of
+ * reach, gets the front door's service address instead (IPNET_FRONT_DOOR_IP:443, which ursa-cni
+ * DNATs to the node's front door). */
+static void front_door_env(const struct kubelet *k, struct rt_pod *spec, bool own_net)
 {
 	const char *fd = k->opt.api_front_door;
 	const char *colon = fd ? strrchr(fd, ':') : NULL;
 	if (!colon)
 		return;
-	char *host = xstrndup(fd, (size_t)(colon - fd));
+	char svc_port[8];
+	snprintf(svc_port, sizeof(svc_port), "%d", IPNET_FRONT_DOOR_PORT);
+	char *host = own_net ? xstrdup(IPNET_FRONT_DOOR_IP) : xstrndup(fd, (size_t)(colon - fd));
+	const char *port = own_net ? svc_port : colon + 1;
 	const char *names[] = { "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "KUBERNETES_SERVICE_PORT_HTTPS" };
-	const char *values[] = { host, colon + 1, colon + 1 };
+	const char *values[] = { host, port, port };
 	for (size_t i = 0; i < spec->ncontainers; i++) {
 		struct rt_container *c = &spec->containers[i];
 		for (size_t n = 0; n < 3; n++) {
@@ -375,7 +383,7 @@ static int build_spec(struct kl_pods *ps, struct kl_partition *p, struct kl_pod 
 	char *cname = NULL;
 	int rc = kl_rt_pod_from_json_env(obj, cri, &ctx, spec, err, &cname);
 	if (rc == 0 && volumes_on(k)) {
-		front_door_env(k, spec);
+		front_door_env(k, spec, cri && !host_net);
 		rc = volumes_setup(k, eo, &ips, &alloc, spec, err);
 		if (rc) {
 			rt_pod_release(spec);

@@ -6,11 +6,13 @@ and .ursa/ is not touched. Needs root (containerd, runc, mounts, bridges).
 
 1. local-up.sh --no-build (URSA_BUILD_DIR) starts; every node (real and hollow) is Ready.
 2. The region's registry runs on its port and holds busybox:1.36, pause:3.9 and httpd:1; each
-   real node's containerd runs with the CRI plugin, restrict_oom_score_adj and its CNI network.
+   real node's containerd runs with the CRI plugin, restrict_oom_score_adj and its CNI network, whose
+   frontDoor is HAProxy (pods reach it at 10.96.0.1:443).
 3. Each kubelet runs the runtime local-up said it chose: cri (--cri-endpoint of its node's
    containerd) when `ursa-kubelet --help` has --cri-endpoint, else process with the fallback
    message. With the cri runtime, a pod with busybox:1.36 becomes Running in a container of
-   the node's containerd.
+   the node's containerd, with KUBERNETES_SERVICE_HOST/PORT 10.96.0.1/443, where HAProxy answers
+   from the pod's network namespace with a certificate the region CA verifies for 10.96.0.1.
 4. A pod sandbox and a busybox:1.36 container run on a node's containerd through its CRI
    (tests/cri_probe): the image comes through the docker.io mirror from the region's registry,
    the pod (no tenant annotation: ursa-cni's network "-") gets an address of the first /26 of
@@ -198,6 +200,7 @@ def test_containerd_per_node():
              ("ursa-cni", "ut-%d-%d" % (S["x"], idx), 26), "CNI plugin")
         h.eq(plugin["subnet"], str(node_subnet(idx)), "node's subnet")
         h.eq(plugin["capabilities"], {"io.kubernetes.cri.pod-annotations": True}, "ursa-cni gets the annotations")
+        h.eq(plugin.get("frontDoor"), "127.0.0.1:%d" % port(6443), "pods reach HAProxy at 10.96.0.1:443")
         v = probe(zone, host, "status")
         h.check(v["conditions"]["RuntimeReady"]["status"], "CRI RuntimeReady on %s-%s: %s" % (zone, host, v))
         h.check(v["conditions"]["NetworkReady"]["status"], "CRI NetworkReady on %s-%s: %s" % (zone, host, v))
@@ -269,6 +272,23 @@ def test_api_pod_runs_in_container():
     d = cdir("az-2", "host-1")
     out = h.must_run(["ctr", "--address", os.path.join(d, "containerd.sock"), "-n", "k8s.io", "containers", "ls"])
     h.check("busybox:1.36" in out, "a busybox:1.36 container in az-2's containerd:\n%s" % out)
+    # in-cluster configuration: the container's KUBERNETES_SERVICE_* name the front door's service
+    # address, and from the pod's network namespace HAProxy answers there with a certificate
+    # that verifies against the region CA (the pods' ca.crt) for host 10.96.0.1
+    cid = tp.get(h.pods_path("system", name=name)).json["status"]["containerStatuses"][0]["containerID"]
+    tasks = h.must_run(["ctr", "--address", os.path.join(d, "containerd.sock"), "-n", "k8s.io", "tasks", "ls"])
+    pid = next(int(f[1]) for f in (line.split() for line in tasks.splitlines()) if f and f[0] == cid.split("://")[-1])
+    env = open("/proc/%d/environ" % pid, "rb").read().decode().split("\0")
+    h.check("KUBERNETES_SERVICE_HOST=10.96.0.1" in env and "KUBERNETES_SERVICE_PORT=443" in env,
+            "the pod's front door is 10.96.0.1:443: %r" % [e for e in env if e.startswith("KUBERNETES")])
+    check = ("import socket, ssl\n"
+             "ctx = ssl.create_default_context(cafile=%r)\n"
+             "with socket.create_connection(('10.96.0.1', 443), timeout=5) as s:\n"
+             "    with ctx.wrap_socket(s, server_hostname='10.96.0.1') as t:\n"
+             "        t.sendall(b'GET /version HTTP/1.0\\r\\nHost: 10.96.0.1\\r\\n\\r\\n')\n"
+             "        print(t.recv(64).decode().split()[0])\n") % os.path.join(S["state"], "pki", "ca.crt")
+    rc, out, err = h.run_cmd(["nsenter", "-t", str(pid), "-n", "/usr/bin/python3", "-c", check], 30)
+    h.eq((rc, out.strip()), (0, "HTTP/1.1"), "HAProxy through 10.96.0.1:443 from the pod, TLS verified: %s" % err)
 
 
 def zone_clean(zone, host, idx):
@@ -313,6 +333,8 @@ def test_down_purge_leaves_nothing():
             "bridges of the region left:\n%s" % links)
     rules = subprocess.run(["iptables", "-w", "5", "-S"], capture_output=True, text=True).stdout
     h.check("ut-%d-" % S["x"] not in rules, "iptables rules of the region left:\n%s" % rules)
+    rules = subprocess.run(["iptables", "-w", "5", "-t", "nat", "-S"], capture_output=True, text=True).stdout
+    h.check("ut-%d-" % S["x"] not in rules, "iptables nat rules (front door DNAT) of the region left:\n%s" % rules)
     h.eq(glob.glob("/var/lib/cni/results/ursa-%d-*" % S["x"]), [], "libcni cached results")
     h.eq([f for f in glob.glob("/var/lib/cni/results/cni-loopback-*") if os.path.basename(f)[13:-3] in S["sandboxes"]],
          [], "libcni cached loopback results of the region's sandboxes")

@@ -9,7 +9,8 @@ gateway -> tenant partition -> kubelet -> containerd, in a local-up region of it
 3. A pod prints a ConfigMap key from its environment and from a ConfigMap volume; a change of the
    ConfigMap reaches the mounted file of the running pod.
 4. `kubectl exec` with kubectl 1.30 and 1.33 (WebSocket v5.channel.k8s.io): output, stderr,
-   the exit code, a missing command (126/127), stdin to EOF (`exec -i ... cat`).
+   the exit code, a missing command (126/127), stdin to EOF (`exec -i ... cat`); kubectl 1.29
+   (SPDY only) is refused with a message naming kubectl 1.30.
 5. `kubectl cp` a file into a container and back.
 6. `kubectl exec -it ... sh` driven through tmux: a command's output and the terminal's size,
    before and after the window is resized.
@@ -136,7 +137,7 @@ def setup():
     h.check(os.geteuid() == 0, "this test needs root (containerd, mounts, bridges)")
     for tool in ("tmux", "curl"):
         h.check(shutil.which(tool), "%s is needed (deploy/lib/common.sh installs it)" % tool)
-    for v in ("1.30", "1.33"):
+    for v in ("1.29", "1.30", "1.33"):
         h.check(os.access(os.path.join(KUBECTL_DIR, "kubectl." + v), os.X_OK), "kubectl.%s next to kubectl" % v)
     S["tmp"] = h.make_tmpdir("podfeat")
     R = S["region"] = L.LocalRegion(S["tmp"])
@@ -199,6 +200,9 @@ def test_exec_versions():
         h.check(rc in (126, 127), "missing command: rc %d (126/127 as Kubernetes): %r" % (rc, err))
         out = ok(["exec", "-i", S["web"], "--", "sh", "-c", "cat; echo eof"], version=v, input_text="abc\n")
         h.eq(out, "abc\neof\n", "kubectl %s exec -i: stdin to its end" % v)
+    # kubectl 1.29 asks for SPDY only: a clear refusal that names the kubectl that works.
+    rc, out, err = kubectl(["exec", S["web"], "--", "true"], version="1.29")
+    h.check(rc != 0 and "kubectl 1.30 or later" in err, "kubectl 1.29 exec is told why: rc %d %r" % (rc, err))
 
 
 def test_cp_both_ways():

@@ -12,7 +12,15 @@ a busybox pod of acme fetches the page of acme's httpd:1 pod but not beta's; the
 both over HTTP; acme's sixth pod gets a second block on acme's bridge (its gateway on the bridge,
 its pod routed through it), reaches acme's pod in the first block but not beta's and is reached
 from the node; the second block is given back when its pod goes; deleting beta's last pod removes
-beta's bridge and rule; a node out of blocks fails ADD with a clear CNI error; after
+beta's bridge and rule; the front door: pods reach a TLS server standing in for the node's
+front door (127.0.0.1:<port>, the config's frontDoor; its certificate made by deploy's
+ensure_server_cert with the SANs local-up gives HAProxy's) at 10.96.0.1:443 through ursa-cni's
+DNAT (a rule per bridge in URSA-CNI of the nat table, route_localnet on the bridge): a busybox
+pod sees KUBERNETES_SERVICE_HOST/PORT 10.96.0.1/443 from the kubelet and connects with nc (busybox
+1.36's wget https fails its TLS handshake with an ECDSA certificate, alert 40, and verifies
+nothing anyway), and from the pod's own network namespace (nsenter -n) python verifies the
+certificate against the CA for host 10.96.0.1 and fetches a page, seen by the server as coming
+from the pod's address; the rule goes with the bridge; a node out of blocks fails ADD with a clear CNI error; after
 containerd_teardown and containerd_remove_network no bridge, iptables rule, lease, state or
 libcni cache is left.
 Needs root (containerd, runc, mounts, bridges, iptables).
@@ -23,8 +31,11 @@ import glob
 import ipaddress
 import json
 import os
+import http.server
+import ssl
 import subprocess
 import sys
+import threading
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -44,19 +55,58 @@ def links():
     return sorted(os.listdir("/sys/class/net"))
 
 
-def chain_rules():
-    rc, out, _ = h.run_cmd(["iptables", "-w", "5", "-S", "URSA-CNI"])
+def chain_rules(table="filter"):
+    rc, out, _ = h.run_cmd(["iptables", "-w", "5", "-t", table, "-S", "URSA-CNI"])
     return out.splitlines() if rc == 0 else []
+
+
+FRONT_SANS = "IP:127.0.0.1,DNS:localhost,IP:10.96.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+
+
+class FrontDoor(http.server.BaseHTTPRequestHandler):
+    """The stand-in front door: answers every GET with "front-door <path>"."""
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        S.setdefault("front_peers", []).append(self.client_address[0])
+        body = ("front-door %s\n" % self.path).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def start_front_door():
+    """A TLS server on 127.0.0.1:<free port> with a certificate of its own CA (deploy's
+    ensure_ca/ensure_server_cert, the SANs local-up gives HAProxy's)."""
+    pki = h.make_tmpdir("cni-pki")
+    common = os.path.join(h.SOURCE_DIR, "deploy", "lib", "common.sh")
+    rc, out, err = h.run_cmd(["bash", "-c", 'source "$0"; ensure_ca "$1"; ensure_server_cert "$1" "$1" front "$2"',
+                              common, pki, FRONT_SANS], 60)
+    h.eq(rc, 0, "front door certificate: %s %s" % (out, err))
+    port = h.free_port()
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), FrontDoor)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(os.path.join(pki, "front.crt"), os.path.join(pki, "front.key"))
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    h.at_cleanup(srv.shutdown)
+    S.update(front_port=port, front_ca=os.path.join(pki, "ca.crt"))
+    return "127.0.0.1:%d" % port
 
 
 def setup():
     cri.require()
-    node = cri.CriNode(NODE, cgroup_prefix="ursa-cni", block=BLOCK).start()
+    front = start_front_door()
+    node = cri.CriNode(NODE, cgroup_prefix="ursa-cni", block=BLOCK, front_door=front).start()
     S.update(node=node, cdir=node.dir, endpoint=node.endpoint, range=ipaddress.ip_network(node.subnet),
              prefix=node.bridge, net=node.network)
     S.update(ursa_region.start(tenants=("acme", "beta")))
     node_kc = S["rm"].kubeconfig("system", "system:node:" + NODE, ("system:nodes",))
-    S["kl"] = ursa_region.Kubelet(node_kc, ["--node-name", NODE, "--cpu", "4", "--memory", "8Gi"] +
+    S["kl"] = ursa_region.Kubelet(node_kc, ["--node-name", NODE, "--cpu", "4", "--memory", "8Gi",
+                                            "--api-front-door", front] +
                                   node.kubelet_args(), label="kubelet-cni").start()
     h.wait_until(node_ready, 60, "node %s Ready" % NODE)
 
@@ -70,9 +120,10 @@ def teardown():
     for link in links():
         if S.get("prefix") and link.startswith(S["prefix"] + "-"):
             h.run_cmd(["ip", "link", "del", link])
-    for rule in chain_rules():
-        if S.get("prefix") and (" %s-" % S["prefix"]) in rule:
-            h.run_cmd(["iptables", "-w", "5"] + rule.replace("-A", "-D", 1).split())
+    for table in ("filter", "nat"):
+        for rule in chain_rules(table):
+            if S.get("prefix") and (" %s-" % S["prefix"]) in rule:
+                h.run_cmd(["iptables", "-w", "5", "-t", table] + rule.replace("-A", "-D", 1).split())
 
 
 def node_ready():
@@ -193,6 +244,64 @@ def test_pod_reaches_own_tenant_not_other():
     S["tpadmin"].delete(h.pods_path("acme", name="client-a"))
 
 
+def dnat_rule(br):
+    return [r for r in chain_rules("nat") if " -i %s " % br in r]
+
+
+def test_pod_reaches_front_door_at_service_address():
+    """A CRI pod's KUBERNETES_SERVICE_HOST:PORT is 10.96.0.1:443, DNATed from its bridge to the
+    node's front door (the TLS stand-in on 127.0.0.1): busybox's nc connects; python, in the pod's
+    own network namespace, verifies the certificate against the CA for host 10.96.0.1."""
+    br = "%s-%d" % (S["prefix"], S["idx"]["acme"])
+    rules = dnat_rule(br)
+    h.eq(len(rules), 1, "one DNAT rule for %s: %r" % (br, chain_rules("nat")))
+    h.check("-d 10.96.0.1/32" in rules[0] and "--dport 443" in rules[0] and
+            "--to-destination 127.0.0.1:%d" % S["front_port"] in rules[0], rules[0])
+    rc, out, _ = h.run_cmd(["iptables", "-w", "5", "-t", "nat", "-S", "PREROUTING"])
+    h.check("-A PREROUTING -i ut-+ -j URSA-CNI" in out, "PREROUTING jumps to URSA-CNI: %r" % out)
+    with open("/proc/sys/net/ipv4/conf/%s/route_localnet" % br) as f:
+        h.eq(f.read().strip(), "1", "route_localnet of %s" % br)
+    script = ("echo KSH=$KUBERNETES_SERVICE_HOST; echo KSP=$KUBERNETES_SERVICE_PORT; "
+              "for i in 1 2 3 4 5; do echo | timeout 5 nc $KUBERNETES_SERVICE_HOST $KUBERNETES_SERVICE_PORT "
+              ">/dev/null && break; sleep 1; done && echo NC=ok || echo NC=fail; echo END=1; sleep 3600")
+    create("acme", "fd-a", "busybox:1.36", ["sh", "-c", script])
+    try:
+        pod_reaches_front_door()
+    finally:
+        S["tpadmin"].delete(h.pods_path("acme", name="fd-a"))
+
+
+def pod_reaches_front_door():
+    ip = running_ip("acme", "fd-a")
+
+    def logs():
+        rc, out, _ = h.kubectl(["logs", "fd-a"], S["tp"].kubeconfig("acme", "alice"))
+        return out if rc == 0 and "END=1" in out else None
+    out = h.wait_until(logs, 60, "fd-a tried the front door")
+    got = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    h.eq(got.get("KSH"), "10.96.0.1", "KUBERNETES_SERVICE_HOST of a CRI pod: %r" % out)
+    h.eq(got.get("KSP"), "443", "KUBERNETES_SERVICE_PORT of a CRI pod")
+    h.eq(got.get("NC"), "ok", "the pod connects to 10.96.0.1:443: %r" % out)
+    cid = status("acme", "fd-a")["containerStatuses"][0]["containerID"]
+    pid = S["node"].task_pid(cid)
+    h.check(pid, "fd-a's container runs: %s" % cid)
+    check = ("import os, socket, ssl\n"
+             "ctx = ssl.create_default_context(cafile=%r)\n"
+             "with socket.create_connection(('10.96.0.1', 443), timeout=5) as s:\n"
+             "    with ctx.wrap_socket(s, server_hostname='10.96.0.1') as t:\n"
+             "        t.sendall(b'GET /verified HTTP/1.0\\r\\nHost: 10.96.0.1\\r\\n\\r\\n')\n"
+             "        data = b''\n"
+             "        while True:\n"
+             "            d = t.recv(4096)\n"
+             "            if not d:\n"
+             "                break\n"
+             "            data += d\n"
+             "        print(data.decode().split('\\r\\n\\r\\n', 1)[1].strip())\n") % S["front_ca"]
+    rc, out, err = h.run_cmd(["nsenter", "-t", str(pid), "-n", "/usr/bin/python3", "-c", check], 30)
+    h.eq((rc, out.strip()), (0, "front-door /verified"), "TLS verified from the pod's network namespace: %s" % err)
+    h.eq(S.get("front_peers", [])[-1:], [str(ip)], "the front door saw the pod's own address (DNAT, no masquerade)")
+
+
 def test_tenant_grows_into_a_second_block():
     """acme fills its block (HOSTS pods); its next pod gets the node's lowest free block on acme's
     bridge, reaches acme's first pod through the gateways, not beta's; the node reaches it. When
@@ -270,6 +379,8 @@ def test_last_pod_of_tenant_frees_its_network():
     h.wait_until(lambda: "beta" not in [t for t, _ in state().values()], 60, "beta gone from ursa-cni's state")
     h.check(br not in links(), "beta's bridge %s deleted after its last pod" % br)
     h.check(all(" %s " % br not in r for r in chain_rules()), "beta's rule gone: %r" % chain_rules())
+    h.eq(dnat_rule(br), [], "beta's DNAT rule gone")
+    h.eq(len(dnat_rule("%s-%d" % (S["prefix"], S["idx"]["acme"]))), 1, "acme's DNAT rule stays")
     h.check(not os.path.exists(os.path.join(S["cdir"], "cni", "ipam", "%s-%d" % (S["net"], S["blk"]["beta"]))),
             "beta's leases removed")
     h.check("%s-%d" % (S["prefix"], S["idx"]["acme"]) in links(), "acme's bridge still there")
@@ -310,6 +421,7 @@ def test_teardown_leaves_nothing():
     left = [link for link in links() if link.startswith(S["prefix"])]
     h.eq(left, [], "bridges left")
     h.eq([r for r in chain_rules() if S["prefix"] in r], [], "iptables rules left")
+    h.eq([r for r in chain_rules("nat") if S["prefix"] in r], [], "iptables nat rules left")
     cni = os.path.join(S["cdir"], "cni")
     h.eq(sorted(os.listdir(cni)), ["bin", "net.d", "network"], "left in the node's cni dir")
     h.eq(glob.glob("/var/lib/cni/results/%s-*" % S["net"]), [], "libcni cached results")

@@ -155,6 +155,10 @@ def test_headless_and_chosen_ip():
           st)
     # kube-dns's address is taken too, in acme only
     expect_status(S["admin"].post(svc_path(), svc("dns2", clusterIP="10.96.0.10")), 422, "kube-dns address")
+    # 10.96.0.1 is the region's front door as CRI pods see it (ursa-cni's DNAT): nobody's service's
+    st = expect_status(S["admin"].post(svc_path("beta"), svc("kubernetes2", clusterIP="10.96.0.1")), 422,
+                       "the front door's address", "Invalid")
+    check("front door" in st["message"], st)
     r = S["admin"].post(svc_path("beta"), svc("chosen", clusterIP="10.96.5.5"))
     expect_status(r, 201, "the same address in another tenant")
     st = expect_status(S["admin"].post(svc_path(), svc("outside", clusterIP="10.97.0.1")), 422, "out of range",

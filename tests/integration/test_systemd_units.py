@@ -539,7 +539,7 @@ def start_workers():
         return "127.0.0.1:%d" % S["health"][kind]
     start_unit("ursa-tp-controller-manager@.service", "tp-1", {
         "URSA_KUBECONFIG": kubeconfig("tp-1-controller-manager", tp),
-        "URSA_HEALTH_LISTEN": health("tp-controller-manager")})
+        "URSA_HEALTH_LISTEN": health("tp-controller-manager"), "URSA_ROOT_CA_FILE": S["ca"]})
     start_unit("ursa-scheduler@.service", "tp-1", {"URSA_KUBECONFIG": kubeconfig("tp-1-scheduler", tp),
                                                    "URSA_HEALTH_LISTEN": health("scheduler")})
     start_unit("ursa-rm-controller-manager@.service", "rm-az-1", {
@@ -552,7 +552,8 @@ def start_workers():
         "URSA_ROOT_DIR": state_dir(rooted("/var/lib/ursa/kubelet/az-1-host-1"), root_owned=True),
         "URSA_ADDRESS": "127.0.0.1", "URSA_PORT": str(S["kubelet_port"]),
         "URSA_TLS_CERT_FILE": S["crt"], "URSA_TLS_PRIVATE_KEY_FILE": S["key"],
-        "URSA_CLIENT_TOKEN_FILE": os.path.join(S["etc"], "kubelet-client.token")})
+        "URSA_CLIENT_TOKEN_FILE": os.path.join(S["etc"], "kubelet-client.token"),
+        "URSA_API_FRONT_DOOR": "127.0.0.1:6443"})
     start_unit("ursa-hollow-kubelet@.service", "az-1-hollow", {
         "URSA_KUBECONFIG": kc, "URSA_ZONE": "az-1", "URSA_REGION": "test",
         "URSA_HOLLOW_NODES": str(HOLLOW_NODES),

@@ -191,8 +191,9 @@ def test_configmap_secret_downward_on_cri():
     h.eq(got.get("SA_NS"), "default", "service-account namespace file")
     h.eq(got.get("SA_TOK"), "eyJ", "service-account token (a JWT)")
     h.eq(got.get("SA_CA"), "-----BEGIN CERTIFICATE-----", "ca.crt from kube-root-ca.crt")
-    h.eq(got.get("KSH"), "127.0.0.1", "KUBERNETES_SERVICE_HOST")
-    h.eq(got.get("KSP"), str(S["tp"].port), "KUBERNETES_SERVICE_PORT")
+    # a CRI pod in its own network namespace: the front door's service address (ursa-cni DNATs it)
+    h.eq(got.get("KSH"), "10.96.0.1", "KUBERNETES_SERVICE_HOST")
+    h.eq(got.get("KSP"), "443", "KUBERNETES_SERVICE_PORT")
     delete("volcri")
 
 

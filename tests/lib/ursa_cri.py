@@ -197,7 +197,7 @@ class CriNode:
     pulling through registry() (or reg), its CNI network (bridge, subnet), a cgroup parent for the
     kubelet's pods. start() starts it; teardown() (run at exit in any case) removes everything."""
 
-    def __init__(self, name, reg=None, cgroup_prefix="ursa-e2e", block=None):
+    def __init__(self, name, reg=None, cgroup_prefix="ursa-e2e", block=None, front_door=None):
         self.name = name
         self.reg = reg
         self.top = h.make_tmpdir("cri-" + name)
@@ -209,6 +209,7 @@ class CriNode:
         self.subnet = None      # the node's pod range: one /26 of it per tenant
         self.cgroup = "/%s-%s" % (cgroup_prefix, secrets.token_hex(4))
         self.block = block      # prefix length of a tenant's address blocks (None: ursa-cni's /26)
+        self.front_door = front_door  # "127.0.0.1:PORT" pods reach at 10.96.0.1:443 (ursa-cni's DNAT), or None
         self._cleanup_added = False
         self._down = True       # torn down (or never started): teardown() has nothing to do
         h._logs.append(("containerd " + name, self.log))
@@ -227,7 +228,11 @@ class CriNode:
             self.subnet = next_subnet()
             self.bridge = _free_bridge_prefix()
             self.network = "ursa-" + self.bridge[3:]
-            cni = [self.dir, self.network, self.bridge, self.subnet] + ([self.block] if self.block else [])
+            cni = [self.dir, self.network, self.bridge, self.subnet]
+            if self.block or self.front_door:
+                cni.append(self.block or 26)
+            if self.front_door:
+                cni.append(self.front_door)
             sh("containerd_write_cni %s; containerd_write_config %s %d" % (q(*cni), q(self.dir), self.reg.port))
         sh("containerd_start %s" % q(self.dir), timeout=timeout)
         h.wait_until(lambda: self.probe("status")["conditions"]["NetworkReady"]["status"], 30,

@@ -8,7 +8,8 @@
  * networks watch caches keeps a bitmap per tenant (one bit per address of its range), and an
  * address handed out at admission is reserved until the watch brings the service holding it
  * (or the create fails: svcip_release, or RESV_TTL_MS pass), so creates racing each other never
- * get the same address. Everything sits under one mutex. As for quotas (quota.c), this is exact
+ * get the same address. IPNET_FRONT_DOOR_IP (10.96.0.1) is never handed out: CRI pods reach the
+ * region's front door there (ursa-cni's DNAT). Everything sits under one mutex. As for quotas (quota.c), this is exact
  * with one API server per partition; with several, two servers could hand out one address
  * within the time an event takes to reach the other (docs/architecture.md says why this and
  * not an etcd allocation object). */
@@ -63,9 +64,17 @@ static void svcrec_free(void *v)
 	free(r);
 }
 
+/* The front door's address (IPNET_FRONT_DOOR_IP), taken in every range holding it. */
+static uint32_t front_door_ip(void)
+{
+	uint32_t ip = 0;
+	ipv4_parse(IPNET_FRONT_DOOR_IP, &ip);
+	return ip;
+}
+
 static void mark(struct tnet *t, uint32_t ip, bool on)
 {
-	if (!ipv4_net_contains(t->net, ip))
+	if (!ipv4_net_contains(t->net, ip) || (!on && ip == front_door_ip()))
 		return;
 	uint32_t off = ip - t->net.base;
 	if (on)
@@ -86,6 +95,7 @@ static struct tnet *tnet_get(struct svcip *a, const char *tenant)
 	    t->net.prefix > IPNET_MAX_PREFIX)
 		ipv4_cidr_parse(IPNET_DEFAULT_SERVICE_CIDR, &t->net, NULL);
 	t->bits = xcalloc(ipv4_net_size(t->net) / 8, 1);
+	mark(t, front_door_ip(), true);
 	size_t it;
 	for (struct strmap_ent *s = strmap_next(&a->svcs, NULL, &it); s; s = strmap_next(&a->svcs, s, &it)) {
 		struct svcrec *r = s->val;
@@ -346,6 +356,10 @@ int admit_service(struct req *q, json_t *obj, const json_t *old)
 				 "in the valid range. The range of valid IPs is ", cip, cip);
 			ipv4_format(t->net.base, &msg);
 			buf_addf(&msg, "/%d", t->net.prefix);
+			rc = -1;
+		} else if (want == front_door_ip()) {
+			buf_addf(&msg, "Invalid value: []string{\"%s\"}: failed to allocate IP %s: provided IP is "
+				 "reserved for the region's front door (the kubernetes service address)", cip, cip);
 			rc = -1;
 		} else if ((t->bits[off / 8] & (1u << (off % 8))) || reserved(&tc, off)) {
 			buf_addf(&msg, "Invalid value: []string{\"%s\"}: failed to allocate IP %s: provided IP is "

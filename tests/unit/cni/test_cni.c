@@ -85,8 +85,12 @@ static void test_conf(void **state)
 	assert_string_equal(br, "ut-244-1-63");
 	cni_conf_release(&c);
 
-	assert_int_equal(parse(CONF(",\"tenantPrefixLength\":28,\"ipMasq\":true"), &c, &err), 0);
+	assert_null(c.front_door);
+	assert_int_equal(parse(CONF(",\"tenantPrefixLength\":28,\"ipMasq\":true,\"frontDoor\":\"127.0.0.1:7443\""), &c,
+			       &err),
+			 0);
 	assert_null(c.tenant);
+	assert_string_equal(c.front_door, "127.0.0.1:7443");
 	assert_int_equal(cni_conf_capacity(&c), 256);
 	assert_true(c.ip_masq);
 	cni_conf_release(&c);
@@ -113,6 +117,15 @@ static void test_conf_refused(void **state)
 		CONF(",\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{\"ursa.io/tenant\":\"a b\"}}"),
 		CONF(",\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{\"ursa.io/tenant\":7}}"),
 		CONF(",\"name\":\"dup\""),
+		CONF(",\"frontDoor\":\"127.0.0.1\""),
+		CONF(",\"frontDoor\":\"127.0.0.1:\""),
+		CONF(",\"frontDoor\":\"127.0.0.1:0\""),
+		CONF(",\"frontDoor\":\"127.0.0.1:65536\""),
+		CONF(",\"frontDoor\":\"127.0.0.1:-1\""),
+		CONF(",\"frontDoor\":\"localhost:6443\""),
+		CONF(",\"frontDoor\":\"127.0.0.1/8:6443\""),
+		CONF(",\"frontDoor\":\":6443\""),
+		CONF(",\"frontDoor\":6443"),
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct cni_conf c;
