@@ -17,10 +17,12 @@
 #include "wsconn.h"
 #include "ursa/errors.h"
 #include "ursa/http.h"
+#include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 #include <errno.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -587,12 +589,24 @@ static void on_switched(void *ud, struct http_upgraded *u, int fd, const char *e
 
 /* ---- requests ---- */
 
+/* A refused stream: a Kubernetes Status, which kubectl prints (plain text it would try to read as
+ * YAML, and print an empty "Error from server"). */
 static void reply_text(struct http_reply *rp, int status, const char *text)
 {
+	const char *reason = status == 400   ? "BadRequest"
+			     : status == 401 ? "Unauthorized"
+			     : status == 404 ? "NotFound"
+			     : status == 405 ? "MethodNotAllowed"
+			     : status == 409 ? "Conflict"
+			     : status == 429 ? "TooManyRequests"
+			     : status == 503 ? "ServiceUnavailable"
+					     : "InternalError";
+	json_t *st = json_pack("{s:s,s:s,s:{},s:s,s:s,s:s,s:i}", "kind", "Status", "apiVersion", "v1", "metadata",
+			       "status", "Failure", "message", text, "reason", reason, "code", status);
 	struct buf b = BUF_INIT;
-	buf_adds(&b, text);
-	buf_addch(&b, '\n');
-	http_reply_set(rp, status, "text/plain; charset=utf-8", &b);
+	json_dump_buf(st, &b);
+	json_decref(st);
+	http_reply_set(rp, status, "application/json", &b);
 }
 
 /* n path segments of p into seg (new strings); false if the path has another shape. */

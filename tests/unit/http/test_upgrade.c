@@ -29,6 +29,7 @@
 #include "ursa/http.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
+#include "support/testcert.h"
 
 static atomic_int switched, closed, abandoned;
 static char cert_path[64], key_path[64];
@@ -144,30 +145,9 @@ static bool on_fast(void *ud, struct http_request *req, struct http_reply *reply
 	return false;
 }
 
-/* A self-signed EC certificate for 127.0.0.1, written to temporary PEM files. */
 static void make_cert(void)
 {
-	EVP_PKEY *pk = EVP_EC_gen("P-256");
-	X509 *x = X509_new();
-	X509_set_version(x, 2);
-	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-	X509_gmtime_adj(X509_getm_notBefore(x), -60);
-	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-	X509_set_pubkey(x, pk);
-	X509_NAME *name = X509_get_subject_name(x);
-	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1", -1, -1, 0);
-	X509_set_issuer_name(x, name);
-	X509_sign(x, pk, EVP_sha256());
-	snprintf(cert_path, sizeof(cert_path), "/tmp/ursa-upgrade-%d.crt", getpid());
-	snprintf(key_path, sizeof(key_path), "/tmp/ursa-upgrade-%d.key", getpid());
-	FILE *f = fopen(cert_path, "w");
-	PEM_write_X509(f, x);
-	fclose(f);
-	f = fopen(key_path, "w");
-	PEM_write_PrivateKey(f, pk, NULL, NULL, 0, NULL, NULL);
-	fclose(f);
-	X509_free(x);
-	EVP_PKEY_free(pk);
+	test_cert_write("ursa-upgrade", cert_path, key_path);
 }
 
 /* The client side: a socket, with TLS or not. */
