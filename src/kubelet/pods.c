@@ -14,6 +14,7 @@
 #include <sys/statvfs.h>
 #include "images.h"
 #include "kubelet.h"
+#include "objcache.h"
 #include "podenv.h"
 #include "podlogic.h"
 #include "volumes.h"
@@ -57,6 +58,10 @@ struct kl_pod {
 	json_t *sent;             /* last status sent (new reference) */
 };
 
+/* Volume refreshes reuse a configmap or secret read this recently for another pod of the node
+ * (below the refresh period, so each object is read about once per period). */
+#define OBJ_CACHE_MS 8000
+
 struct kl_pods {
 	struct kubelet *k;
 	pthread_t thread;
@@ -67,6 +72,7 @@ struct kl_pods {
 	struct strmap stopping;   /* uids stopping in the background, to remove when stopped */
 	int64_t last_resync_ms;
 	bool collected_once;
+	struct kl_objcache *objs; /* volume refreshes' configmaps and secrets, shared by the node's pods */
 };
 
 static void pod_free(void *v)
@@ -203,6 +209,7 @@ static void pull_creds_release(struct pull_creds *pc)
  * partition (the API servers let a node GET only those its pods name), once per start. */
 struct env_objs {
 	struct kl_partition *p;
+	struct kl_objcache *cache; /* NULL: read fresh (a pod starting) */
 	const json_t *pod;
 	json_t *objs[64];
 	char *names[64];
@@ -232,14 +239,21 @@ static const json_t *env_get(void *ud, bool secret, const char *name, int *ret_c
 	buf_adds(&path, secret ? "/secrets/" : "/configmaps/");
 	buf_add_query_escaped(&path, name);
 	json_t *body = NULL;
-	int code = rest_do(eo->p->rc, "GET", buf_cstr(&path), NULL, NULL, &body);
-	buf_release(&path);
-	if (code != 200 || !json_is_object(body)) {
-		json_decref(body);
-		body = NULL;
-		if (code == 200)
-			code = 500;
+	int code;
+	char *key = eo->cache ? xasprintf("%s|%s", eo->p->name, buf_cstr(&path)) : NULL;
+	if (!key || !kl_objcache_get(eo->cache, key, mono_ms(), &body, &code)) {
+		code = rest_do(eo->p->rc, "GET", buf_cstr(&path), NULL, NULL, &body);
+		if (code != 200 || !json_is_object(body)) {
+			json_decref(body);
+			body = NULL;
+			if (code == 200)
+				code = 500;
+		}
+		if (key && (code == 200 || code == 404))
+			kl_objcache_put(eo->cache, key, mono_ms(), body, code);
 	}
+	free(key);
+	buf_release(&path);
 	size_t i = eo->n++;
 	eo->objs[i] = body;
 	eo->names[i] = xstrdup(name);
@@ -637,6 +651,7 @@ static void refresh_volumes(struct kl_pods *ps, struct kl_partition *p, const ch
 		struct podenv_alloc alloc = { k->alloc_cpu_m, k->alloc_mem_m / 1000, 0 };
 		struct env_objs *eo = xcalloc(1, sizeof(*eo));
 		eo->p = p;
+		eo->cache = ps->objs;
 		eo->pod = obj;
 		if (volumes_setup(k, eo, &ips, &alloc, NULL, &msg) != 0)
 			log_warn("volume refresh failed", "pod=\"%s/%s\" err=\"%s\"", json_path_str(obj, "metadata.namespace"),
@@ -825,6 +840,7 @@ struct kl_pods *kl_pods_start(struct kubelet *k)
 	strmap_init(&ps->known);
 	strmap_init(&ps->stopping);
 	ps->last_resync_ms = mono_ms();
+	ps->objs = kl_objcache_new(OBJ_CACHE_MS);
 	char **uids = NULL;
 	size_t n = k->rt_ops->list_pods(k->rt, &uids);
 	for (size_t i = 0; i < n; i++) {
@@ -852,5 +868,6 @@ void kl_pods_stop(struct kl_pods *ps)
 	pthread_mutex_destroy(&ps->ulock);
 	strmap_release(&ps->known, NULL);
 	strmap_release(&ps->stopping, NULL);
+	kl_objcache_free(ps->objs);
 	free(ps);
 }
