@@ -60,6 +60,7 @@ def setup():
 
 
 def teardown():
+    kc.ursa_region.kill_containers()  # the process runtime's containers outlive their kubelet
     if S.get("http"):
         S["http"].shutdown()
     if S.get("kl2"):

@@ -29,6 +29,7 @@ def setup():
 
 
 def teardown():
+    ursa_region.kill_containers()  # the process runtime's containers outlive their kubelet
     if S.get("kl"):
         S["kl"].stop()
 

@@ -70,6 +70,7 @@ def gw_kubeconfig(tenant, user):
 
 
 def teardown():
+    ursa_region.kill_containers()  # the process runtime's containers outlive their kubelet
     for kl in S.get("extra_kubelets", []):
         kl.stop()
     if S.get("kl"):

@@ -45,6 +45,7 @@ def setup():
 
 
 def teardown():
+    kc.ursa_region.kill_containers()  # the process runtime's containers outlive their kubelet
     S["sampling"] = False
     if S.get("kl2"):
         S["kl2"].stop()

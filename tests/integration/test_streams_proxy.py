@@ -176,6 +176,7 @@ def start_gateway():
 
 
 def teardown():
+    ursa_region.kill_containers()  # the process runtime's containers outlive their kubelet
     if S.get("real_kubelet"):
         S["real_kubelet"].stop()
     if S.get("gw"):

@@ -73,6 +73,7 @@ def setup():
 
 
 def teardown():
+    ursa_region.kill_containers()  # the process runtime's containers outlive their kubelet
     for k in ("pkl", "kl", "cm"):
         if S.get(k):
             S[k].stop()

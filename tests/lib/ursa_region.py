@@ -46,6 +46,9 @@ def share_credentials(tp, rm):
         setattr(tp, attr, getattr(rm, attr))
 
 
+ALL_KUBELETS = []  # every Kubelet made by this process, for kill_containers()
+
+
 class Kubelet:
     """One ursa-kubelet process with its own root dir and port; start() again after stop() is a
     kubelet restart (same root dir). extra: more flags; args may be changed between runs."""
@@ -53,6 +56,7 @@ class Kubelet:
     def __init__(self, kubeconfig, extra=(), label="kubelet"):
         h.require_binary(KUBELET_BIN, "ursa-kubelet")
         self.dir = h.make_tmpdir(label)
+        ALL_KUBELETS.append(self)
         self.port = h.free_port()
         self.args = [KUBELET_BIN, "--kubeconfig", kubeconfig, "--root-dir", self.dir, "--port", str(self.port),
                      "--address", "127.0.0.1", "--zone", "az-1"] + list(extra)
@@ -154,10 +158,11 @@ def start_gateway(rm, tp):
     return proc, url, gw
 
 
-def kill_containers(kubelets):
+def kill_containers(kubelets=None):
     """Containers of the process runtime outlive their kubelet by design: ends those the given
-    kubelets (anything with .dir, their root) left behind, group and shim."""
-    for kl in kubelets:
+    kubelets (anything with .dir, their root; default every Kubelet of this process) left
+    behind, group and shim. Call it from teardown, before the harness removes the directories."""
+    for kl in ALL_KUBELETS if kubelets is None else kubelets:
         for f in glob.glob(os.path.join(kl.dir, "runtime", "pods", "*", "containers", "*", "state.json")):
             try:
                 with open(f) as fh:
