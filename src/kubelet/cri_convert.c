@@ -1,6 +1,7 @@
 /* The CRI runtime's pure conversions (runtime_cri.h): our specs to CRI resources and security
  * profiles, CRI statuses to the kubelet's container statuses, the restart back-off. */
 #define _GNU_SOURCE
+#include "runtime_common.h"
 #include "runtime_cri.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
@@ -66,13 +67,8 @@ void cri_cont_status(const struct cri_cont *c, const struct rt_pod *pod, const c
 	snprintf(s->image_id, sizeof(s->image_id), "%.127s", c->image_ref);
 	const struct cri_term *last = c->phase == CP_TERMINATED ? (c->has_prev ? &c->prev : NULL)
 							      : (c->has_term ? &c->term : NULL);
-	if (last) {
-		s->has_last = true;
-		s->last_exit_code = last->exit_code;
-		snprintf(s->last_reason, sizeof(s->last_reason), "%s", last->reason);
-		s->last_started_at = last->started_at;
-		s->last_finished_at = last->finished_at;
-	}
+	if (last)
+		rt_status_set_last(s, last->exit_code, last->reason, last->started_at, last->finished_at);
 	switch (c->phase) {
 	case CP_WAITING:
 		s->state = RT_WAITING;
@@ -90,11 +86,8 @@ void cri_cont_status(const struct cri_cont *c, const struct rt_pod *pod, const c
 		}
 		break;
 	case CP_BACKOFF:
-		s->state = RT_WAITING;
-		snprintf(s->reason, sizeof(s->reason), "CrashLoopBackOff");
-		snprintf(s->message, sizeof(s->message), "back-off %llds restarting failed container=%s pod=%s_%s(%s)",
-			 (long long)((c->backoff_ms + 999) / 1000), c->name, pod ? pod->name : "", pod ? pod->ns : "",
-			 pod ? pod->uid : "");
+		rt_status_set_backoff(s, c->backoff_ms, c->name, pod ? pod->name : "", pod ? pod->ns : "",
+				      pod ? pod->uid : "");
 		break;
 	case CP_TERMINATED:
 		s->state = RT_TERMINATED;

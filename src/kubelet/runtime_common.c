@@ -555,3 +555,22 @@ char *rt_find_program(const char *argv0, const char *path_env, const char *wd, i
 			  : xasprintf("exec: \"%s\": executable file not found in $PATH", argv0);
 	return NULL;
 }
+
+void rt_status_set_last(struct rt_container_status *s, int exit_code, const char *reason, int64_t started_at,
+			int64_t finished_at)
+{
+	s->has_last = true;
+	s->last_exit_code = exit_code;
+	snprintf(s->last_reason, sizeof(s->last_reason), "%s", reason);
+	s->last_started_at = started_at;
+	s->last_finished_at = finished_at;
+}
+
+void rt_status_set_backoff(struct rt_container_status *s, int64_t backoff_ms, const char *container,
+			   const char *pod, const char *ns, const char *uid)
+{
+	s->state = RT_WAITING;
+	snprintf(s->reason, sizeof(s->reason), "CrashLoopBackOff");
+	snprintf(s->message, sizeof(s->message), "back-off %llds restarting failed container=%s pod=%s_%s(%s)",
+		 (long long)((backoff_ms + 999) / 1000), container, pod, ns, uid);
+}

@@ -26,6 +26,13 @@ char **rt_container_argv(const struct rt_container *c, size_t *ret_n);
 /* "process://sha256:<hex>" of the command line joined by spaces; appends to out. */
 void rt_image_id_add(struct buf *out, const char *scheme, const struct rt_container *c);
 
+/* A container status's lastState: the termination before the current state. */
+void rt_status_set_last(struct rt_container_status *s, int exit_code, const char *reason, int64_t started_at,
+			int64_t finished_at);
+/* A container status waiting in CrashLoopBackOff, with Kubernetes' message. */
+void rt_status_set_backoff(struct rt_container_status *s, int64_t backoff_ms, const char *container,
+			   const char *pod, const char *ns, const char *uid);
+
 /* The PATH a container gets when its environment names none. */
 #define RT_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 /* The program argv0 names, as execve would find it: a path (relative to wd when not absolute) or

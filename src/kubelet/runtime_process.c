@@ -979,13 +979,8 @@ static void fill_status(const struct ppod *p, size_t i, struct rt_container_stat
 	/* lastState: the newest termination while waiting/running, the one before when terminated */
 	const struct term *last = pc->phase == C_TERMINATED ? (pc->has_prev ? &pc->prev : NULL)
 							    : (pc->has_term ? &pc->term : NULL);
-	if (last) {
-		s->has_last = true;
-		s->last_exit_code = last->exit_code;
-		snprintf(s->last_reason, sizeof(s->last_reason), "%s", last->reason);
-		s->last_started_at = last->started_at;
-		s->last_finished_at = last->finished_at;
-	}
+	if (last)
+		rt_status_set_last(s, last->exit_code, last->reason, last->started_at, last->finished_at);
 	switch (pc->phase) {
 	case C_CREATING:
 		s->state = RT_WAITING;
@@ -997,10 +992,7 @@ static void fill_status(const struct ppod *p, size_t i, struct rt_container_stat
 		s->ready = true;
 		break;
 	case C_BACKOFF:
-		s->state = RT_WAITING;
-		snprintf(s->reason, sizeof(s->reason), "CrashLoopBackOff");
-		snprintf(s->message, sizeof(s->message), "back-off %llds restarting failed container=%s pod=%s_%s(%s)",
-			 (long long)((pc->backoff_ms + 999) / 1000), c->name, p->spec.name, p->spec.ns, p->spec.uid);
+		rt_status_set_backoff(s, pc->backoff_ms, c->name, p->spec.name, p->spec.ns, p->spec.uid);
 		break;
 	case C_ERROR:
 		s->state = RT_WAITING;

@@ -520,10 +520,20 @@ static void on_msg(void *ud, const uint8_t *data, size_t len, bool text)
 		s->msg_fn(s->msg_ud, data, len, text);
 }
 
+/* Frees s and gives its place back (the count kl_streams_serve took). */
+static void stream_done(struct stream *s)
+{
+	struct kl_streams *ss = s->ss;
+	stream_free(s);
+	pthread_mutex_lock(&ss->lock);
+	ss->active--;
+	pthread_cond_broadcast(&ss->cond);
+	pthread_mutex_unlock(&ss->lock);
+}
+
 static void *stream_main(void *arg)
 {
 	struct stream *s = arg;
-	struct kl_streams *ss = s->ss;
 	if (s->ws)
 		s->wc = wsconn_new(s->fd, s->cextra.ptr, s->cextra.len, KL_MAX_WS_MESSAGE, on_msg, s);
 	else
@@ -546,11 +556,7 @@ static void *stream_main(void *arg)
 		break;
 	}
 	http_upgraded_close(s->u);
-	stream_free(s);
-	pthread_mutex_lock(&ss->lock);
-	ss->active--;
-	pthread_cond_broadcast(&ss->cond);
-	pthread_mutex_unlock(&ss->lock);
+	stream_done(s);
 	return NULL;
 }
 
@@ -558,12 +564,7 @@ static void on_switched(void *ud, struct http_upgraded *u, int fd, const char *e
 {
 	struct stream *s = ud;
 	if (!u) { /* the client left before the switch */
-		struct kl_streams *ss = s->ss;
-		stream_free(s);
-		pthread_mutex_lock(&ss->lock);
-		ss->active--;
-		pthread_cond_broadcast(&ss->cond);
-		pthread_mutex_unlock(&ss->lock);
+		stream_done(s);
 		return;
 	}
 	s->u = u;
@@ -577,12 +578,7 @@ static void on_switched(void *ud, struct http_upgraded *u, int fd, const char *e
 	if (pthread_create(&t, &at, stream_main, s) != 0) {
 		log_warn("kubelet: cannot start a stream thread", "err=\"%s\"", strerror(errno));
 		http_upgraded_close(u);
-		struct kl_streams *ss = s->ss;
-		stream_free(s);
-		pthread_mutex_lock(&ss->lock);
-		ss->active--;
-		pthread_cond_broadcast(&ss->cond);
-		pthread_mutex_unlock(&ss->lock);
+		stream_done(s);
 	}
 	pthread_attr_destroy(&at);
 }

@@ -13,7 +13,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import ursa_harness as h  # noqa: E402
 import ursa_region  # noqa: E402
 
-RM_BIN = os.path.join(h.BUILD_DIR, "src", "resource-manager", "ursa-rm-apiserver")
 KUBELET_BIN = os.path.join(h.BUILD_DIR, "src", "kubelet", "ursa-kubelet")
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 REGISTRY = "/apis/ursa.io/v1/tenantpartitions"
@@ -33,26 +32,6 @@ def teardown():
 
 
 atexit.register(kill_containers)  # also when the run is cut short
-
-
-class RmServer(h.ApiServer):
-    """ursa-rm-apiserver, started like the harness starts a TP."""
-
-    def __init__(self, etcd):
-        h.require_binary(RM_BIN, "ursa-rm-apiserver")
-        super().__init__(etcd, partition_id="rm-1")
-
-    def args(self):
-        a = super().args()
-        a[0] = RM_BIN
-        return a
-
-
-def share_credentials(tp, rm):
-    """The kubelet uses its RM kubeconfig's token and CA for every TP: give the TP the RM's."""
-    for attr in ("ca_file", "cert_file", "key_file", "signing_key", "signing_pub", "admin_token",
-                 "token_file"):
-        setattr(tp, attr, getattr(rm, attr))
 
 
 class Kubelet:
@@ -88,10 +67,10 @@ def setup():
     etcd_rm.start()
     etcd_tp = h.Etcd(name="etcd-tp")
     etcd_tp.start()
-    rm = RmServer(etcd_rm)
+    rm = ursa_region.RmServer(etcd_rm)
     rm.start()
     tp = h.ApiServer(etcd_tp, partition_id="tp-1")
-    share_credentials(tp, rm)
+    ursa_region.share_credentials(tp, rm)
     tp.start()
     admin = rm.admin()
     r = admin.post(REGISTRY, {"apiVersion": "ursa.io/v1", "kind": "TenantPartition",
@@ -306,7 +285,7 @@ def test_tp_registered_later():
     etcd2 = h.Etcd(name="etcd-tp2")
     etcd2.start()
     tp2 = h.ApiServer(etcd2, partition_id="tp-2")
-    share_credentials(tp2, S["rm"])
+    ursa_region.share_credentials(tp2, S["rm"])
     tp2.start()
     a2 = tp2.admin()
     h.create_tenant(a2, "zeta")

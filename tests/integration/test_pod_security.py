@@ -18,26 +18,13 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import ursa_harness as h  # noqa: E402
+import ursa_region  # noqa: E402
 
 KUBECTL_DIR = "/usr/lib/google-cloud-sdk/bin"
-RM_BIN = os.path.join(h.BUILD_DIR, "src", "resource-manager", "ursa-rm-apiserver")
 KUBELET_BIN = os.path.join(h.BUILD_DIR, "src", "kubelet", "ursa-kubelet")
 REGISTRY = "/apis/ursa.io/v1/tenantpartitions"
 NODE = "ps-node-1"
 S = {}
-
-
-class RmServer(h.ApiServer):
-    """ursa-rm-apiserver, started like the harness starts a TP."""
-
-    def __init__(self, etcd):
-        h.require_binary(RM_BIN, "ursa-rm-apiserver")
-        super().__init__(etcd, partition_id="rm-1")
-
-    def args(self):
-        a = super().args()
-        a[0] = RM_BIN
-        return a
 
 
 def setup():
@@ -46,7 +33,7 @@ def setup():
     h.KUBECTL = os.path.join(KUBECTL_DIR, "kubectl")  # with a fresh --cache-dir (the harness's)
     etcd_rm = h.Etcd(name="etcd-rm").start()
     etcd_tp = h.Etcd(name="etcd-tp").start()
-    rm = RmServer(etcd_rm).start()
+    rm = ursa_region.RmServer(etcd_rm).start()
     tp = h.ApiServer(etcd_tp, partition_id="tp-1")
     # the kubelet uses its RM kubeconfig's token and CA for every TP: the TP gets the RM's
     for attr in ("ca_file", "cert_file", "key_file", "signing_key", "signing_pub", "admin_token", "token_file"):

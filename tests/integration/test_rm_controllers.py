@@ -9,8 +9,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import ursa_harness as h  # noqa: E402
+import ursa_region  # noqa: E402
 
-RM_BIN = os.path.join(h.BUILD_DIR, "src", "resource-manager", "ursa-rm-apiserver")
 CM_BIN = os.path.join(h.BUILD_DIR, "src", "resource-manager", "controllers", "ursa-rm-controller-manager")
 KUBELET_BIN = os.path.join(h.BUILD_DIR, "src", "kubelet", "ursa-kubelet")
 REGISTRY = "/apis/ursa.io/v1/tenantpartitions"
@@ -22,24 +22,6 @@ NODE_A, NODE_B = "rmc-node-a", "rmc-node-b"
 GRACE = 10
 
 S = {}
-
-
-class RmServer(h.ApiServer):
-    def __init__(self, etcd):
-        h.require_binary(RM_BIN, "ursa-rm-apiserver")
-        super().__init__(etcd, partition_id="rm-1")
-
-    def args(self):
-        a = super().args()
-        a[0] = RM_BIN
-        return a
-
-
-def share_credentials(tp, rm):
-    """The controller manager uses its RM kubeconfig's token and CA for every TP."""
-    for attr in ("ca_file", "cert_file", "key_file", "signing_key", "signing_pub", "admin_token",
-                 "token_file"):
-        setattr(tp, attr, getattr(rm, attr))
 
 
 class Proc:
@@ -81,10 +63,10 @@ def setup():
     etcd_rm.start()
     etcd_tp = h.Etcd(name="etcd-tp")
     etcd_tp.start()
-    rm = RmServer(etcd_rm)
+    rm = ursa_region.RmServer(etcd_rm)
     rm.start()
     tp = h.ApiServer(etcd_tp, partition_id="tp-1")
-    share_credentials(tp, rm)
+    ursa_region.share_credentials(tp, rm)
     tp.start()
     admin = rm.admin()
     r = admin.post(REGISTRY, {"apiVersion": "ursa.io/v1", "kind": "TenantPartition",

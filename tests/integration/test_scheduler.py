@@ -12,32 +12,14 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import ursa_harness as h  # noqa: E402
+import ursa_region  # noqa: E402
 
-RM_BIN = os.path.join(h.BUILD_DIR, "src", "resource-manager", "ursa-rm-apiserver")
 KUBELET_BIN = os.path.join(h.BUILD_DIR, "src", "kubelet", "ursa-kubelet")
 SCHED_BIN = os.path.join(h.BUILD_DIR, "src", "scheduler", "ursa-scheduler")
 LEASE = "/apis/coordination.k8s.io/v1/tenants/system/namespaces/kube-system/leases/ursa-scheduler"
 HOLLOW_TOL = [{"key": "ursa.io/hollow", "operator": "Exists", "effect": "NoSchedule"}]
 
 S = {}
-
-
-class RmServer(h.ApiServer):
-    def __init__(self, etcd, name):
-        h.require_binary(RM_BIN, "ursa-rm-apiserver")
-        super().__init__(etcd, partition_id=name)
-
-    def args(self):
-        a = super().args()
-        a[0] = RM_BIN
-        return a
-
-
-def share_credentials(dst, src):
-    """One token, CA and signing key across the region, as the kubelet and scheduler expect."""
-    for attr in ("ca_file", "cert_file", "key_file", "signing_key", "signing_pub", "admin_token",
-                 "token_file"):
-        setattr(dst, attr, getattr(src, attr))
 
 
 class Proc:
@@ -101,10 +83,10 @@ def setup():
     for i, zone in ((1, "az-1"), (2, "az-2")):
         e = h.Etcd(name="etcd-rm%d" % i)
         e.start()
-        rm = RmServer(e, "rm-%d" % i)
+        rm = ursa_region.RmServer(e, "rm-%d" % i)
         rm.zone = zone
         if first:
-            share_credentials(rm, first)
+            ursa_region.share_credentials(rm, first)
         first = first or rm
         rm.start()
         rms.append(rm)
@@ -113,7 +95,7 @@ def setup():
         e = h.Etcd(name="etcd-tp%d" % i)
         e.start()
         tp = h.ApiServer(e, partition_id="tp-%d" % i)
-        share_credentials(tp, first)
+        ursa_region.share_credentials(tp, first)
         tp.start()
         tps.append(tp)
     register(tps, rms)
@@ -231,9 +213,9 @@ def test_unschedulable_then_node_appears():
 def test_rm_added_without_restart():
     e = h.Etcd(name="etcd-rm3")
     e.start()
-    rm3 = RmServer(e, "rm-3")
+    rm3 = ursa_region.RmServer(e, "rm-3")
     rm3.zone = "az-3"
-    share_credentials(rm3, S["rms"][0])
+    ursa_region.share_credentials(rm3, S["rms"][0])
     rm3.start()
     register([], [rm3])
     for tp in S["tps"]:

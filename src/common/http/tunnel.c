@@ -493,6 +493,35 @@ static void start_linger(struct tunnel *t)
 
 static void on_poll(uv_poll_t *p, int status, int events);
 
+/* One read or write on the upstream connection (TLS or plain): bytes moved, 0 when it would
+ * block (what it waits for added to *want as UV_READABLE/UV_WRITABLE), -1 at its end or on an
+ * error. */
+static ssize_t up_io(struct tunnel *t, bool write, void *buf, size_t len, int *want)
+{
+	if (t->up.ssl) {
+		ERR_clear_error();
+		int n = write ? SSL_write(t->up.ssl, buf, (int)len) : SSL_read(t->up.ssl, buf, (int)len);
+		if (n > 0)
+			return n;
+		int e = SSL_get_error(t->up.ssl, n);
+		if (e == SSL_ERROR_WANT_READ)
+			*want |= UV_READABLE;
+		else if (e == SSL_ERROR_WANT_WRITE)
+			*want |= UV_WRITABLE;
+		else
+			return -1;
+		return 0;
+	}
+	ssize_t n = write ? send(t->up.fd, buf, len, MSG_NOSIGNAL) : recv(t->up.fd, buf, len, 0);
+	if (n > 0)
+		return n;
+	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		*want |= write ? UV_WRITABLE : UV_READABLE;
+		return 0;
+	}
+	return -1; /* recv's 0: the end */
+}
+
 /* Does all the I/O that can be done now, then polls for what is wanted next. */
 static void pump(struct tunnel *t)
 {
@@ -500,7 +529,7 @@ static void pump(struct tunnel *t)
 	t->u_want = 0;
 	while (progress && !t->closing) {
 		progress = false;
-		int want_r = 0, want_w = 0;
+		int want = 0;
 		/* client -> buffer */
 		if (!t->c_eof && t->c2u_len < t->c2u_cap) {
 			ssize_t r = recv(t->cfd, t->c2u + t->c2u_len, t->c2u_cap - t->c2u_len, 0);
@@ -511,58 +540,22 @@ static void pump(struct tunnel *t)
 		}
 		/* buffer -> upstream */
 		if (t->c2u_len && !t->u_eof) {
-			ssize_t w;
-			if (t->up.ssl) {
-				ERR_clear_error();
-				int r = SSL_write(t->up.ssl, t->c2u, (int)t->c2u_len);
-				w = r;
-				if (r <= 0) {
-					int e = SSL_get_error(t->up.ssl, r);
-					if (e == SSL_ERROR_WANT_READ)
-						want_r = 1;
-					else if (e == SSL_ERROR_WANT_WRITE)
-						want_w = 1;
-					else
-						t->u_eof = true, progress = true;
-				}
-			} else {
-				w = send(t->up.fd, t->c2u, t->c2u_len, MSG_NOSIGNAL);
-				if (w < 0 && errno != EAGAIN && errno != EINTR)
-					t->u_eof = true, progress = true;
-				else if (w < 0)
-					want_w = 1;
-			}
+			ssize_t w = up_io(t, true, t->c2u, t->c2u_len, &want);
 			if (w > 0) {
 				memmove(t->c2u, t->c2u + w, t->c2u_len - (size_t)w);
 				t->c2u_len -= (size_t)w;
 				progress = true;
+			} else if (w < 0) {
+				t->u_eof = true, progress = true;
 			}
 		}
 		/* upstream -> buffer */
 		if (!t->u_eof && t->u2c_len < PUMP_BUF) {
-			ssize_t r;
-			if (t->up.ssl) {
-				ERR_clear_error();
-				int n = SSL_read(t->up.ssl, t->u2c + t->u2c_len, (int)(PUMP_BUF - t->u2c_len));
-				r = n;
-				if (n <= 0) {
-					int e = SSL_get_error(t->up.ssl, n);
-					if (e == SSL_ERROR_WANT_READ)
-						want_r = 1;
-					else if (e == SSL_ERROR_WANT_WRITE)
-						want_w = 1;
-					else
-						t->u_eof = true, progress = true;
-				}
-			} else {
-				r = recv(t->up.fd, t->u2c + t->u2c_len, PUMP_BUF - t->u2c_len, 0);
-				if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
-					t->u_eof = true, progress = true;
-				else if (r < 0)
-					want_r = 1;
-			}
+			ssize_t r = up_io(t, false, t->u2c + t->u2c_len, PUMP_BUF - t->u2c_len, &want);
 			if (r > 0)
 				t->u2c_len += (size_t)r, progress = true;
+			else if (r < 0)
+				t->u_eof = true, progress = true;
 		}
 		/* buffer -> client */
 		if (t->u2c_len && !t->c_eof) {
@@ -575,7 +568,7 @@ static void pump(struct tunnel *t)
 				t->c_eof = true, progress = true;
 			}
 		}
-		t->u_want = (want_r ? UV_READABLE : 0) | (want_w ? UV_WRITABLE : 0);
+		t->u_want = want;
 	}
 	if (t->closing)
 		return;
