@@ -399,7 +399,10 @@ void stream_run_cri_cmd(struct stream *s)
 {
 	static const struct spdy_callbacks cbs = { .on_data = on_sp_data, .on_fin = on_sp_fin };
 	struct cricmd c = { .s = s };
-	c.sp = spdy_session_new(SPDY_CLIENT, &cbs, &c, NULL, 0);
+	/* No WINDOW_UPDATEs (manual window, never consumed): containerd's spdystream ignores them, and
+	 * one that arrives after it stopped reading turns its close into a TCP reset that drops the
+	 * output and Status it had not yet sent (a slow reader lost the end of `kubectl cp`). */
+	c.sp = spdy_session_new(SPDY_CLIENT, &cbs, &c, NULL, SPDY_MANUAL_WINDOW);
 	s->msg_fn = on_cmd_msg;
 	s->msg_ud = &c;
 	stream_nonblock(s->bfd);

@@ -225,7 +225,8 @@ void stream_run_portforward(struct stream *s)
 						   .on_rst = on_rst };
 	struct pf p = { .s = s };
 	snprintf(p.pod, sizeof(p.pod), "%s", s->pod);
-	p.sp = spdy_session_new(SPDY_SERVER, &cbs, &p, NULL, 0);
+	/* manual window, never consumed: kubectl ignores WINDOW_UPDATE (see cri_streams.c) */
+	p.sp = spdy_session_new(SPDY_SERVER, &cbs, &p, NULL, SPDY_MANUAL_WINDOW);
 	s->msg_fn = on_pf_msg;
 	s->msg_ud = &p;
 	if (!s->wc && s->cextra.len && spdy_session_feed(p.sp, s->cextra.ptr, s->cextra.len) < 0)
