@@ -11,6 +11,9 @@
 #include <stddef.h>
 #include <time.h>
 
+struct crd_def;
+struct crd_version;
+
 enum api_scope {
 	SCOPE_CLUSTER,   /* /api/v1/{res}/{name}; stored at /registry/{res}/{name} */
 	SCOPE_TENANT,    /* /api/v1/tenants/{t}/{res}/{name}; /registry/{res}/{t}/{name} */
@@ -98,6 +101,12 @@ struct api_resource {
 	/* metrics.k8s.io (PodMetrics, NodeMetrics): get and list only, never stored; answered from
 	 * the nodes' kubelets (apiserver/podmetrics.c). No strategy. */
 	bool metrics;
+	/* A custom resource (apiserver/crd.c builds such entries at run time from a tenant's
+	 * CustomResourceDefinition; ursa/crd.h): its definition and the version this entry serves.
+	 * Validation, pruning, defaulting, printer columns and selectable fields come from them,
+	 * not from strategy (NULL). */
+	const struct crd_def *crd;
+	const struct crd_version *crd_version;
 };
 
 /* Kinds in src/common/kinds/: one strategy each, shared by every API server that serves them. */
@@ -120,6 +129,10 @@ extern const struct api_strategy strategy_statefulset, strategy_controllerrevisi
 /* src/common/kinds/rbac.c: the RBAC kinds, and the create-only reviews (no stored state). */
 extern const struct api_strategy strategy_role, strategy_clusterrole, strategy_rolebinding,
 	strategy_clusterrolebinding, strategy_review;
+
+/* src/common/kinds/crd.c: apiextensions.k8s.io/v1 CustomResourceDefinition (ursa/crd.h). */
+extern const struct api_strategy strategy_crd;
+#define CRD_CLEANUP_FINALIZER "customresourcecleanup.apiextensions.k8s.io"
 
 /* Name validators (src/common/selector/names.c) and generic metadata validation (src/common/api/validation.c). */
 bool valid_dns1123_label(const char *s);     /* [a-z0-9]([-a-z0-9]*[a-z0-9])?, <= 63 */

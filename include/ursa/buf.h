@@ -28,6 +28,9 @@ void buf_adds(struct buf *b, const char *s);
 void buf_addch(struct buf *b, char c);
 void buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vaddf(struct buf *b, const char *fmt, va_list ap);
+/* b's content replaced by the formatted text; returns buf_cstr(b) (valid until b's next change):
+ * field paths built for one message after another. */
+const char *buf_setf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Adds s percent-encoded for a query value or path segment (all but A-Z a-z 0-9 - _ . ~). */
 void buf_add_query_escaped(struct buf *b, const char *s);
 /* Adds s as a JSON string literal with quotes and escapes. */

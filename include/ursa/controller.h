@@ -38,7 +38,7 @@ struct ctl_watch {
 	ctl_keys_fn keys;   /* NULL means ctl_key_self */
 };
 
-#define CTL_MAX_WATCHES 12
+#define CTL_MAX_WATCHES 16
 struct ctl_def {
 	const char *name;                            /* as --controllers names it */
 	struct ctl_watch watch[CTL_MAX_WATCHES];     /* up to the first with path NULL */

@@ -78,6 +78,9 @@ const char *http_body(const struct http_request *r, size_t *ret_len);
 /* The raw query string as the client sent it (after '?', still percent-encoded), or NULL if
  * the request target had no '?'. For proxies that pass every parameter on unchanged. */
 const char *http_query_string(const struct http_request *r);
+/* Replaces the path the request's handlers see (path borrowed: it must live as long as the
+ * request, e.g. a suffix of http_path's). The gateway drops a client's /tenants/<t> prefix so. */
+void http_request_set_path(struct http_request *r, const char *path);
 const char *http_client_addr(const struct http_request *r); /* "127.0.0.1" */
 /* Per-request start time (mono µs), for latency metrics. */
 int64_t http_started_us(const struct http_request *r);

@@ -41,6 +41,13 @@ struct path_info {
  * E_NOT_FOUND for paths that are not API paths or are malformed (empty segments, too many
  * segments, segments longer than 253 bytes, "..", NUL bytes). ret is filled only on success. */
 int path_parse(const char *path, struct path_info *ret);
+/* A client's tenant prefix: a tenant's kubeconfig names its server https://<front door>/tenants/<t>
+ * (ursactl kubeconfig), since clients cache discovery per server URL and tenants see different
+ * APIs (their CustomResourceDefinitions). Every front door (gateway, API server) drops it: when
+ * path starts with "/tenants/<t>" (t non-empty), returns a new string t and sets *ret_rest to the
+ * rest of path ("/" when nothing follows); else NULL (and *ret_rest = path). The caller checks
+ * that t is the caller's tenant. */
+char *path_client_prefix(const char *path, const char **ret_rest);
 void path_info_release(struct path_info *p);
 
 #endif

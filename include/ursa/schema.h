@@ -125,6 +125,8 @@ extern const struct pb_msg pm_pod, pm_namespace, pm_config_map, pm_secret, pm_se
 	pm_service, pm_event, pm_node, pm_binding, pm_resource_quota, pm_object_reference,
 	pm_endpoints, pm_limit_range, pm_pod_template, pm_replication_controller;
 extern const struct pb_msg pm_tenant, pm_network, pm_resource_manager, pm_tenant_partition;
+/* apiextensions.k8s.io/v1 (apiextensions.c) */
+extern const struct pb_msg pm_custom_resource_definition;
 
 /* authentication.k8s.io/v1 request bodies (authn.c) */
 extern const struct pb_msg pm_token_request, pm_token_review, pm_self_subject_review;

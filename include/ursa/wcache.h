@@ -73,6 +73,9 @@ struct wfilter {
 
 struct wcache_options {
 	const char *key_prefix;   /* e.g. "/registry/pods/" */
+	const char *watch_prefix; /* the keys listed and watched, under key_prefix (a custom resource
+				     cache holds one tenant's: "/registry/<g>/<p>/<tenant>/"); NULL:
+				     key_prefix */
 	size_t history_min;       /* ring size floor (default 1024) */
 	size_t history_max;       /* ring size cap (default 102400) */
 	int64_t history_window_ms;/* keep at least this much history when it fits (default 75000) */

@@ -24,6 +24,7 @@
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
 #include "ursa/tunnel.h"
+#include "ursa/path.h"
 #include "ursa/xalloc.h"
 
 #define PARTITION_ANNOTATION "ursa.io/partition"
@@ -268,83 +269,40 @@ static void to_tenant(struct call *c, const char *tenant)
 	partition_unref(p);
 }
 
-/* Adds to dst (array of objects keyed by "name") the entries of src it lacks. */
-static void union_by_name(json_t *dst, const json_t *src)
+/* The tenant partitions to ask for what the caller's tenant sees (a new array of refs): the
+ * tenant's own partition first, then the others by id (they answer with the built-in kinds when
+ * it is down). */
+static struct partition **tenant_tps(struct call *c, size_t *ret_n)
 {
-	size_t i, j;
-	json_t *v, *w;
-	json_array_foreach(src, i, v) {
-		const char *name = json_str(v, "name");
-		bool have = false;
-		json_array_foreach(dst, j, w) if (name && json_str(w, "name") && strcmp(json_str(w, "name"), name) == 0) have = true;
-		if (name && !have)
-			json_array_append(dst, v);
+	size_t n;
+	struct partition **all = registry_partitions(c->g->reg, false, &n);
+	struct partition *own = c->authed ? registry_tenant_partition(c->g->reg, c->id.tenant) : NULL;
+	struct partition **ps = xcalloc(n + 1, sizeof(*ps));
+	size_t m = 0;
+	if (own)
+		ps[m++] = own;
+	for (size_t i = 0; i < n; i++) {
+		if (own && strcmp(all[i]->id, own->id) == 0)
+			partition_unref(all[i]);
+		else
+			ps[m++] = all[i];
 	}
+	free(all);
+	*ret_n = m;
+	return ps;
 }
 
-/* GET path from p as JSON (new ref) with the caller's headers but Accept accept, or NULL; a
- * reply in another discovery form than want counts as none. */
-static json_t *get_json(struct call *c, struct partition *p, const char *path, enum apidisc_form want)
+static int fetch_discovery(void *ud, struct partition *p, const char *path, int form, const char *inm,
+			   struct upstream_resp *ret)
 {
-	struct upstream_req rq = base_req(c, path);
-	rq.accept = apidisc_content_type(want);
-	struct upstream_resp resp = { 0 };
-	json_t *j = NULL;
-	if (upstream_partition(p, &rq, &resp) == 0 && resp.status == 200 && apidisc_form_of(resp.content_type) == want)
-		j = json_loadb(buf_cstr(&resp.body), resp.body.len, 0, NULL);
-	upstream_resp_release(&resp);
-	return j;
-}
-
-/* Replies 200 with j's text and its entity tag, or 304 when If-None-Match holds the tag. */
-static void reply_discovery(struct call *c, const json_t *j, enum apidisc_form f)
-{
-	struct buf b = BUF_INIT, etag = BUF_INIT;
-	json_dump_buf(j, &b);
-	apidisc_etag(b.ptr, b.len, &etag);
-	http_reply_header(c->reply, "ETag", buf_cstr(&etag));
-	http_reply_header(c->reply, "Vary", "Accept");
-	if (apidisc_etag_matches(http_header(c->req, "If-None-Match"), buf_cstr(&etag)))
-		http_reply_set(c->reply, 304, apidisc_content_type(f), NULL);
-	else
-		http_reply_set(c->reply, 200, apidisc_content_type(f), &b);
-	buf_release(&b);
-	buf_release(&etag);
-}
-
-/* The tenant partition's discovery document at path in form f with what the resource managers
- * serve (nodes) added (new ref), or NULL when no tenant partition answered in that form. A
- * resource manager answering in another form (an older binary during an upgrade) sets
- * *ret_mixed. */
-static json_t *merged_discovery(struct call *c, struct partition **tps, size_t n, struct partition **rms, size_t nrm,
-				const char *path, enum apidisc_form f, bool *ret_mixed)
-{
-	json_t *tj = NULL;
-	/* Any tenant partition answers discovery: the first that does (one that just died is
-	 * marked down by the failed request and skipped). */
-	for (size_t i = 0; i < n && !tj; i++)
-		if (!atomic_load(&tps[i]->down))
-			tj = get_json(c, tps[i], path, f);
-	if (!tj)
-		return NULL;
-	const char *kind = json_str(tj, "kind");
-	const char *key = !kind ? NULL : strcmp(kind, "APIResourceList") == 0 ? "resources"
-				     : strcmp(kind, "APIGroupList") == 0  ? "groups"
-				     : strcmp(kind, "APIGroupDiscoveryList") == 0 ? "items"
-									  : NULL;
-	for (size_t i = 0; key && i < nrm; i++) {
-		if (atomic_load(&rms[i]->down))
-			continue;
-		json_t *rj = get_json(c, rms[i], path, f);
-		if (!rj && f != APIDISC_LEGACY)
-			*ret_mixed = true;
-		if (f != APIDISC_LEGACY)
-			apidisc_merge(tj, rj);
-		else if (json_is_array(json_object_get(rj, key)) && json_is_array(json_object_get(tj, key)))
-			union_by_name(json_object_get(tj, key), json_object_get(rj, key));
-		json_decref(rj);
-	}
-	return tj;
+	struct upstream_req rq = base_req(ud, path);
+	rq.method = "GET";
+	rq.accept = apidisc_content_type((enum apidisc_form)form);
+	rq.if_none_match = inm;
+	rq.body = NULL;
+	rq.len = 0;
+	rq.timeout_ms = 30000;
+	return upstream_partition(p, &rq, ret);
 }
 
 static int fetch_openapi(void *ud, struct partition *p, const char *path, const char *if_none_match,
@@ -360,12 +318,12 @@ static int fetch_openapi(void *ud, struct partition *p, const char *path, const 
 	return upstream_partition(p, &rq, ret);
 }
 
-/* GET /openapi/...: the documents of a tenant partition and of the resource managers, merged
- * (openapi.c). */
+/* GET /openapi/...: the documents of the caller's tenant's partition (tps[0]; the others when
+ * it is down) and of the resource managers, merged (openapi.c). */
 static void to_openapi(struct call *c, struct partition **tps, size_t n, struct partition **rms, size_t nrm)
 {
 	struct oapi_fetcher f = { .tps = tps, .ntp = n, .rms = rms, .nrm = nrm, .fresh_ms = OAPI_FRESH_MS,
-				  .fetch = fetch_openapi, .ud = c };
+				  .tenant = c->authed ? c->id.tenant : NULL, .fetch = fetch_openapi, .ud = c };
 	struct oapi_reply r;
 	int err = oapi_get(&f, http_path(c->req), http_header(c->req, "Accept"), http_header(c->req, "If-None-Match"),
 			   http_query(c->req, "hash"), &r);
@@ -383,47 +341,67 @@ static void to_openapi(struct call *c, struct partition **tps, size_t n, struct 
 		reply_status(c->reply, E_UNAVAILABLE, "no partition serves the OpenAPI documents now");
 }
 
-/* Discovery is answered by a tenant partition; API resource and group lists (and the aggregated
- * documents at /api and /apis, for clients that ask for them) also carry what the resource
- * managers serve, so kubectl sees one consistent API. The gateway tags what it merged. */
+/* Forwards to the partition named id among tps, else to the first of them not down. */
+static void forward_first(struct call *c, struct partition **tps, size_t n, const char *id)
+{
+	struct partition *p = NULL;
+	for (size_t i = 0; id && i < n && !p; i++)
+		if (strcmp(tps[i]->id, id) == 0)
+			p = tps[i];
+	for (size_t i = 0; i < n && !p; i++)
+		if (!atomic_load(&tps[i]->down))
+			p = tps[i];
+	if (p)
+		forward(c, p);
+	else
+		reply_status(c->reply, E_UNAVAILABLE, "no tenant partition is available");
+}
+
+/* Discovery is what the caller's tenant sees: its partition answers (built-in kinds, the
+ * tenant's and the system tenant's custom resources); API resource and group lists (and the
+ * aggregated documents at /api and /apis, for clients that ask for them) also carry what the
+ * resource managers serve, so kubectl sees one consistent API (disco.c caches the merged
+ * documents). */
 static void to_discovery(struct call *c)
 {
 	size_t n, nrm;
-	struct partition **tps = registry_partitions(c->g->reg, false, &n);
+	struct partition **tps = tenant_tps(c, &n);
 	struct partition **rms = registry_partitions(c->g->reg, true, &nrm);
 	const char *path = http_path(c->req);
-	if (strcmp(http_method(c->req), "GET") == 0 && strncmp(path, "/openapi/", 9) == 0) {
+	bool get = strcmp(http_method(c->req), "GET") == 0;
+	if (get && strncmp(path, "/openapi/", 9) == 0) {
 		to_openapi(c, tps, n, rms, nrm);
-		partitions_free(tps, n);
-		partitions_free(rms, nrm);
-		return;
+		goto out;
 	}
-	bool merge = strcmp(http_method(c->req), "GET") == 0 && strncmp(path, "/api", 4) == 0;
+	if (!get || strncmp(path, "/api", 4) != 0) {
+		forward_first(c, tps, n, NULL);
+		goto out;
+	}
 	bool root = strcmp(path, "/api") == 0 || strcmp(path, "/apis") == 0 || strcmp(path, "/api/") == 0 ||
 		    strcmp(path, "/apis/") == 0;
 	enum apidisc_form f = root ? apidisc_negotiate(http_header(c->req, "Accept")) : APIDISC_LEGACY;
-	bool mixed = false;
-	json_t *tj = merge ? merged_discovery(c, tps, n, rms, nrm, path, f, &mixed) : NULL;
-	if (merge && f != APIDISC_LEGACY && (!tj || mixed)) {
+	struct disco_fetcher df = { .tps = tps, .ntp = n, .rms = rms, .nrm = nrm, .tenant = c->authed ? c->id.tenant : "",
+				    .fresh_ms = OAPI_FRESH_MS, .fetch = fetch_discovery, .ud = c };
+	struct disco_reply r;
+	const char *inm = http_header(c->req, "If-None-Match");
+	int err = disco_get(&df, path, (int)f, inm, &r);
+	if (err == E_NOT_FOUND && r.other_form && f != APIDISC_LEGACY) {
 		/* a partition without the aggregated form: every client understands the legacy one */
-		json_decref(tj);
+		disco_reply_release(&r);
 		f = APIDISC_LEGACY;
-		tj = merged_discovery(c, tps, n, rms, nrm, path, f, &mixed);
+		err = disco_get(&df, path, (int)f, inm, &r);
 	}
-	if (!tj) {
-		struct partition *p = NULL;
-		for (size_t i = 0; i < n && !p; i++)
-			if (!atomic_load(&tps[i]->down))
-				p = tps[i];
-		if (p)
-			forward(c, p);
-		else
-			reply_status(c->reply, E_UNAVAILABLE, "no tenant partition is available");
-		goto out;
+	if (!err) {
+		http_reply_header(c->reply, "ETag", r.etag);
+		http_reply_header(c->reply, "Vary", "Accept");
+		http_reply_set(c->reply, r.status, apidisc_content_type(f), r.status == 304 ? NULL : &r.body);
+	} else if (err == E_NOT_FOUND) {
+		forward_first(c, tps, n, r.partition); /* its answer as it gives it (a 404, most often) */
+	} else {
+		reply_status(c->reply, E_UNAVAILABLE, "no tenant partition is available");
 	}
-	reply_discovery(c, tj, f);
+	disco_reply_release(&r);
 out:
-	json_decref(tj);
 	partitions_free(tps, n);
 	partitions_free(rms, nrm);
 }
@@ -836,6 +814,16 @@ static void call_end(struct call *c)
 	free(c);
 }
 
+/* A tenant's prefix (ursa/path.h) dropped from the request's path: the tenant it names, or NULL. */
+static char *client_prefix_strip(struct http_request *req)
+{
+	const char *rest;
+	char *t = path_client_prefix(http_path(req), &rest);
+	if (t)
+		http_request_set_path(req, rest);
+	return t;
+}
+
 /* Authentication, /metrics, routing, the tenant's rate limit: none of it blocks. True when the
  * request goes on to dispatch; false when c->reply holds the answer. */
 static bool admit(struct call *c)
@@ -847,7 +835,16 @@ static bool admit(struct call *c)
 		reply_status(reply, E_BAD_REQUEST, "the path is too long");
 		return false;
 	}
+	char *prefix_tenant = client_prefix_strip(req);
+	path = http_path(req);
 	int err = authenticate(c);
+	if (prefix_tenant && !err && strcmp(prefix_tenant, c->id.tenant) != 0) {
+		reply_status(reply, E_FORBIDDEN, "the server URL names tenant \"%s\", the credential is of tenant \"%s\"",
+			     prefix_tenant, c->id.tenant);
+		free(prefix_tenant);
+		return false;
+	}
+	free(prefix_tenant);
 	if (strcmp(path, "/metrics") == 0 && strcmp(method, "GET") == 0) {
 		if (err)
 			reply_status(reply, E_UNAUTHORIZED, "a valid bearer token is required");
@@ -1001,7 +998,8 @@ struct gateway *gateway_start(const struct gw_options *o, char **ret_err)
 	limiter_init(&g->lim, (double)o->tenant_qps, (double)o->tenant_burst);
 	g->audit = audit_open(o->audit_path, o->audit_max_mb << 20);
 	g->rc = (struct reconciler){ .reg = g->reg, .auth = g->own_auth, .resync_ms = o->resync_s * 1000,
-				     .sweep_ms = o->sweep_s * 1000, .pending_grace_ms = o->pending_grace_s * 1000 };
+				     .sweep_ms = o->sweep_s * 1000, .pending_grace_ms = o->pending_grace_s * 1000,
+				     .mirror_ms = o->crd_mirror_s * 1000 };
 	if (reconciler_start(&g->rc) != 0) {
 		*ret_err = xstrdup("cannot start the reconciler");
 		goto fail;
@@ -1050,6 +1048,7 @@ void gateway_stop(struct gateway *g)
 	streams_stop(); /* after the server: clients gone, then their partitions' transfers */
 	reconciler_stop(&g->rc);
 	oapi_cache_clear();
+	disco_cache_clear();
 	registry_free(g->reg);
 	etcd_free(g->etcd);
 	authn_free(g->authn);

@@ -314,12 +314,20 @@ json_t *oapi_index_merge(json_t *const *idx, size_t n);
  * SHA-256 of the hashes each followed by '\n'. */
 void oapi_hash_combine(const char *const *hashes, size_t n, struct buf *out);
 
-/* How long a merged document is served without asking the partitions after they last confirmed
- * it (conditional requests with their entity tags) in the gateway. */
+/* How long a merged document is served without asking the resource managers after they last
+ * confirmed their parts (conditional requests with their entity tags). The tenant partition's
+ * part is asked for on every request, conditionally with the tag it last sent for that tenant
+ * (a custom resource definition shows at once); merged documents are cached by what they were
+ * built from, so tenants whose partition sends the same document share one entry. */
 #define OAPI_FRESH_MS 5000
+/* Merged documents cached (least recently used dropped first), and their bytes. */
+#define OAPI_MAX_ENTRIES 1024
+#define OAPI_MAX_BYTES (256u << 20)
 struct oapi_fetcher {
-	struct partition **tps, **rms; /* tenant partitions (the first that answers is asked), resource managers */
+	struct partition **tps, **rms; /* tenant partitions: the caller's tenant's first (the others are asked
+					* in turn when it is down or does not answer); resource managers */
 	size_t ntp, nrm;
+	const char *tenant;            /* the caller's tenant (the partition's documents depend on it) */
 	long fresh_ms;                 /* OAPI_FRESH_MS but in tests */
 	/* GET path (no query) from p as JSON, with If-None-Match if_none_match (may be NULL):
 	 * upstream_partition's contract. */
@@ -344,6 +352,53 @@ int oapi_get(const struct oapi_fetcher *f, const char *path, const char *accept,
 	     const char *hash, struct oapi_reply *ret);
 /* Drops every cached document (gateway_stop). */
 void oapi_cache_clear(void);
+/* Merged documents cached now (tests). */
+size_t oapi_cache_entries(void);
+
+/* --- discovery per tenant (disco.c) ---------------------------------------------------------- */
+/* Adds to dst what src (borrowed) has and dst lacks: in the legacy form the resources of an
+ * APIResourceList or the groups of an APIGroupList (by name), in the aggregated forms groups,
+ * versions and resources (apidisc_merge). Other kinds and non-objects are left alone. Pure. */
+void disco_merge(json_t *dst, const json_t *src, int form /* enum apidisc_form */);
+#define DISCO_MAX_ENTRIES 1024      /* merged documents cached, least recently used dropped first */
+#define DISCO_MAX_BYTES (64u << 20) /* and their bytes */
+struct disco_fetcher {
+	struct partition **tps;   /* the caller's tenant's partition first, then the others (asked in turn
+				   * when it is down or does not answer: built-in kinds stay right) */
+	struct partition **rms;   /* resource managers */
+	size_t ntp, nrm;
+	const char *tenant;       /* the caller's tenant (what the partition's answer depends on) */
+	long fresh_ms;            /* a resource manager's document is not asked for again within this */
+	/* GET path from p accepting form, with If-None-Match inm (may be NULL): upstream_partition's
+	 * contract. */
+	int (*fetch)(void *ud, struct partition *p, const char *path, int form, const char *inm,
+		     struct upstream_resp *ret);
+	void *ud;
+};
+struct disco_reply {
+	int status;             /* err 0: 200 or 304 (no body); E_NOT_FOUND: the partition's code */
+	struct buf body;
+	char *etag;             /* of the merged document (quoted) */
+	char *partition;        /* the tenant partition that answered, or NULL */
+	bool other_form;        /* E_NOT_FOUND: a partition has no document in the form asked for */
+};
+void disco_reply_release(struct disco_reply *r);
+/* The discovery document at path (no query) in form for f->tenant: the tenant's partition's,
+ * asked conditionally with the entity tag it last sent for that tenant and document, with the
+ * resource managers' merged in (disco_merge), from the cache when nothing changed. 0 with ret
+ * filled (a 304 when if_none_match, may be NULL, holds the merged document's tag); E_NOT_FOUND
+ * when the partition answered something else (ret->status, ret->partition: the caller relays
+ * that partition's answer) or, with ret->other_form, when a partition has no document in form
+ * (ask for the legacy form); E_UNAVAILABLE when no tenant partition answered. Any thread. */
+int disco_get(const struct disco_fetcher *f, const char *path, int form, const char *if_none_match,
+	      struct disco_reply *ret);
+struct disco_stats {
+	long tp_fetches, tp_not_modified, rm_fetches, hits, builds, evictions, fallbacks;
+	size_t entries, bytes;
+};
+void disco_stats_get(struct disco_stats *ret);
+/* Drops everything cached (gateway_stop, tests). */
+void disco_cache_clear(void);
 
 /* --- merged watches (merge.c): composite resourceVersion and event rewriting --------------- */
 #define CRV_PREFIX "u1."
@@ -404,6 +459,7 @@ struct gw_options {
 	long long threads;
 	long long workers;         /* processes serving --listen together (workers.c); 1: this one */
 	long long resync_s, sweep_s, pending_grace_s;
+	long long crd_mirror_s;    /* system CRDs copied to the other tenant partitions (reconcile.c) */
 };
 struct opt;
 extern const char gw_summary[];

@@ -1,16 +1,21 @@
 /* The region's OpenAPI documents at the gateway: /openapi/v2 (JSON, or gnostic protobuf by
- * Accept), the /openapi/v3 index and /openapi/v3/<group version>, each the union of what a tenant
- * partition and the resource managers serve, so that kubectl explain and apply see every kind
+ * Accept), the /openapi/v3 index and /openapi/v3/<group version>, each the union of what the
+ * caller's tenant's partition (its built-in kinds, the tenant's and the system tenant's custom
+ * resources) and the resource managers serve, so that kubectl explain and apply see every kind
  * (nodes live on the resource managers only).
  *
  * The partitions' documents are fetched as JSON and merged here (pure functions below, unit
  * tested); the protobuf form is the merged JSON encoded by the API servers' own encoder
- * (openapi_v2_protobuf), so it holds exactly what the JSON holds. A merged document is cached
- * with the entity tags of the partition documents it was built from: for OAPI_FRESH_MS it is
- * served without asking anyone (a burst of kubectl starts costs the partitions nothing), then
- * the partitions are asked again with If-None-Match, and the document is only rebuilt when one of
- * them changed. One thread refreshes an entry at a time; the others serve the previous version
- * meanwhile, or wait for the first. */
+ * (openapi_v2_protobuf), so it holds exactly what the JSON holds. The tenant's partition is asked
+ * on every request, conditionally with the entity tag it last sent for that tenant and document
+ * (a 304 costs it nothing to send), so a new custom resource definition shows at once. A merged
+ * document is cached under the partition and that tag (tenants whose documents are the same
+ * share it) with the tags of the resource managers' documents it was built from: for
+ * OAPI_FRESH_MS those are not asked again (a burst of kubectl starts costs them nothing), then
+ * they are asked with If-None-Match, and the document is only rebuilt when one of them changed.
+ * One thread refreshes an entry at a time; the others serve the previous version meanwhile, or
+ * wait for the first. Entries are bounded (OAPI_MAX_ENTRIES, OAPI_MAX_BYTES), least recently
+ * used first out. */
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +33,8 @@
 #define PB_MEDIA_TYPE "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 #define MAX_KEY 256
 #define MAX_HASH 128
-#define MAX_ENTRIES 256
+#define MAX_TENANT_RECS 65536 /* tenant x document -> the partition's last tag; reset when full */
+#define FALLBACK_LOG_US (10 * 1000000LL)
 #define WAIT_MS 35000
 
 /* --- pure parts -------------------------------------------------------------------------------- */
@@ -232,21 +238,36 @@ struct form {
 };
 
 struct entry {
+	char *key;         /* path, tenant partition and its tag for the document (see entry_key) */
 	char *path;
 	enum oapi_doc doc;
 	bool ready;        /* json (and pb for v2) hold a document */
 	bool refreshing;   /* a thread is asking the partitions */
 	int64_t checked_us;
-	struct source *src;
+	uint64_t used;     /* use_clock when last served */
+	size_t bytes;
+	struct source *src; /* the tenant partition's first, when it has the document */
 	size_t nsrc;
 	struct form json, pb;
 	char *combined;    /* v3 group version: the hash its index URL carries */
 };
 
+/* What refresh built, installed in the entry under the lock. */
+struct built {
+	struct source *src;
+	size_t nsrc;
+	struct form json, pb;
+	char *combined;
+};
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t refreshed = PTHREAD_COND_INITIALIZER;
-static struct entry *entries[MAX_ENTRIES];
-static size_t nentries;
+static struct entry *entries[OAPI_MAX_ENTRIES];
+static size_t nentries, total_bytes;
+static uint64_t use_clock;
+static struct strmap tenant_tags; /* tenant \n path -> "partition\ntag" */
+static bool tags_inited;
+static int64_t last_fallback_log;
 
 static void sources_free(struct source *s, size_t n)
 {
@@ -258,16 +279,21 @@ static void sources_free(struct source *s, size_t n)
 	free(s);
 }
 
+static void form_release(struct form *f)
+{
+	buf_release(&f->body);
+	buf_release(&f->etag);
+}
+
 static void entry_free(struct entry *e)
 {
 	if (!e)
 		return;
+	free(e->key);
 	free(e->path);
 	sources_free(e->src, e->nsrc);
-	buf_release(&e->json.body);
-	buf_release(&e->json.etag);
-	buf_release(&e->pb.body);
-	buf_release(&e->pb.etag);
+	form_release(&e->json);
+	form_release(&e->pb);
 	free(e->combined);
 	free(e);
 }
@@ -278,13 +304,25 @@ void oapi_cache_clear(void)
 	for (size_t i = 0; i < nentries; i++)
 		entry_free(entries[i]);
 	nentries = 0;
+	total_bytes = 0;
+	if (tags_inited)
+		strmap_release(&tenant_tags, free);
+	tags_inited = false;
 	pthread_mutex_unlock(&lock);
 }
 
-static struct entry *entry_find(const char *path)
+size_t oapi_cache_entries(void)
+{
+	pthread_mutex_lock(&lock);
+	size_t n = nentries;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+static struct entry *entry_find(const char *key)
 {
 	for (size_t i = 0; i < nentries; i++)
-		if (strcmp(entries[i]->path, path) == 0)
+		if (strcmp(entries[i]->key, key) == 0)
 			return entries[i];
 	return NULL;
 }
@@ -296,7 +334,23 @@ static void entry_remove(struct entry *e)
 			entries[i] = entries[--nentries];
 			break;
 		}
+	total_bytes -= e->bytes;
 	entry_free(e);
+}
+
+/* Drops least recently used entries (never keep, nor one being refreshed: its refresher holds
+ * it) until there is room for one more and the bytes are within the bound. */
+static void evict_locked(const struct entry *keep, bool room)
+{
+	while (nentries && ((room && nentries >= OAPI_MAX_ENTRIES) || total_bytes > OAPI_MAX_BYTES)) {
+		struct entry *old = NULL;
+		for (size_t i = 0; i < nentries; i++)
+			if (entries[i] != keep && !entries[i]->refreshing && (!old || entries[i]->used < old->used))
+				old = entries[i];
+		if (!old)
+			return;
+		entry_remove(old);
+	}
 }
 
 /* An ETag's opaque part: "\"ABC\"" or "W/\"ABC\"" -> "ABC" (new string). */
@@ -330,49 +384,161 @@ static const struct source *old_source(const struct entry *e, const char *pid)
 	return NULL;
 }
 
-enum ask { ASK_DOC, ASK_ABSENT, ASK_FAILED };
-
-/* Asks p for e's document, conditionally when e has p's last one; on ASK_DOC fills s. Called
- * without the lock: e's sources only change under the refreshing flag, which this thread holds. */
-static enum ask ask(const struct entry *e, const struct oapi_fetcher *f, struct partition *p, struct source *s)
+static void source_copy(struct source *dst, const struct source *src)
 {
-	const struct source *old = old_source(e, p->id);
+	*dst = (struct source){ .pid = xstrdup(src->pid), .etag = src->etag ? xstrdup(src->etag) : NULL };
+	buf_add(&dst->body, src->body.ptr ? src->body.ptr : "", src->body.len);
+}
+
+enum ask { ASK_DOC, ASK_ABSENT, ASK_FAILED, ASK_SAME };
+
+/* Asks p for path, conditionally with inm (may be NULL). ASK_DOC fills s (its tag is the
+ * partition's, or the gateway's own hash of the body when it sent none); ASK_SAME is a 304. */
+static enum ask ask(const struct oapi_fetcher *f, struct partition *p, const char *path, const char *inm,
+		    struct source *s)
+{
 	struct upstream_resp r = { 0 };
-	int err = f->fetch(f->ud, p, e->path, old ? old->etag : NULL, &r);
+	int err = f->fetch(f->ud, p, path, inm, &r);
 	enum ask ret = ASK_FAILED;
 	if (err) {
-		log_warn("openapi: partition did not answer", "partition=%s path=%s err=%s", p->id, e->path,
+		log_warn("openapi: partition did not answer", "partition=%s path=%s err=%s", p->id, path,
 			 err_reason(err));
-	} else if (r.status == 304 && old) {
-		*s = (struct source){ .pid = xstrdup(p->id), .etag = old->etag ? xstrdup(old->etag) : NULL };
-		buf_add(&s->body, old->body.ptr ? old->body.ptr : "", old->body.len);
-		ret = ASK_DOC;
+	} else if (r.status == 304 && inm) {
+		ret = ASK_SAME;
 	} else if (r.status == 200) {
 		*s = (struct source){ .pid = xstrdup(p->id), .etag = r.etag, .body = r.body };
+		if (!s->etag) {
+			struct buf t = BUF_INIT;
+			apidisc_etag(s->body.ptr ? s->body.ptr : "", s->body.len, &t);
+			s->etag = buf_detach(&t, NULL);
+		}
 		r.etag = NULL;
 		buf_init(&r.body);
 		ret = ASK_DOC;
 	} else if (r.status == 404) {
 		ret = ASK_ABSENT;
 	} else {
-		log_warn("openapi: partition refused", "partition=%s path=%s code=%d", p->id, e->path, r.status);
+		log_warn("openapi: partition refused", "partition=%s path=%s code=%d", p->id, path, r.status);
 	}
 	upstream_resp_release(&r);
 	return ret;
 }
 
+/* The caller's tenant's partition's version of a document. */
+struct tpv {
+	char *pid;          /* the partition that answered (or, when none did, the one remembered); NULL: none */
+	char *etag;         /* its tag for the document; "-" when it has none */
+	bool answered;      /* pid answered now */
+	bool have_doc;      /* doc holds the document (a 200) */
+	struct source doc;
+};
+
+static void tpv_release(struct tpv *t)
+{
+	free(t->pid);
+	free(t->etag);
+	if (t->have_doc) {
+		free(t->doc.pid);
+		free(t->doc.etag);
+		buf_release(&t->doc.body);
+	}
+}
+
+static char *entry_key(const char *path, const char *pid, const char *etag)
+{
+	return xasprintf("%s\n%s\n%s", path, pid ? pid : "", etag ? etag : "");
+}
+
+/* Asks f->tps in turn (those not down) for path, the first conditionally with the tag it last
+ * sent for tkey when that document is still cached. */
+static void tp_version(const struct oapi_fetcher *f, const char *path, const char *tkey, struct tpv *ret)
+{
+	*ret = (struct tpv){ 0 };
+	char *rpid = NULL, *retag = NULL;
+	bool cached = false;
+	pthread_mutex_lock(&lock);
+	struct strmap_ent *t = tags_inited ? strmap_get(&tenant_tags, tkey) : NULL;
+	if (t) {
+		const char *v = t->val, *nl = strchr(v, '\n');
+		rpid = xstrndup(v, (size_t)(nl - v));
+		retag = xstrdup(nl + 1);
+		char *key = entry_key(path, rpid, retag);
+		struct entry *e = entry_find(key);
+		cached = e && e->ready && strcmp(retag, "-") != 0;
+		free(key);
+	}
+	pthread_mutex_unlock(&lock);
+	size_t i;
+	for (i = 0; i < f->ntp && !ret->answered; i++) {
+		struct partition *p = f->tps[i];
+		if (atomic_load(&p->down))
+			continue;
+		const char *inm = cached && strcmp(rpid, p->id) == 0 ? retag : NULL;
+		enum ask a = ask(f, p, path, inm, &ret->doc);
+		if (a == ASK_FAILED)
+			continue;
+		ret->answered = true;
+		ret->pid = xstrdup(p->id);
+		ret->have_doc = a == ASK_DOC;
+		ret->etag = xstrdup(a == ASK_DOC ? ret->doc.etag : a == ASK_SAME ? inm : "-");
+	}
+	if (ret->answered && strcmp(ret->pid, f->tps[0]->id) != 0) {
+		int64_t now = mono_us();
+		pthread_mutex_lock(&lock);
+		bool say = last_fallback_log == 0 || now - last_fallback_log >= FALLBACK_LOG_US;
+		if (say)
+			last_fallback_log = now;
+		pthread_mutex_unlock(&lock);
+		if (say)
+			log_warn("openapi: the tenant's partition is unavailable, another one answers (built-in kinds only)",
+				 "tenant=\"%s\" partition=%s fallback=%s path=%s", f->tenant ? f->tenant : "",
+				 f->tps[0]->id, ret->pid, path);
+	}
+	if (!ret->answered && rpid) {
+		/* nobody answers: what the tenant was last served */
+		ret->pid = rpid;
+		ret->etag = retag;
+		rpid = retag = NULL;
+	}
+	free(rpid);
+	free(retag);
+}
+
+static void remember_locked(const char *tkey, const struct tpv *tv)
+{
+	if (!tv->answered)
+		return;
+	if (!tags_inited) {
+		strmap_init(&tenant_tags);
+		tags_inited = true;
+	}
+	struct strmap_ent *t = strmap_get(&tenant_tags, tkey);
+	if (!t && tenant_tags.n >= MAX_TENANT_RECS) {
+		strmap_release(&tenant_tags, free);
+		strmap_init(&tenant_tags);
+	}
+	if (!t)
+		t = strmap_put(&tenant_tags, tkey, NULL);
+	char *v = xasprintf("%s\n%s", tv->pid, tv->etag);
+	if (t->val && strcmp(t->val, v) == 0) {
+		free(v);
+		return;
+	}
+	free(t->val);
+	t->val = v;
+}
+
 static void form_set(struct form *f, struct buf *body)
 {
-	buf_release(&f->body);
-	buf_release(&f->etag);
+	form_release(f);
 	f->body = *body;
 	buf_init(body);
 	apidisc_etag(f->body.ptr, f->body.len, &f->etag);
 }
 
-/* Builds e's documents from srcs (taken); sources whose body is not a JSON object are dropped
- * (logged). 0, or E_UNAVAILABLE when none is left. */
-static int rebuild(struct entry *e, struct source *srcs, size_t n)
+/* Builds the documents of e's kind from srcs (taken) into b; sources whose body is not a JSON
+ * object are dropped (logged). 0, or E_UNAVAILABLE when none is left. */
+static int rebuild(const struct entry *e, struct source *srcs, size_t n, struct built *b)
 {
 	json_t **docs = xcalloc(n ? n : 1, sizeof(*docs));
 	size_t m = 0;
@@ -408,10 +574,10 @@ static int rebuild(struct entry *e, struct source *srcs, size_t n)
 		buf_add(&out, srcs[0].body.ptr, srcs[0].body.len); /* that side's document as it is */
 	else
 		json_dump_buf(merged, &out);
-	form_set(&e->json, &out);
+	form_set(&b->json, &out);
 	if (e->doc == OAPI_V2) {
 		openapi_v2_protobuf(merged, &out);
-		form_set(&e->pb, &out);
+		form_set(&b->pb, &out);
 	}
 	if (e->doc == OAPI_V3_GV) {
 		char **h = xmalloc(m * sizeof(*h));
@@ -419,17 +585,14 @@ static int rebuild(struct entry *e, struct source *srcs, size_t n)
 			h[i] = etag_opaque(srcs[i].etag);
 		struct buf c = BUF_INIT;
 		oapi_hash_combine((const char *const *)h, m, &c);
-		free(e->combined);
-		e->combined = buf_detach(&c, NULL);
+		b->combined = buf_detach(&c, NULL);
 		for (size_t i = 0; i < m; i++)
 			free(h[i]);
 		free(h);
 	}
 	json_decref(merged);
-	sources_free(e->src, e->nsrc);
-	e->src = srcs;
-	e->nsrc = m;
-	e->ready = true;
+	b->src = srcs;
+	b->nsrc = m;
 out:
 	for (size_t i = 0; i < m; i++)
 		json_decref(docs[i]);
@@ -437,33 +600,51 @@ out:
 	return err;
 }
 
-/* Asks the first tenant partition that answers and every resource manager not known to be down
- * for e's document, and rebuilds e when what they sent differs from what it was built from.
- * 0, E_NOT_FOUND (no partition has it) or E_UNAVAILABLE (none answered). */
-static int refresh(struct entry *e, const struct oapi_fetcher *f)
+static struct partition *find_tp(const struct oapi_fetcher *f, const char *pid)
 {
-	struct source *srcs = xcalloc(f->ntp + f->nrm + 1, sizeof(*srcs));
+	for (size_t i = 0; i < f->ntp; i++)
+		if (strcmp(f->tps[i]->id, pid) == 0)
+			return f->tps[i];
+	return NULL;
+}
+
+/* The sources of e: the tenant partition's document (tv's, or e's own when it was not modified,
+ * or asked for whole when e never had it) and the resource managers' not known to be down,
+ * asked again with their tags. Fills b when what they sent differs from what e was built from
+ * (b->src stays NULL otherwise). 0, E_NOT_FOUND (no partition has it) or E_UNAVAILABLE (none
+ * answered). Called without the lock, with e->refreshing set by this thread. */
+static int refresh(const struct entry *e, const struct oapi_fetcher *f, struct tpv *tv, struct built *b)
+{
+	struct source *srcs = xcalloc(f->nrm + 2, sizeof(*srcs));
 	size_t n = 0;
-	bool answered = false, tp_answered = false;
-	for (size_t i = 0; i < f->ntp && !tp_answered; i++) {
-		if (atomic_load(&f->tps[i]->down))
-			continue;
-		enum ask a = ask(e, f, f->tps[i], &srcs[n]);
-		tp_answered = a != ASK_FAILED;
-		n += a == ASK_DOC;
+	bool answered = tv->answered;
+	if (tv->have_doc) {
+		srcs[n++] = tv->doc;
+		tv->have_doc = false;
+		tv->doc = (struct source){ 0 };
+	} else if (tv->pid && strcmp(tv->etag, "-") != 0) {
+		const struct source *old = old_source(e, tv->pid);
+		struct partition *p = old ? NULL : find_tp(f, tv->pid);
+		if (old)
+			source_copy(&srcs[n++], old);
+		else if (p && !atomic_load(&p->down) && ask(f, p, e->path, NULL, &srcs[n]) == ASK_DOC)
+			n++; /* not modified, but no longer cached here */
 	}
-	answered = tp_answered;
 	for (size_t i = 0; i < f->nrm; i++) {
-		if (atomic_load(&f->rms[i]->down)) {
+		struct partition *rm = f->rms[i];
+		const struct source *old = old_source(e, rm->id);
+		if (atomic_load(&rm->down)) {
 			/* said once per document, when it loses that partition's part */
-			if (old_source(e, f->rms[i]->id))
+			if (old)
 				log_warn("openapi: partition is down, its document is left out", "partition=%s path=%s",
-					 f->rms[i]->id, e->path);
+					 rm->id, e->path);
 			continue;
 		}
-		enum ask a = ask(e, f, f->rms[i], &srcs[n]);
+		enum ask a = ask(f, rm, e->path, old ? old->etag : NULL, &srcs[n]);
+		if (a == ASK_SAME && old)
+			source_copy(&srcs[n], old);
 		answered |= a != ASK_FAILED;
-		n += a == ASK_DOC;
+		n += a == ASK_DOC || (a == ASK_SAME && old);
 	}
 	if (!n) {
 		sources_free(srcs, 0);
@@ -473,7 +654,36 @@ static int refresh(struct entry *e, const struct oapi_fetcher *f)
 		sources_free(srcs, n);
 		return 0;
 	}
-	return rebuild(e, srcs, n);
+	return rebuild(e, srcs, n, b);
+}
+
+static size_t entry_bytes(const struct entry *e)
+{
+	size_t n = 256 + e->json.body.len + e->pb.body.len;
+	for (size_t i = 0; i < e->nsrc; i++)
+		n += e->src[i].body.len;
+	return n;
+}
+
+/* Puts what refresh built into e (under the lock). */
+static void install_locked(struct entry *e, struct built *b)
+{
+	if (!b->src)
+		return;
+	sources_free(e->src, e->nsrc);
+	form_release(&e->json);
+	form_release(&e->pb);
+	free(e->combined);
+	e->src = b->src;
+	e->nsrc = b->nsrc;
+	e->json = b->json;
+	e->pb = b->pb;
+	e->combined = b->combined;
+	e->ready = true;
+	total_bytes -= e->bytes;
+	e->bytes = entry_bytes(e);
+	total_bytes += e->bytes;
+	*b = (struct built){ 0 };
 }
 
 /* Fills ret from form f (a copy), or a 304 when if_none_match holds its tag. */
@@ -499,36 +709,30 @@ void oapi_reply_release(struct oapi_reply *r)
 int oapi_get(const struct oapi_fetcher *f, const char *path, const char *accept, const char *if_none_match,
 	     const char *hash, struct oapi_reply *ret)
 {
-	const char *key;
-	enum oapi_doc doc = oapi_classify(path, &key);
+	const char *dockey;
+	enum oapi_doc doc = oapi_classify(path, &dockey);
 	if (doc == OAPI_NONE)
 		return E_NOT_FOUND;
 	char *norm = doc == OAPI_V2 ? xstrdup("/openapi/v2")
 		     : doc == OAPI_V3_INDEX ? xstrdup("/openapi/v3")
-					    : xasprintf("/openapi/v3/%s", key);
+					    : xasprintf("/openapi/v3/%s", dockey);
+	char *tkey = xasprintf("%s\n%s", f->tenant ? f->tenant : "", norm);
+	struct tpv tv;
+	tp_version(f, norm, tkey, &tv);
+	char *key = entry_key(norm, tv.pid, tv.etag);
 	int err = 0;
 	pthread_mutex_lock(&lock);
-	struct entry *e = entry_find(norm);
+	struct entry *e = entry_find(key);
 	int64_t deadline = mono_us() + (int64_t)WAIT_MS * 1000;
 	for (;;) {
 		if (!e) {
-			if (nentries == MAX_ENTRIES) {
-				/* Only documents some partition has stay, so this is a bound, not a
-				 * working set: start over (entries being refreshed stay). */
-				size_t k = 0;
-				for (size_t i = 0; i < nentries; i++) {
-					if (entries[i]->refreshing)
-						entries[k++] = entries[i];
-					else
-						entry_free(entries[i]);
-				}
-				nentries = k;
-				if (nentries == MAX_ENTRIES) {
-					err = E_UNAVAILABLE;
-					goto out;
-				}
+			evict_locked(NULL, true);
+			if (nentries == OAPI_MAX_ENTRIES) {
+				err = E_UNAVAILABLE; /* every entry is being refreshed */
+				goto out;
 			}
 			e = xcalloc(1, sizeof(*e));
+			e->key = xstrdup(key);
 			e->path = xstrdup(norm);
 			e->doc = doc;
 			entries[nentries++] = e;
@@ -545,13 +749,15 @@ int oapi_get(const struct oapi_fetcher *f, const char *path, const char *accept,
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += 1;
 			pthread_cond_timedwait(&refreshed, &lock, &ts);
-			e = entry_find(norm);
+			e = entry_find(key);
 			continue;
 		}
 		e->refreshing = true;
 		pthread_mutex_unlock(&lock);
-		err = refresh(e, f);
+		struct built b = { 0 };
+		err = refresh(e, f, &tv, &b);
 		pthread_mutex_lock(&lock);
+		install_locked(e, &b);
 		e->refreshing = false;
 		if (!err)
 			e->checked_us = mono_us();
@@ -565,6 +771,8 @@ int oapi_get(const struct oapi_fetcher *f, const char *path, const char *accept,
 		err = 0;
 		break;
 	}
+	e->used = ++use_clock;
+	remember_locked(tkey, &tv);
 	if (doc == OAPI_V2 && openapi_wants_protobuf(accept))
 		reply_form(&e->pb, PB_MEDIA_TYPE, "no-cache, private", if_none_match, ret);
 	else
@@ -573,8 +781,12 @@ int oapi_get(const struct oapi_fetcher *f, const char *path, const char *accept,
 				   ? "public, immutable, max-age=31536000"
 				   : "no-cache, private",
 			   if_none_match, ret);
+	evict_locked(e, false);
 out:
 	pthread_mutex_unlock(&lock);
+	tpv_release(&tv);
+	free(key);
+	free(tkey);
 	free(norm);
 	return err;
 }

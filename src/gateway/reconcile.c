@@ -9,7 +9,9 @@
  *    each RM's nodes; a miss also lists them), and the whole tenant map against the tenant
  *    partitions, listed in pages: tenants a TP has but the map lacks (made on the partition
  *    directly) are adopted, and ready assignments whose tenant is gone are removed. At a
- *    million tenants this reads every tenant of the region, so it is rare.
+ *    million tenants this reads every tenant of the region, so it is rare;
+ *  - every mirror period (--crd-mirror-seconds): the system tenant's CRDs are copied to the other
+ *    tenant partitions (mirror.c).
  * Every gateway runs this; the writes are conditional, so several gateways agree. */
 #include <stdlib.h>
 #include <string.h>
@@ -208,7 +210,7 @@ void reconciler_refresh_nodes(struct reconciler *rc)
 static void *rc_main(void *arg)
 {
 	struct reconciler *rc = arg;
-	int64_t next_resync = 0, next_sweep = 0;
+	int64_t next_resync = 0, next_sweep = 0, next_mirror = 0;
 	while (!atomic_load(&rc->stop)) {
 		registry_resync_if_needed(rc->reg);
 		size_t n;
@@ -227,6 +229,10 @@ static void *rc_main(void *arg)
 		if (mono_ms() >= next_resync) {
 			check_pending(rc);
 			next_resync = mono_ms() + rc->resync_ms;
+		}
+		if (rc->mirror_ms > 0 && mono_ms() >= next_mirror) {
+			mirror_crds(rc);
+			next_mirror = mono_ms() + rc->mirror_ms;
 		}
 		for (int i = 0; i < 10 && !atomic_load(&rc->stop); i++)
 			nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);

@@ -68,6 +68,8 @@ const struct api_resource tp_resources[] = {
 	  SCOPE_TENANT, { NULL }, 0, false, false, &strategy_review, .ephemeral = true },
 	{ "authorization.k8s.io", "v1", "localsubjectaccessreviews", "localsubjectaccessreview",
 	  "LocalSubjectAccessReview", SCOPE_NAMESPACE, { NULL }, 0, false, false, &strategy_review, .ephemeral = true },
+	{ "apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
+	  "CustomResourceDefinition", SCOPE_TENANT, { "crd", "crds", NULL }, SUB_STATUS, true, false, &strategy_crd },
 	{ URSA_GROUP, "v1", "resourcemanagers", "resourcemanager", "ResourceManager", SCOPE_CLUSTER, { "rm", NULL }, 0,
 	  false, true, &strategy_resourcemanager },
 	/* answered from the kubelets (apiserver/podmetrics.c): kubectl top pods */

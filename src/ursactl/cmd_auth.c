@@ -234,7 +234,14 @@ int cmd_kubeconfig(const struct command *cmd, const struct flags *f)
 		goto out;
 	ctx = flag_get(f, "context") ? xstrdup(flag_get(f, "context"))
 				      : xasprintf("%s@%s", flag_get(f, "user"), flag_get(f, "tenant"));
-	render_kubeconfig(&yaml, server, ca ? buf_cstr(&ca64) : NULL, ctx, flag_get(f, "tenant"), tok);
+	/* A tenant's own server URL (the gateway drops the prefix): kubectl caches discovery per
+	 * server URL, and each tenant sees its own API (its CustomResourceDefinitions). */
+	const char *tenant = flag_get(f, "tenant");
+	char *url = strcmp(tenant, TENANT_SYSTEM) == 0 ? xstrdup(server)
+			: xasprintf("%.*s/tenants/%s", (int)(strlen(server) - (server[strlen(server) - 1] == '/')),
+				    server, tenant);
+	render_kubeconfig(&yaml, url, ca ? buf_cstr(&ca64) : NULL, ctx, tenant, tok);
+	free(url);
 	fputs(buf_cstr(&yaml), stdout);
 	r = EXIT_OK;
 out:

@@ -206,7 +206,9 @@ def expected_resources(client=None):
 
 def requested_paths(err):
     """Paths kubectl -v=6 (or more) logged requests or responses for, in order."""
-    return [m.group(1) for m in re.finditer(r'https://[^/\s"]+(/[^?\s"]*)', err)]
+    # a tenant's kubeconfig names https://<server>/tenants/<t>: the prefix is the client's alone
+    return [re.sub(r"^/tenants/[^/]+(?=/|$)", "", m.group(1)) or "/"
+            for m in re.finditer(r'https://[^/\s"]+(/[^?\s"]*)', err)]
 
 
 def check_api_resources(kubeconfig, client, label):
@@ -256,7 +258,7 @@ def response_headers(err, path):
     out, url, cur = [], None, None
     for ln in err.splitlines():
         if '"Request"' in ln and 'url="' in ln:
-            url = ln.split('url="', 1)[1].split('"', 1)[0].split("?", 1)[0]
+            url = re.sub(r"/tenants/[^/]+(?=/)", "", ln.split('url="', 1)[1].split('"', 1)[0].split("?", 1)[0], count=1)
         elif '"Response"' in ln and url and url.endswith("127.0.0.1:%d%s" % (S["api"].port, path)):
             cur = {}
             out.append(cur)

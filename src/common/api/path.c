@@ -176,3 +176,16 @@ void path_info_release(struct path_info *p)
 	free(p->subresource);
 	memset(p, 0, sizeof(*p));
 }
+
+char *path_client_prefix(const char *path, const char **ret_rest)
+{
+	*ret_rest = path;
+	if (strncmp(path, "/tenants/", 9) != 0)
+		return NULL;
+	const char *t = path + 9, *rest = strchr(t, '/');
+	size_t n = rest ? (size_t)(rest - t) : strlen(t);
+	if (n == 0)
+		return NULL;
+	*ret_rest = rest ? rest : "/";
+	return xstrndup(t, n);
+}

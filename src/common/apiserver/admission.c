@@ -43,6 +43,7 @@ static const struct {
 	int (*fn)(struct req *q, json_t *obj, const json_t *old);
 } steps[] = {
 	{ "rbac-escalation", admit_rbac },
+	{ "crd-names", admit_crd },
 	{ "podsecurity", admit_podsecurity }, /* tenant isolation: before anything reserves */
 	{ "limitranger", admit_limitrange }, /* defaults before the quota counts them */
 	{ "serviceipallocator", admit_service }, /* reserves an address: svcip_release below on a refusal */

@@ -1,8 +1,10 @@
 /* Non-resource endpoints: /version, health, /metrics, discovery (legacy, and aggregated at /api
  * and /apis for clients that ask for it, both with entity tags); the OpenAPI documents are
- * openapi.c's. All generated from the resource table. */
+ * openapi.c's. All generated from the resource table and, for discovery, the caller's tenant's
+ * custom resources (crd.c). */
 #include "internal.h"
 #include "ursa/apidisc.h"
+#include "ursa/crd.h"
 #include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
 #include <stdlib.h>
@@ -41,7 +43,8 @@ static void reply_obj(struct http_reply *rp, json_t *obj /* stolen */)
 	http_reply_set(rp, 200, "application/json", &b);
 }
 
-/* Every watch cache has its first state, and the authorizer holds the RBAC objects (before,
+/* Every watch cache of the table has its first state (custom resources' caches, made at run
+ * time, are not the server's readiness), and the authorizer holds the RBAC objects (before,
  * requests RBAC decides would get 503). */
 static bool all_caches_ready(struct apiserver *s)
 {
@@ -65,28 +68,111 @@ static void serve_readyz(struct apiserver *s, struct http_reply *rp)
 	http_reply_set(rp, 503, "text/plain", &b);
 }
 
-/* Groups in table order, each once. Returns the count; names borrowed. */
-static size_t groups_of(struct apiserver *s, const char **ret, size_t max)
+/* What a caller sees: the table's resources, then its tenant's custom resources (crd_view_get:
+ * by group, then version, then plural). */
+struct dset {
+	const struct api_resource **r;
+	size_t n, nbuiltin;
+	struct crd_view view;
+};
+
+static void dset_get(struct apiserver *s, const char *tenant, struct dset *ret)
+{
+	*ret = (struct dset){ 0 };
+	if (s->crds && tenant)
+		crd_view_get(s, tenant, &ret->view);
+	ret->r = xmalloc((s->nres + ret->view.n + 1) * sizeof(*ret->r));
+	for (size_t i = 0; i < s->nres; i++)
+		ret->r[ret->n++] = s->res[i].r;
+	ret->nbuiltin = ret->n;
+	for (size_t i = 0; i < ret->view.n; i++)
+		if (ret->view.sv[i] && ret->view.sv[i]->r && ret->view.sv[i]->r->crd)
+			ret->r[ret->n++] = ret->view.sv[i]->r;
+}
+
+static void dset_release(struct dset *d)
+{
+	free(d->r);
+	crd_view_release(&d->view);
+}
+
+/* Kubernetes' version priority (CRD versions in discovery): "v<major>[(alpha|beta)<minor>]"
+ * names first, GA before beta before alpha, higher major then higher minor first; other names
+ * after them, alphabetically. */
+static bool kube_version(const char *v, long *major, int *stability, long *minor)
+{
+	if (v[0] != 'v' || v[1] < '0' || v[1] > '9')
+		return false;
+	char *end;
+	*major = strtol(v + 1, &end, 10);
+	*minor = 0;
+	*stability = 2;
+	if (!*end)
+		return true;
+	if (strncmp(end, "alpha", 5) == 0) {
+		*stability = 0;
+		end += 5;
+	} else if (strncmp(end, "beta", 4) == 0) {
+		*stability = 1;
+		end += 4;
+	} else {
+		return false;
+	}
+	if (*end < '0' || *end > '9')
+		return false;
+	*minor = strtol(end, &end, 10);
+	return !*end;
+}
+
+int discovery_version_cmp(const char *a, const char *b)
+{
+	long ma, mb, na, nb;
+	int sa, sb;
+	bool ka = kube_version(a, &ma, &sa, &na), kb = kube_version(b, &mb, &sb, &nb);
+	if (ka != kb)
+		return ka ? -1 : 1;
+	if (!ka)
+		return strcmp(a, b);
+	if (sa != sb)
+		return sa > sb ? -1 : 1;
+	if (ma != mb)
+		return ma > mb ? -1 : 1;
+	if (na != nb)
+		return na > nb ? -1 : 1;
+	return 0;
+}
+
+static int cmp_version_json(const void *a, const void *b)
+{
+	const json_t *va = *(json_t *const *)a, *vb = *(json_t *const *)b;
+	return discovery_version_cmp(json_str(va, "version"), json_str(vb, "version"));
+}
+
+/* Groups in order (the table's, then custom resources'), each once; the core group is not
+ * one. Returns the count; *ret (free it) holds borrowed names. */
+static size_t groups_of(const struct dset *d, const char ***ret)
 {
 	size_t n = 0;
-	for (size_t i = 0; i < s->nres; i++) {
-		const char *g = s->res[i].r->group;
+	*ret = xmalloc((d->n + 1) * sizeof(**ret));
+	for (size_t i = 0; i < d->n; i++) {
+		const char *g = d->r[i]->group;
 		bool seen = !g[0];
 		for (size_t j = 0; j < n && !seen; j++)
-			seen = strcmp(ret[j], g) == 0;
-		if (!seen && n < max)
-			ret[n++] = g;
+			seen = strcmp((*ret)[j], g) == 0;
+		if (!seen)
+			(*ret)[n++] = g;
 	}
 	return n;
 }
 
-/* A group's versions in table order, each once (the first is the preferred one), as
- * GroupVersionForDiscovery objects. */
-static json_t *versions_of_group(struct apiserver *s, const char *g)
+/* A group's versions, each once (the first is the preferred one), as GroupVersionForDiscovery
+ * objects: the table's in table order; a custom resources' group's by version priority. */
+static json_t *versions_of_group(const struct dset *d, const char *g)
 {
 	json_t *vers = json_array();
-	for (size_t i = 0; i < s->nres; i++) {
-		const struct api_resource *r = s->res[i].r;
+	size_t nbuiltin = 0;
+	for (size_t i = 0; i < d->n; i++) {
+		const struct api_resource *r = d->r[i];
 		if (strcmp(r->group, g) != 0)
 			continue;
 		bool seen = false;
@@ -99,15 +185,28 @@ static json_t *versions_of_group(struct apiserver *s, const char *g)
 		char *gv = xasprintf("%s/%s", g, r->version);
 		json_array_append_new(vers, json_pack("{s:s,s:s}", "groupVersion", gv, "version", r->version));
 		free(gv);
+		if (i < d->nbuiltin)
+			nbuiltin = json_array_size(vers);
+	}
+	size_t n = json_array_size(vers);
+	if (n > nbuiltin + 1) {
+		json_t **v = xmalloc(n * sizeof(*v));
+		for (size_t i = 0; i < n; i++)
+			v[i] = json_incref(json_array_get(vers, i));
+		qsort(v + nbuiltin, n - nbuiltin, sizeof(*v), cmp_version_json);
+		json_array_clear(vers);
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(vers, v[i]);
+		free(v);
 	}
 	if (json_array_size(vers) == 0)
 		json_array_append_new(vers, json_pack("{s:s,s:s}", "groupVersion", g, "version", "v1"));
 	return vers;
 }
 
-static json_t *group_json(struct apiserver *s, const char *g)
+static json_t *group_json(const struct dset *d, const char *g)
 {
-	json_t *vers = versions_of_group(s, g);
+	json_t *vers = versions_of_group(d, g);
 	return json_pack("{s:s,s:o,s:O}", "name", g, "versions", vers, "preferredVersion", json_array_get(vers, 0));
 }
 
@@ -138,27 +237,58 @@ static bool in_category_all(const struct api_resource *r)
 	return false;
 }
 
-static json_t *resource_list(struct apiserver *s, const char *group, const char *version)
+static json_t *strings_json(char *const *v, size_t n)
 {
-	json_t *list = json_array();
-	for (size_t i = 0; i < s->nres; i++) {
-		const struct api_resource *r = s->res[i].r;
-		if (strcmp(r->group, group) != 0 || strcmp(r->version, version) != 0)
-			continue;
-		json_t *shorts = json_array();
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+/* The SUB_* bits of r: a custom resource's from its version's subresources. */
+static unsigned subresources_of(const struct api_resource *r)
+{
+	if (!r->crd)
+		return r->subresources;
+	return (r->crd_version && r->crd_version->status ? SUB_STATUS : 0u) |
+	       (r->crd_version && r->crd_version->scale ? SUB_SCALE : 0u);
+}
+
+static json_t *resource_entry(const struct api_resource *r)
+{
+	json_t *shorts;
+	if (r->crd) {
+		shorts = strings_json(r->crd->short_names, r->crd->nshort);
+	} else {
+		shorts = json_array();
 		for (size_t k = 0; k < 4 && r->short_names[k]; k++)
 			json_array_append_new(shorts, json_string(r->short_names[k]));
-		json_t *e = json_pack("{s:s,s:s,s:b,s:s,s:o,s:o}", "name", r->plural, "singularName", r->singular,
-				      "namespaced", r->scope == SCOPE_NAMESPACE, "kind", r->kind, "verbs",
-				      r->ephemeral ? verbs_json((const char *const[]){ "create" }, 1)
-				      : r->metrics ? verbs_json((const char *const[]){ "get", "list" }, 2)
-						   : verbs_json(all_verbs, 8),
-				      "shortNames", shorts);
-		if (in_category_all(r))
-			json_object_set_new(e, "categories", json_pack("[s]", "all"));
-		json_array_append_new(list, e);
+	}
+	const char *singular = r->crd && r->crd->singular ? r->crd->singular : r->singular;
+	json_t *e = json_pack("{s:s,s:s,s:b,s:s,s:o,s:o}", "name", r->plural, "singularName", singular ? singular : "",
+			      "namespaced", r->scope == SCOPE_NAMESPACE, "kind", r->kind, "verbs",
+			      r->ephemeral ? verbs_json((const char *const[]){ "create" }, 1)
+			      : r->metrics ? verbs_json((const char *const[]){ "get", "list" }, 2)
+					   : verbs_json(all_verbs, 8),
+			      "shortNames", shorts);
+	if (r->crd && r->crd->ncategories)
+		json_object_set_new(e, "categories", strings_json(r->crd->categories, r->crd->ncategories));
+	else if (in_category_all(r))
+		json_object_set_new(e, "categories", json_pack("[s]", "all"));
+	return e;
+}
+
+static json_t *resource_list(const struct dset *d, const char *group, const char *version)
+{
+	json_t *list = json_array();
+	for (size_t i = 0; i < d->n; i++) {
+		const struct api_resource *r = d->r[i];
+		if (strcmp(r->group, group) != 0 || strcmp(r->version, version) != 0)
+			continue;
+		json_array_append_new(list, resource_entry(r));
+		unsigned subs = subresources_of(r);
 		for (size_t k = 0; k < sizeof(subresource_table) / sizeof(subresource_table[0]); k++) {
-			if (!(r->subresources & subresource_table[k].bit))
+			if (!(subs & subresource_table[k].bit))
 				continue;
 			char *name = xasprintf("%s/%s", r->plural, subresource_table[k].name);
 			json_t *se = json_pack("{s:s,s:s,s:b,s:s,s:o}", "name", name, "singularName", "", "namespaced",
@@ -180,10 +310,10 @@ static json_t *resource_list(struct apiserver *s, const char *group, const char 
 	return j;
 }
 
-static bool group_served(struct apiserver *s, const char *g, const char *v)
+static bool group_served(const struct dset *d, const char *g, const char *v)
 {
-	for (size_t i = 0; i < s->nres; i++)
-		if (strcmp(s->res[i].r->group, g) == 0 && (!v || strcmp(s->res[i].r->version, v) == 0))
+	for (size_t i = 0; i < d->n; i++)
+		if (strcmp(d->r[i]->group, g) == 0 && (!v || strcmp(d->r[i]->version, v) == 0))
 			return true;
 	return false;
 }
@@ -211,35 +341,41 @@ static void reply_discovery(struct req *q, json_t *obj, const char *ct)
 /* The aggregated form of /api (core) or /apis (every other group): each group's
  * APIResourceLists, built by resource_list exactly as /api/v1 and /apis/<g>/<v> serve them,
  * reshaped by apidisc_group. */
-static json_t *aggregated(struct apiserver *s, bool core, enum apidisc_form f)
+static json_t *aggregated(const struct dset *d, bool core, enum apidisc_form f)
 {
-	const char *gs[32];
-	size_t ng = core ? 1 : groups_of(s, gs, 32);
+	const char **gs = NULL;
+	size_t ng = core ? 1 : groups_of(d, &gs);
 	json_t *items = json_array();
 	for (size_t i = 0; i < ng; i++) {
 		const char *g = core ? "" : gs[i];
-		json_t *vers = versions_of_group(s, g), *v, *lists[16];
+		json_t *vers = versions_of_group(d, g), *v;
+		json_t **lists = xmalloc((json_array_size(vers) + 1) * sizeof(*lists));
 		size_t k, n = 0;
-		json_array_foreach(vers, k, v) if (n < 16 && group_served(s, g, json_str(v, "version")))
-			lists[n++] = resource_list(s, g, json_str(v, "version"));
+		json_array_foreach(vers, k, v) if (group_served(d, g, json_str(v, "version")))
+			lists[n++] = resource_list(d, g, json_str(v, "version"));
 		json_array_append_new(items, apidisc_group(g, lists, n));
 		for (k = 0; k < n; k++)
 			json_decref(lists[k]);
+		free(lists);
 		json_decref(vers);
 	}
+	free(gs);
 	return apidisc_list(f, items);
 }
 
+/* Answers for the caller's tenant (discovery paths name none): the table's resources and the
+ * custom resources its CustomResourceDefinitions serve. */
 void serve_discovery(struct req *q)
 {
 	struct apiserver *s = q->s;
 	const struct path_info *p = &q->path;
-	const char *gs[32];
+	struct dset d;
+	dset_get(s, p->legacy_core ? NULL : q->id.tenant, &d);
 	switch (p->kind) {
 	case PATH_DISCOVERY_ROOT: {
 		enum apidisc_form f = apidisc_negotiate(http_header(q->http, "Accept"));
 		if (f != APIDISC_LEGACY) {
-			reply_discovery(q, aggregated(s, p->legacy_core, f), apidisc_content_type(f));
+			reply_discovery(q, aggregated(&d, p->legacy_core, f), apidisc_content_type(f));
 		} else if (p->legacy_core) {
 			reply_discovery(q,
 					json_pack("{s:s,s:[s],s:[{s:s,s:s}]}", "kind", "APIVersions", "versions", "v1",
@@ -248,31 +384,37 @@ void serve_discovery(struct req *q)
 					"application/json");
 		} else {
 			json_t *groups = json_array();
-			size_t n = groups_of(s, gs, 32);
+			const char **gs;
+			size_t n = groups_of(&d, &gs);
 			for (size_t i = 0; i < n; i++)
-				json_array_append_new(groups, group_json(s, gs[i]));
+				json_array_append_new(groups, group_json(&d, gs[i]));
+			free(gs);
 			reply_discovery(q, json_pack("{s:s,s:s,s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups",
 						     groups),
 					"application/json");
 		}
+		dset_release(&d);
 		return;
 	}
 	case PATH_DISCOVERY_GROUP:
-		if (!group_served(s, p->group, NULL))
+		if (!group_served(&d, p->group, NULL))
 			break;
-		json_t *g = group_json(s, p->group);
+		json_t *g = group_json(&d, p->group);
 		json_object_set_new(g, "kind", json_string("APIGroup"));
 		json_object_set_new(g, "apiVersion", json_string("v1"));
 		reply_discovery(q, g, "application/json");
+		dset_release(&d);
 		return;
 	case PATH_DISCOVERY_GV:
-		if (!group_served(s, p->group, p->version))
+		if (!group_served(&d, p->group, p->version))
 			break;
-		reply_discovery(q, resource_list(s, p->group, p->version), "application/json");
+		reply_discovery(q, resource_list(&d, p->group, p->version), "application/json");
+		dset_release(&d);
 		return;
 	default:
 		break;
 	}
+	dset_release(&d);
 	reply_status(q, E_NOT_FOUND, "the server could not find the requested resource");
 }
 
@@ -292,8 +434,6 @@ bool serve_nonresource(struct apiserver *s, struct http_request *hr, struct http
 		struct buf b = BUF_INIT;
 		metrics_render(s, &b);
 		http_reply_set(rp, 200, "text/plain; version=0.0.4", &b);
-	} else if (strncmp(p, "/openapi/", 9) == 0 || strncmp(p, "/swagger", 8) == 0) {
-		serve_openapi(s, hr, rp);
 	} else {
 		return false;
 	}

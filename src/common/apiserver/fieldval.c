@@ -3,9 +3,11 @@
  * fieldValidation=Warn (the default) says so in Warning headers, Strict refuses the request
  * with 400, Ignore says nothing. Duplicate keys in a JSON body are treated the same way. */
 #include "internal.h"
+#include "ursa/crd.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/schema.h"
+#include "ursa/xalloc.h"
 #include <string.h>
 
 #define WARNING_HEADER_MAX 4096
@@ -118,10 +120,28 @@ int fieldval_check(struct req *q, json_t *obj, const char *api_version, const ch
 {
 	if (q->fv_mode == FV_NONE)
 		return 0;
+	const struct api_resource *r = q->res ? q->res->r : NULL;
 	const struct pb_msg *msg = pb_kind_schema(api_version, kind);
 	json_t *paths = json_array();
-	if (msg)
+	if (r && r->crd_version && r->crd_version->schema && strcmp(kind, r->kind) == 0) {
+		/* a custom resource: its version's schema (the write prunes it again, whatever the mode) */
+		crd_schema_prune(r->crd_version->schema, obj, paths);
+		json_t *meta = json_object_get(obj, "metadata");
+		if (json_is_object(meta)) {
+			json_t *mp = json_array();
+			schema_prune(meta, &pm_object_meta, mp);
+			size_t k;
+			json_t *v;
+			json_array_foreach(mp, k, v) {
+				char *full = xasprintf("metadata.%s", json_string_value(v));
+				json_array_append_new(paths, json_string(full));
+				free(full);
+			}
+			json_decref(mp);
+		}
+	} else if (msg) {
 		schema_prune(obj, msg, paths);
+	}
 	int rc = 0;
 	size_t i;
 	json_t *p;

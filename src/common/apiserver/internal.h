@@ -18,14 +18,22 @@
 #define MAX_JSON_DEPTH 64
 #define MAX_LIST_LIMIT 100000
 
-/* A resource as served: its table entry, its etcd prefix and its watch cache. */
+/* A resource as served: its table entry, its etcd prefix and its watch cache. The table's
+ * entries live as long as the server; a custom resource's (crd.c: dynamic) are reference
+ * counted: served_ref/served_unref (no-ops on the table's), one reference per request and watch
+ * that uses it, so a CRD changed or deleted meanwhile frees it only when the last one ends. */
 struct served {
 	const struct api_resource *r;
-	char *prefix;          /* "/registry/pods/" */
+	char *prefix;          /* "/registry/pods/"; a custom resource's: "/registry/<group>/<plural>/" */
 	struct wcache *cache;
-	unsigned index;        /* position in the table (metrics) */
+	unsigned index;        /* position in the table (metrics); custom resources: nres */
 	_Atomic int64_t written_rev; /* this server's newest write of the kind (write.c) */
+	bool dynamic;          /* a custom resource's entry (crd.c) */
+	atomic_int refs;       /* dynamic entries only */
+	void *crd_priv;        /* crd.c's */
 };
+struct served *served_ref(struct served *sv);
+void served_unref(struct served *sv); /* NULL is fine */
 
 /* follow.c: a follower keeps a view of some of the server's watch caches on a thread of its
  * own. event gets, for cache i, every object of its state (as WEV_ADDED), then every change
@@ -79,6 +87,7 @@ struct apiserver {
 	char *kubelet_token; /* read from o.kubelet_token_file, else the region token's copy */
 	struct quota *quota; /* quota.c: usage followed from the caches; NULL when no ResourceQuotas are served */
 	struct svcip *svcip; /* svcip.c: services' cluster IPs followed from the caches; NULL when not served */
+	struct crds *crds;   /* crd.c: NULL when the server serves no customresourcedefinitions */
 };
 
 /* One API request being answered. */
@@ -313,14 +322,56 @@ bool wants_table(struct req *q);
 json_t *table_new(const struct api_resource *r, json_t **objs, size_t n, bool with_columns);
 void table_set_list_meta(json_t *table, int64_t rv, const char *cont, long long remaining);
 
+/* crd.c: custom resources. crd_start follows the server's customresourcedefinitions cache (a
+ * no-op returning 0 when the table has none) and keeps, per tenant, the served entries its
+ * established CRDs make (one per served version; the versions share one watch cache, over the
+ * tenant's keys "/registry/<group>/<plural>/<tenant>/..."); it also writes each CRD's status
+ * (acceptedNames, NamesAccepted and Established conditions; a name clash within the tenant and
+ * group is reported there and not served, the older CRD winning). The system tenant's CRDs
+ * serve every tenant that has no CRD of the same name. crd_stop ends it (before the caches).
+ * crd_find: the entry for (group, version, plural) as tenant sees it (path tenant, else the
+ * caller's), new reference or NULL; waits a little for this server's own recent CRD writes to
+ * be applied first. crd_view_get: every custom resource entry tenant sees (new references, in a
+ * stable order: group, then version as the CRD lists it, then plural), for discovery and
+ * OpenAPI; *ret_gen changes whenever that set (or a definition in it) changes. */
+int crd_start(struct apiserver *s);
+void crd_stop(struct apiserver *s);
+struct served *crd_find(struct apiserver *s, const char *tenant, const char *group, const char *version,
+			const char *plural);
+struct crd_view {
+	struct served **sv;
+	size_t n;
+	uint64_t gen;
+};
+void crd_view_get(struct apiserver *s, const char *tenant, struct crd_view *ret);
+void crd_view_release(struct crd_view *v);
+/* Serving one: crd_rewrites is true when sv serves another version than the stored one (conversion
+ * None: only apiVersion differs); crd_set_api_version sets obj's apiVersion to sv's version, or
+ * to the storage version (storage true) before a write; crd_object_text appends stored text as sv
+ * serves it; crd_table_cells appends a Table row's cells (Name, the printer columns or Age).
+ * admit_crd (admission step): a CRD whose names clash with another CRD's of its tenant or with a
+ * built-in kind's is refused (422). */
+bool crd_rewrites(const struct served *sv);
+void crd_set_api_version(const struct served *sv, json_t *obj, bool storage);
+void crd_object_text(const struct served *sv, const char *json, size_t len, struct buf *out);
+void crd_table_cells(const struct api_resource *r, const json_t *obj, json_t *cells);
+int admit_crd(struct req *q, json_t *obj, const json_t *old);
+/* write.c: replies 422 with the causes in errs (consumed). */
+void reply_invalid(struct req *q, const json_t *obj, struct field_errors *errs);
+
 /* discovery.c */
 bool serve_nonresource(struct apiserver *s, struct http_request *hr, struct http_reply *rp);
 void serve_discovery(struct req *q);
+/* Kubernetes' version priority, as a qsort comparison (< 0: a is listed before b): v2 < v1 <
+ * v2beta1 < v1beta2 < v1beta1 < v1alpha1 < other names (alphabetically). */
+int discovery_version_cmp(const char *a, const char *b);
 
 /* openapi.c: /openapi/v2 (JSON, or gnostic protobuf by Accept) and /openapi/v3[/<gv>] for the
- * kinds s serves, built once per set of kinds and kept for the life of the process; ETag and
- * If-None-Match (304). Replies 404 for other paths. */
-void serve_openapi(struct apiserver *s, struct http_request *hr, struct http_reply *rp);
+ * kinds s serves as tenant (the authenticated caller's) sees them: the table's kinds, built once
+ * per set of kinds and kept for the life of the process, plus the tenant's custom resources
+ * (crd_view_get), whose documents are cached by the view's generation; ETag and If-None-Match
+ * (304). Replies 404 for other paths. */
+void serve_openapi(struct apiserver *s, const char *tenant, struct http_request *hr, struct http_reply *rp);
 /* The documents themselves (new references), from the type tables (ursa/schema.h):
  * Swagger 2.0, and an object mapping "api/v1", "apis/<g>/<v>" to OpenAPI 3.0 documents. */
 json_t *openapi_v2_document(const struct api_resource *const *res, size_t n);

@@ -95,6 +95,13 @@ static void histogram(struct buf *out, const char *name, const char *labels, con
 	buf_addf(out, "%s_sum{%s} %.6f\n%s_count{%s} %llu\n", name, labels, s->sum_s, name, labels, s->count);
 }
 
+/* The resource label: the table's plural, or "customresources" for every custom resource
+ * (index nres: a tenant's kinds would make the label set unbounded). */
+static const char *res_name(const struct apiserver *s, unsigned idx)
+{
+	return idx < s->nres ? s->res[idx].r->plural : "customresources";
+}
+
 void metrics_render(struct apiserver *s, struct buf *out)
 {
 	struct metrics *m = s->metrics;
@@ -103,13 +110,13 @@ void metrics_render(struct apiserver *s, struct buf *out)
 		      "# TYPE ursa_apiserver_request_total counter\n");
 	for (size_t i = 0; i < m->nreq; i++)
 		buf_addf(out, "ursa_apiserver_request_total{verb=\"%s\",resource=\"%s\",code=\"%d\"} %llu\n",
-			 m->req[i].verb, s->res[m->req[i].res].r->plural, m->req[i].code, m->req[i].count);
+			 m->req[i].verb, res_name(s, m->req[i].res), m->req[i].code, m->req[i].count);
 	buf_adds(out, "# HELP ursa_apiserver_request_duration_seconds Request latency.\n"
 		      "# TYPE ursa_apiserver_request_duration_seconds histogram\n");
 	for (size_t i = 0; i < m->nreq; i++) {
 		char labels[256];
 		snprintf(labels, sizeof(labels), "verb=\"%s\",resource=\"%s\",code=\"%d\"", m->req[i].verb,
-			 s->res[m->req[i].res].r->plural, m->req[i].code);
+			 res_name(s, m->req[i].res), m->req[i].code);
 		histogram(out, "ursa_apiserver_request_duration_seconds", labels, &m->req[i]);
 	}
 	buf_adds(out, "# HELP ursa_etcd_request_duration_seconds etcd request latency by operation.\n"

@@ -6,9 +6,16 @@
  * src/common/schema/docs.c (schema_doc); a field without one shows its message's.
  *
  * The tables are static, so the documents are built once per set of served kinds (on first
- * use), serialized, hashed and kept for the life of the process; requests only pick bytes. */
+ * use), serialized, hashed and kept for the life of the process; requests only pick bytes.
+ *
+ * A tenant with custom resources (crd.c's view) sees them too: definitions named as Kubernetes
+ * names a CRD's ("com.example.stable.v1.CronTab": the group reversed) from the version's
+ * openAPIV3Schema, a v3 document per custom group version, and the v2 document with them
+ * spliced in. Those are built per (tenant, generation of its view) and kept in a small cache
+ * bounded in entries and bytes. */
 #include "internal.h"
 #include "ursa/apidisc.h"
+#include "ursa/crd.h"
 #include "ursa/jsonutil.h"
 #include "ursa/schema.h"
 #include "ursa/xalloc.h"
@@ -321,9 +328,91 @@ static void gen_common(struct gen *g)
 	msg_def(g, &pm_object_meta);
 }
 
+/* --- custom resources ---------------------------------------------------------------------------- */
+
+/* The list's definition name of the kind whose definition is def: "<package>.<Kind>List", or a
+ * custom resource's "<package>.<listKind>". New string. */
+static char *list_def_of(const struct api_resource *r, const char *def)
+{
+	size_t dl = strlen(def), kl = strlen(r->kind);
+	if (r->crd && r->crd->list_kind && dl >= kl)
+		return xasprintf("%.*s%s", (int)(dl - kl), def, r->crd->list_kind);
+	return xasprintf("%sList", def);
+}
+
+/* Swagger 2.0 has no nullable and no oneOf, anyOf or not (and Kubernetes drops allOf from CRD
+ * schemas too): what a structural schema only uses for validation goes from the v2 form. */
+static void schema_to_v2(json_t *sch, int depth)
+{
+	static const char *const drop[] = {"nullable", "oneOf", "anyOf", "allOf", "not"};
+	if (!json_is_object(sch) || depth > 2 * CRD_SCHEMA_MAX_DEPTH)
+		return;
+	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
+		json_object_del(sch, drop[i]);
+	const char *k;
+	json_t *v;
+	json_object_foreach (json_object_get(sch, "properties"), k, v)
+		schema_to_v2(v, depth + 1);
+	schema_to_v2(json_object_get(sch, "items"), depth + 1);
+	schema_to_v2(json_object_get(sch, "additionalProperties"), depth + 1);
+}
+
+/* A custom resource's definition (its version's openAPIV3Schema with apiVersion, kind and
+ * metadata as every kind has them) and its list's, named as Kubernetes names them. */
+static void gen_crd_kind(struct gen *g, const struct api_resource *r, const char *name, const char *api_version)
+{
+	const json_t *src = r->crd_version && r->crd_version->schema ? crd_schema_json(r->crd_version->schema) : NULL;
+	json_t *sch = json_is_object(src) ? json_deep_copy(src) : opaque_schema();
+	if (!g->v3)
+		schema_to_v2(sch, 0);
+	json_object_del(sch, "x-kubernetes-group-version-kind");
+	if (!json_object_get(sch, "type") && !json_object_get(sch, "x-kubernetes-preserve-unknown-fields"))
+		json_object_set_new(sch, "type", json_string("object"));
+	json_t *props = json_object_get(sch, "properties");
+	if (!json_is_object(props)) {
+		props = json_object();
+		json_object_set_new(sch, "properties", props);
+	}
+	char *av = xasprintf("The group and version of this object's schema: %s.", api_version);
+	char *kd = xasprintf("The kind of this object: %s.", r->kind);
+	json_object_set_new(props, "apiVersion", json_pack("{s:s,s:s}", "description", av, "type", "string"));
+	json_object_set_new(props, "kind", json_pack("{s:s,s:s}", "description", kd, "type", "string"));
+	json_t *meta = ref_to(g, msg_def(g, &pm_object_meta));
+	if (g->v3) /* beside a $ref, Swagger 2.0 ignores everything */
+		json_object_set_new(meta, "description", json_string("Standard object's metadata."));
+	json_object_set_new(props, "metadata", meta);
+	free(av);
+	free(kd);
+	add_gvk(sch, r->group, r->version, r->kind);
+	json_object_set_new(g->defs, name, sch);
+
+	char *list = list_def_of(r, name);
+	const char *list_kind = r->crd->list_kind ? r->crd->list_kind : "";
+	json_t *ls = json_pack("{s:s,s:[s],s:{s:{s:s},s:{s:s,s:o},s:{s:s},s:o}}", "type", "object", "required", "items",
+			       "properties", "apiVersion", "type", "string", "items", "type", "array", "items",
+			       ref_to(g, name), "kind", "type", "string", "metadata", ref_to(g, LIST_META));
+	add_gvk(ls, r->group, r->version, list_kind);
+	char *ldoc = xasprintf("%s is a list of %s.", list_kind, r->kind);
+	json_object_set_new(ls, "description", json_string(ldoc));
+	free(ldoc);
+	json_object_set_new(g->defs, list, ls);
+	free(list);
+}
+
 /* The definition of a served kind and of its list; returns the kind's definition name (new). */
 static char *gen_kind(struct gen *g, const struct api_resource *r)
 {
+	if (r->crd) {
+		struct buf pkg = BUF_INIT;
+		package_prefix(r->group, r->version, &pkg);
+		char *name = xasprintf("%s.%s", buf_cstr(&pkg), r->kind);
+		char *api_version = xasprintf("%s/%s", r->group, r->version);
+		if (!json_object_get(g->defs, name))
+			gen_crd_kind(g, r, name, api_version);
+		free(api_version);
+		buf_release(&pkg);
+		return name;
+	}
 	struct buf pkg = BUF_INIT;
 	package_prefix(r->group, r->version, &pkg);
 	char *name = xasprintf("%s.%s", buf_cstr(&pkg), r->kind);
@@ -476,7 +565,7 @@ static json_t *responses_json(const struct gen *g, const char *code, const char 
 static json_t *operation(const struct gen *g, const struct api_resource *r, enum op_kind k, const char *def)
 {
 	json_t *params = json_array(), *op = json_object();
-	char *list_def = xasprintf("%sList", def);
+	char *list_def = list_def_of(r, def);
 	bool ns = r->scope == SCOPE_NAMESPACE;
 	static const struct param p_name = {"name", "string", "name of the object"};
 	static const struct param p_namespace = {"namespace", "string", "object name and auth scope"};
@@ -707,11 +796,14 @@ struct blob {
 	char *hash;      /* the hex inside the quotes: the v3 URLs' ?hash= */
 };
 
+/* The documents of one set of served kinds (the table's). */
 struct openapi {
 	struct openapi *next;
 	const struct api_resource **res; /* the key: the served kinds, in order */
 	size_t nres;
 	struct blob v2json, v2pb, v3index;
+	size_t v2_paths_end, v2_defs_end; /* offsets of the '}' closing v2json's paths and definitions */
+	json_t *v3paths;                  /* the v3 index's paths, for the tenants' indexes */
 	char **v3keys; /* "apis/apps/v1" */
 	struct blob *v3;
 	size_t nv3;
@@ -729,6 +821,36 @@ static void blob_json(struct blob *b, const json_t *j)
 	blob_seal(b);
 }
 
+static void blob_release(struct blob *b)
+{
+	buf_release(&b->body);
+	buf_release(&b->etag);
+	free(b->hash);
+	b->hash = NULL;
+}
+
+static size_t blob_bytes(const struct blob *b)
+{
+	return b->body.len + b->etag.len + (b->hash ? strlen(b->hash) : 0);
+}
+
+/* The v2 document's text exactly as json_dump_buf writes it, with the offsets of the braces that
+ * close paths and definitions, where a tenant's documents add theirs. */
+static void v2_text(const json_t *doc, struct blob *b, size_t *ret_paths_end, size_t *ret_defs_end)
+{
+	/* swagger is "2.0": json_dump_buf writes objects and arrays only */
+	buf_addf(&b->body, "{\"swagger\":\"%s\",\"info\":", json_str(doc, "swagger"));
+	json_dump_buf(json_object_get(doc, "info"), &b->body);
+	buf_adds(&b->body, ",\"paths\":");
+	json_dump_buf(json_object_get(doc, "paths"), &b->body);
+	*ret_paths_end = b->body.len - 1;
+	buf_adds(&b->body, ",\"definitions\":");
+	json_dump_buf(json_object_get(doc, "definitions"), &b->body);
+	*ret_defs_end = b->body.len - 1;
+	buf_addch(&b->body, '}');
+	blob_seal(b);
+}
+
 static struct openapi *openapi_new(const struct api_resource **res, size_t n)
 {
 	struct openapi *o = xcalloc(1, sizeof(*o));
@@ -736,7 +858,7 @@ static struct openapi *openapi_new(const struct api_resource **res, size_t n)
 	memcpy(o->res, res, n * sizeof(*res));
 	o->nres = n;
 	json_t *v2 = openapi_v2_document(res, n);
-	blob_json(&o->v2json, v2);
+	v2_text(v2, &o->v2json, &o->v2_paths_end, &o->v2_defs_end);
 	openapi_v2_protobuf(v2, &o->v2pb.body);
 	blob_seal(&o->v2pb);
 	json_decref(v2);
@@ -753,7 +875,8 @@ static struct openapi *openapi_new(const struct api_resource **res, size_t n)
 		json_object_set_new(index, key, json_pack("{s:s}", "serverRelativeURL", url));
 		free(url);
 	}
-	json_t *idx = json_pack("{s:o}", "paths", index);
+	o->v3paths = index;
+	json_t *idx = json_pack("{s:O}", "paths", index);
 	blob_json(&o->v3index, idx);
 	json_decref(idx);
 	json_decref(docs);
@@ -784,6 +907,239 @@ static const struct openapi *openapi_of(struct apiserver *s)
 	return o;
 }
 
+/* --- a tenant's documents: the table's plus its custom resources' ------------------------------ */
+
+/* Built for one (server, tenant, generation of its custom resources): the v3 index and the
+ * documents of the custom resources' group versions, and (on first demand) the whole v2
+ * document in both forms. At most TDOCS_MAX of them, TDOCS_MAX_BYTES in all, the least lately
+ * used going first: with many tenants, a tenant's next request after its turn rebuilds them. */
+#define TDOCS_MAX 256
+#define TDOCS_MAX_BYTES ((size_t)64 << 20)
+
+struct tdocs {
+	struct tdocs *prev, *next; /* most lately used first */
+	const struct apiserver *s;
+	char *tenant;
+	uint64_t gen;
+	struct blob v3index;
+	char **v3keys; /* the custom resources' group versions ("apis/stable.example.com/v1") */
+	struct blob *v3;
+	size_t nv3;
+	bool has_v2;
+	struct blob v2json, v2pb;
+	size_t bytes;
+};
+
+static struct {
+	struct tdocs *head, *tail;
+	size_t n, bytes;
+} tcache;
+
+static void tdocs_free(struct tdocs *t)
+{
+	if (!t)
+		return;
+	blob_release(&t->v3index);
+	for (size_t i = 0; i < t->nv3; i++) {
+		free(t->v3keys[i]);
+		blob_release(&t->v3[i]);
+	}
+	free(t->v3keys);
+	free(t->v3);
+	blob_release(&t->v2json);
+	blob_release(&t->v2pb);
+	free(t->tenant);
+	free(t);
+}
+
+static void tdocs_count(struct tdocs *t)
+{
+	t->bytes = sizeof(*t) + blob_bytes(&t->v3index) + blob_bytes(&t->v2json) + blob_bytes(&t->v2pb);
+	for (size_t i = 0; i < t->nv3; i++)
+		t->bytes += blob_bytes(&t->v3[i]) + strlen(t->v3keys[i]);
+}
+
+/* Under cache_lock. */
+static void tcache_unlink(struct tdocs *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		tcache.head = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	else
+		tcache.tail = t->prev;
+	t->prev = t->next = NULL;
+	tcache.n--;
+	tcache.bytes -= t->bytes;
+}
+
+static void tcache_push(struct tdocs *t)
+{
+	t->prev = NULL;
+	t->next = tcache.head;
+	if (tcache.head)
+		tcache.head->prev = t;
+	tcache.head = t;
+	if (!tcache.tail)
+		tcache.tail = t;
+	tcache.n++;
+	tcache.bytes += t->bytes;
+}
+
+/* The entry, made the most lately used; NULL if none. Under cache_lock. */
+static struct tdocs *tcache_find(const struct apiserver *s, const char *tenant, uint64_t gen)
+{
+	for (struct tdocs *t = tcache.head; t; t = t->next) {
+		if (t->s != s || t->gen != gen || strcmp(t->tenant, tenant) != 0)
+			continue;
+		tcache_unlink(t);
+		tcache_push(t);
+		return t;
+	}
+	return NULL;
+}
+
+/* Drops the least lately used entries (never keep) past the bounds. Under cache_lock. */
+static void tcache_trim(const struct tdocs *keep)
+{
+	while ((tcache.n > TDOCS_MAX || tcache.bytes > TDOCS_MAX_BYTES) && tcache.tail && tcache.tail != keep) {
+		struct tdocs *t = tcache.tail;
+		tcache_unlink(t);
+		tdocs_free(t);
+	}
+}
+
+static bool base_has_v3(const struct openapi *o, const char *key)
+{
+	for (size_t i = 0; i < o->nv3; i++)
+		if (strcmp(o->v3keys[i], key) == 0)
+			return true;
+	return false;
+}
+
+/* Appends the members of obj (a JSON object) as text without its braces, each preceded by a
+ * comma. */
+static void members_text(const json_t *obj, struct buf *out)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach ((json_t *)obj, k, v) {
+		json_t *one = json_object();
+		json_object_set(one, k, v);
+		struct buf t = BUF_INIT;
+		json_dump_buf(one, &t);
+		json_decref(one);
+		buf_addch(out, ',');
+		buf_add(out, t.ptr + 1, t.len - 2);
+		buf_release(&t);
+	}
+}
+
+/* Inserts more (",<member>,<member>...", or empty) before the '}' at end in text[0..len), which
+ * closes an object that may be empty ("{}"). */
+static void splice(struct buf *out, const char *text, size_t from, size_t end, const struct buf *more)
+{
+	buf_add(out, text + from, end - from);
+	if (more->len) {
+		bool empty = end > 0 && text[end - 1] == '{';
+		buf_add(out, more->ptr + (empty ? 1 : 0), more->len - (empty ? 1 : 0));
+	}
+}
+
+/* The whole v2 document of the table's kinds and res (the custom resources): the table's text
+ * with the custom resources' paths and definitions spliced in, and its protobuf form the
+ * table's message followed by one holding only those paths and definitions (protobuf merges
+ * repeated fields of a message given twice, so readers see one document). */
+static void tdocs_build_v2(struct tdocs *t, const struct openapi *o, const struct api_resource *const *res, size_t n)
+{
+	json_t *doc = openapi_v2_document(res, n);
+	json_t *paths = json_object_get(doc, "paths"), *defs = json_object_get(doc, "definitions");
+	json_t *mine = json_object(); /* the custom resources' definitions: kinds and lists */
+	for (size_t i = 0; i < n; i++) {
+		struct buf pkg = BUF_INIT;
+		package_prefix(res[i]->group, res[i]->version, &pkg);
+		char *name = xasprintf("%s.%s", buf_cstr(&pkg), res[i]->kind), *list = list_def_of(res[i], name);
+		if (json_object_get(defs, name))
+			json_object_set(mine, name, json_object_get(defs, name));
+		if (json_object_get(defs, list))
+			json_object_set(mine, list, json_object_get(defs, list));
+		free(name);
+		free(list);
+		buf_release(&pkg);
+	}
+	struct buf mp = BUF_INIT, md = BUF_INIT;
+	members_text(paths, &mp);
+	members_text(mine, &md);
+	const char *base = o->v2json.body.ptr;
+	splice(&t->v2json.body, base, 0, o->v2_paths_end, &mp);
+	splice(&t->v2json.body, base, o->v2_paths_end, o->v2_defs_end, &md);
+	buf_add(&t->v2json.body, base + o->v2_defs_end, o->v2json.body.len - o->v2_defs_end);
+	blob_seal(&t->v2json);
+	buf_release(&mp);
+	buf_release(&md);
+
+	buf_add(&t->v2pb.body, o->v2pb.body.ptr ? o->v2pb.body.ptr : "", o->v2pb.body.len);
+	json_t *part = json_pack("{s:O,s:O}", "paths", paths, "definitions", mine);
+	openapi_v2_protobuf(part, &t->v2pb.body);
+	blob_seal(&t->v2pb);
+	json_decref(part);
+	json_decref(mine);
+	json_decref(doc);
+	t->has_v2 = true;
+}
+
+/* The custom resources of a view (group versions the table serves too are left to the table). */
+static size_t view_resources(const struct openapi *o, const struct crd_view *v, const struct api_resource ***ret)
+{
+	size_t n = 0;
+	*ret = xmalloc((v->n + 1) * sizeof(**ret));
+	for (size_t i = 0; i < v->n; i++) {
+		const struct api_resource *r = v->sv[i] ? v->sv[i]->r : NULL;
+		if (!r || !r->crd || !r->group[0])
+			continue;
+		char *key = xasprintf("apis/%s/%s", r->group, r->version);
+		if (!base_has_v3(o, key))
+			(*ret)[n++] = r;
+		free(key);
+	}
+	return n;
+}
+
+static struct tdocs *tdocs_build(const struct apiserver *s, const struct openapi *o, const char *tenant,
+				 const struct crd_view *v, bool with_v2)
+{
+	struct tdocs *t = xcalloc(1, sizeof(*t));
+	t->s = s;
+	t->tenant = xstrdup(tenant);
+	t->gen = v->gen;
+	const struct api_resource **res;
+	size_t n = view_resources(o, v, &res);
+	json_t *docs = openapi_v3_documents(res, n), *index = json_copy(o->v3paths);
+	t->v3 = xcalloc(json_object_size(docs) + 1, sizeof(*t->v3));
+	t->v3keys = xcalloc(json_object_size(docs) + 1, sizeof(*t->v3keys));
+	const char *key;
+	json_t *doc;
+	json_object_foreach (docs, key, doc) {
+		struct blob *b = &t->v3[t->nv3];
+		t->v3keys[t->nv3++] = xstrdup(key);
+		blob_json(b, doc);
+		char *url = xasprintf("/openapi/v3/%s?hash=%s", key, b->hash);
+		json_object_set_new(index, key, json_pack("{s:s}", "serverRelativeURL", url));
+		free(url);
+	}
+	json_t *idx = json_pack("{s:o}", "paths", index);
+	blob_json(&t->v3index, idx);
+	json_decref(idx);
+	json_decref(docs);
+	if (with_v2)
+		tdocs_build_v2(t, o, res, n);
+	free(res);
+	tdocs_count(t);
+	return t;
+}
+
 /* True when the client's Accept prefers gnostic's protobuf document over JSON. */
 bool openapi_wants_protobuf(const char *accept)
 {
@@ -811,31 +1167,94 @@ static void reply_blob(struct http_request *hr, struct http_reply *rp, const str
 	http_reply_set(rp, 200, ctype, &body);
 }
 
-void serve_openapi(struct apiserver *s, struct http_request *hr, struct http_reply *rp)
+/* A document at its hashed URL never changes; a tenant's own (its custom resources') is kept
+ * out of shared caches all the same. */
+static void reply_v3(struct http_request *hr, struct http_reply *rp, const struct blob *b, bool tenants)
+{
+	const char *hash = http_query(hr, "hash");
+	bool pinned = hash && strcmp(hash, b->hash) == 0;
+	reply_blob(hr, rp, b, "application/json",
+		   !pinned    ? "no-cache, private"
+		   : tenants ? "private, immutable, max-age=31536000"
+			     : "public, immutable, max-age=31536000");
+}
+
+static bool is_v2(const char *path)
+{
+	return strcmp(path, "/openapi/v2") == 0 || strcmp(path, "/openapi/v2/") == 0;
+}
+
+static bool is_v3_index(const char *path)
+{
+	return strcmp(path, "/openapi/v3") == 0 || strcmp(path, "/openapi/v3/") == 0;
+}
+
+/* Replies from t (a tenant's) or o (the table's); false when neither has path. */
+static bool reply_doc(struct http_request *hr, struct http_reply *rp, const struct openapi *o, const struct tdocs *t)
 {
 	const char *path = http_path(hr);
+	if (is_v2(path)) {
+		bool pb = openapi_wants_protobuf(http_header(hr, "Accept"));
+		const struct blob *b = pb ? (t ? &t->v2pb : &o->v2pb) : (t ? &t->v2json : &o->v2json);
+		reply_blob(hr, rp, b, pb ? PB_MEDIA_TYPE : "application/json", "no-cache, private");
+		return true;
+	}
+	if (is_v3_index(path)) {
+		reply_blob(hr, rp, t ? &t->v3index : &o->v3index, "application/json", "no-cache, private");
+		return true;
+	}
+	if (strncmp(path, "/openapi/v3/", 12) != 0)
+		return false;
+	for (size_t i = 0; i < o->nv3; i++)
+		if (strcmp(path + 12, o->v3keys[i]) == 0) {
+			reply_v3(hr, rp, &o->v3[i], false);
+			return true;
+		}
+	for (size_t i = 0; t && i < t->nv3; i++)
+		if (strcmp(path + 12, t->v3keys[i]) == 0) {
+			reply_v3(hr, rp, &t->v3[i], true);
+			return true;
+		}
+	return false;
+}
+
+void serve_openapi(struct apiserver *s, const char *tenant, struct http_request *hr, struct http_reply *rp)
+{
 	const struct openapi *o = openapi_of(s);
-	if (strcmp(path, "/openapi/v2") == 0 || strcmp(path, "/openapi/v2/") == 0) {
-		if (openapi_wants_protobuf(http_header(hr, "Accept")))
-			reply_blob(hr, rp, &o->v2pb, PB_MEDIA_TYPE, "no-cache, private");
-		else
-			reply_blob(hr, rp, &o->v2json, "application/json", "no-cache, private");
+	struct crd_view v = {0};
+	if (s->crds && tenant)
+		crd_view_get(s, tenant, &v);
+	if (v.n == 0) {
+		crd_view_release(&v);
+		if (!reply_doc(hr, rp, o, NULL))
+			reply_status_raw(rp, E_NOT_FOUND, "the server could not find the requested resource");
 		return;
 	}
-	if (strcmp(path, "/openapi/v3") == 0 || strcmp(path, "/openapi/v3/") == 0) {
-		reply_blob(hr, rp, &o->v3index, "application/json", "no-cache, private");
-		return;
-	}
-	if (strncmp(path, "/openapi/v3/", 12) == 0) {
-		for (size_t i = 0; i < o->nv3; i++) {
-			if (strcmp(path + 12, o->v3keys[i]) != 0)
-				continue;
-			const char *hash = http_query(hr, "hash");
-			bool pinned = hash && strcmp(hash, o->v3[i].hash) == 0;
-			reply_blob(hr, rp, &o->v3[i], "application/json",
-				   pinned ? "public, immutable, max-age=31536000" : "no-cache, private");
-			return;
+	bool want_v2 = is_v2(http_path(hr));
+	pthread_mutex_lock(&cache_lock);
+	struct tdocs *t = tcache_find(s, tenant, v.gen);
+	if (!t || (want_v2 && !t->has_v2)) {
+		/* Built without the lock: others' requests meanwhile are served, or build too. */
+		pthread_mutex_unlock(&cache_lock);
+		struct tdocs *fresh = tdocs_build(s, o, tenant, &v, want_v2);
+		pthread_mutex_lock(&cache_lock);
+		t = tcache_find(s, tenant, v.gen);
+		if (t && want_v2 && !t->has_v2) {
+			tcache_unlink(t);
+			tdocs_free(t);
+			t = NULL;
+		}
+		if (!t) {
+			t = fresh;
+			tcache_push(t);
+			tcache_trim(t);
+		} else {
+			tdocs_free(fresh);
 		}
 	}
-	reply_status_raw(rp, E_NOT_FOUND, "the server could not find the requested resource");
+	bool done = reply_doc(hr, rp, o, t);
+	pthread_mutex_unlock(&cache_lock);
+	crd_view_release(&v);
+	if (!done)
+		reply_status_raw(rp, E_NOT_FOUND, "the server could not find the requested resource");
 }

@@ -39,6 +39,11 @@ int patch_doc_parse(struct req *q, struct patch_doc *p)
 		reply_status(q, E_MEDIA_TYPE, "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json");
 		return -1;
 	}
+	if (kind == P_SMP && q->res && q->res->r->crd) {
+		/* as Kubernetes: custom resources have no patch strategies to merge by */
+		reply_status(q, E_MEDIA_TYPE, "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
+		return -1;
+	}
 	size_t len;
 	const char *body = http_body(q->http, &len);
 	struct buf err = BUF_INIT;

@@ -1,6 +1,7 @@
 /* GET and LIST: single objects from etcd; lists from the watch cache (resourceVersion 0 /
  * NotOlderThan) or from etcd with limit/continue (consistent and exact reads). */
 #include "internal.h"
+#include "ursa/crd.h"
 #include "ursa/base64.h"
 #include "ursa/jsonutil.h"
 #include "ursa/timeutil.h"
@@ -86,6 +87,8 @@ void handle_get(struct req *q)
 		reply_json(q, 200, t);
 		json_decref(t);
 	} else {
+		if (crd_rewrites(q->res))
+			crd_set_api_version(q->res, obj, false);
 		reply_json(q, 200, obj);
 	}
 	json_decref(obj);
@@ -307,7 +310,7 @@ static void reply_list(struct req *q, struct list_result *lr)
 	for (size_t i = 0; i < lr->n; i++) {
 		if (i)
 			buf_addch(&b, ',');
-		buf_add(&b, lr->objs[i]->json, lr->objs[i]->json_len);
+		crd_object_text(q->res, lr->objs[i]->json, lr->objs[i]->json_len, &b);
 	}
 	buf_adds(&b, "]}");
 	reply_buf(q, 200, &b);

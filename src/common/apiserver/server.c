@@ -1,6 +1,7 @@
 /* The API server's front: start-up, then for each request authentication, path
  * resolution against the resource table, tenant scoping, authorization and verb dispatch. */
 #include "internal.h"
+#include "ursa/crd.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
@@ -15,7 +16,9 @@ static bool truthy(const char *v)
 	return v && (strcmp(v, "true") == 0 || strcmp(v, "True") == 0 || strcmp(v, "1") == 0);
 }
 
-static struct served *find_resource(struct apiserver *s, const struct path_info *p)
+/* The table's entry for the path, else a custom resource of the tenant addressed (new
+ * reference: served_unref when done). */
+static struct served *find_resource(struct apiserver *s, const struct path_info *p, const struct identity *id)
 {
 	for (size_t i = 0; i < s->nres; i++) {
 		const struct api_resource *r = s->res[i].r;
@@ -23,7 +26,7 @@ static struct served *find_resource(struct apiserver *s, const struct path_info 
 		    strcmp(r->version, p->version) == 0)
 			return &s->res[i];
 	}
-	return NULL;
+	return crd_find(s, p->tenant ? p->tenant : id->tenant, p->group, p->version, p->resource);
 }
 
 /* The caller: from a gateway's identity assertion when one is present (and only if this server
@@ -240,6 +243,10 @@ static void dispatch(struct req *q)
 			reply_status(q, E_METHOD, "the server does not allow this method on the requested resource");
 		return;
 	}
+	if (q->res->r->crd && q->res->r->crd->terminating && strcmp(q->verb, "create") == 0) {
+		reply_status(q, E_METHOD, "create not allowed while custom resource definition is terminating");
+		return;
+	}
 	if (q->path.subresource) {
 		handle_subresource(q);
 		return;
@@ -262,12 +269,28 @@ static void dispatch(struct req *q)
 static void on_http(void *ud, struct http_request *hr, struct http_reply *rp)
 {
 	struct apiserver *s = ud;
-	if (serve_nonresource(s, hr, rp))
+	const char *rest;
+	char *prefix = path_client_prefix(http_path(hr), &rest); /* a tenant's kubeconfig (ursa/path.h) */
+	if (prefix)
+		http_request_set_path(hr, rest);
+	if (serve_nonresource(s, hr, rp)) {
+		free(prefix);
 		return;
+	}
 	struct req q = { .s = s, .http = hr, .reply = rp };
 	int rc = authenticate(&q);
 	if (rc < 0) {
 		reply_status_raw(rp, E_UNAUTHORIZED, "Unauthorized");
+		goto out;
+	}
+	if (prefix && strcmp(prefix, q.id.tenant) != 0) {
+		reply_status(&q, E_FORBIDDEN, "the server URL names tenant \"%s\", the credential is of tenant \"%s\"",
+			     prefix, q.id.tenant);
+		goto out;
+	}
+	if (strncmp(http_path(hr), "/openapi/", 9) == 0 || strncmp(http_path(hr), "/swagger", 8) == 0) {
+		/* per tenant: its custom resources are in its documents */
+		serve_openapi(s, q.id.tenant, hr, rp);
 		goto out;
 	}
 	if (path_parse(http_path(hr), &q.path) < 0) {
@@ -278,7 +301,7 @@ static void on_http(void *ud, struct http_request *hr, struct http_reply *rp)
 		serve_discovery(&q);
 		goto out;
 	}
-	q.res = find_resource(s, &q.path);
+	q.res = find_resource(s, &q.path, &q.id);
 	if (!q.res) {
 		reply_status(&q, E_NOT_FOUND, "the server could not find the requested resource");
 		goto out;
@@ -297,6 +320,8 @@ static void on_http(void *ud, struct http_request *hr, struct http_reply *rp)
 	if (strcmp(q.verb, "watch") != 0)
 		metrics_request(s->metrics, q.verb, q.res->index, http_reply_status(rp), mono_us() - http_started_us(hr));
 out:
+	free(prefix);
+	served_unref(q.res);
 	identity_release(&q.id);
 	path_info_release(&q.path);
 	free(q.tenant);
@@ -370,11 +395,15 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 	} else if (s->region_token) {
 		s->kubelet_token = xstrdup(s->region_token);
 	}
-	s->metrics = metrics_new(o->nresources);
+	s->metrics = metrics_new(o->nresources + 1); /* + custom resources */
 	atomic_store(&s->etcd_ok, etcd_healthy(s->etcd));
 	served_init(s);
 	s->quota = quota_start(s);
 	s->svcip = svcip_start(s);
+	if (crd_start(s) < 0) {
+		*ret_err = xstrdup("cannot start the custom resource registry");
+		goto fail;
+	}
 	if (authz_start(s) < 0) {
 		*ret_err = xstrdup("cannot start the authorizer");
 		goto fail;
@@ -402,6 +431,7 @@ void apiserver_stop(struct apiserver *s)
 		http_server_stop(s->http);
 	}
 	authz_stop(s);
+	crd_stop(s);
 	quota_stop(s->quota);
 	svcip_stop(s->svcip);
 	for (size_t i = 0; i < s->nres; i++) {

@@ -1,5 +1,6 @@
 /* Subresources: status, scale, binding, eviction, log, token (tokens.c). Each is an entry in one table. */
 #include "internal.h"
+#include "ursa/crd.h"
 #include "ursa/jsonutil.h"
 #include "ursa/pdb.h"
 #include "ursa/timeutil.h"
@@ -66,7 +67,37 @@ static void do_status(struct req *q)
 	}
 }
 
-/* scale (autoscaling/v1 Scale over spec.replicas) ------------------------------------------------ */
+/* scale (autoscaling/v1 Scale over spec.replicas; a custom resource's over its CRD's paths) ------ */
+
+/* The CRD's scale paths, or NULL for built-in kinds. */
+static const struct crd_version *custom_scale(const struct req *q)
+{
+	const struct crd_version *v = q->res->r->crd_version;
+	return v && v->scale ? v : NULL;
+}
+
+/* Sets the member at a simple dotted path (".spec.replicas"), creating objects on the way (each
+ * an object of obj's own: a cached tree's parts are shared). */
+static void set_dotted(json_t *obj, const char *path, json_t *val)
+{
+	char *p = xstrdup(path[0] == '.' ? path + 1 : path), *save = NULL;
+	json_t *cur = obj;
+	char *seg = strtok_r(p, ".", &save);
+	while (seg) {
+		char *next = strtok_r(NULL, ".", &save);
+		if (!next) {
+			json_object_set(cur, seg, val);
+			break;
+		}
+		json_t *child = json_object_get(cur, seg);
+		json_t *own = json_is_object(child) ? json_copy(child) : json_object();
+		json_object_set_new(cur, seg, own);
+		cur = own;
+		seg = next;
+	}
+	free(p);
+}
+
 static json_t *scale_of(struct req *q, const json_t *obj)
 {
 	const json_t *m = json_object_get(obj, "metadata");
@@ -76,12 +107,22 @@ static json_t *scale_of(struct req *q, const json_t *obj)
 		if (json_object_get(m, keep[i]))
 			json_object_set(meta, keep[i], json_object_get(m, keep[i]));
 	struct buf sel = BUF_INIT, err = BUF_INIT;
-	struct label_selector *ls = NULL;
-	if (label_selector_from_json(json_path(obj, "spec.selector"), &ls, &err) == 0)
-		label_selector_format(ls, &sel);
-	label_selector_free(ls);
-	json_t *spec_rep = json_path(obj, "spec.replicas");
-	json_t *st_rep = json_path(obj, "status.replicas");
+	const struct crd_version *cv = custom_scale(q);
+	const json_t *spec_rep, *st_rep;
+	if (cv) {
+		spec_rep = crd_jsonpath_get(cv->spec_replicas_path, obj);
+		st_rep = crd_jsonpath_get(cv->status_replicas_path, obj);
+		const json_t *ls = cv->label_selector_path ? crd_jsonpath_get(cv->label_selector_path, obj) : NULL;
+		if (json_is_string(ls))
+			buf_adds(&sel, json_string_value(ls));
+	} else {
+		struct label_selector *ls = NULL;
+		if (label_selector_from_json(json_path(obj, "spec.selector"), &ls, &err) == 0)
+			label_selector_format(ls, &sel);
+		label_selector_free(ls);
+		spec_rep = json_path(obj, "spec.replicas");
+		st_rep = json_path(obj, "status.replicas");
+	}
 	json_t *s = json_pack("{s:s,s:s,s:o,s:{s:I},s:{s:I,s:s}}", "kind", "Scale", "apiVersion", "autoscaling/v1",
 			      "metadata", meta, "spec", "replicas", (json_int_t)json_integer_value(spec_rep), "status",
 			      "replicas", (json_int_t)json_integer_value(st_rep), "selector", buf_cstr(&sel));
@@ -99,7 +140,10 @@ static int apply_replicas(struct req *q, const json_t *cur, const json_t *scale,
 		return E_INVALID;
 	}
 	json_t *obj = json_deep_copy(cur);
-	json_object_set(json_obj_child(obj, "spec"), "replicas", rep);
+	if (custom_scale(q))
+		set_dotted(obj, custom_scale(q)->spec_replicas_path, rep);
+	else
+		json_object_set(json_obj_child(obj, "spec"), "replicas", rep);
 	json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
 	const char *rv = json_path_str(scale, "metadata.resourceVersion");
 	if (q->rv_precondition && rv)

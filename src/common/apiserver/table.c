@@ -1,5 +1,6 @@
 /* meta.k8s.io/v1 Table responses, built from each resource's printer columns. */
 #include "internal.h"
+#include "ursa/crd.h"
 #include "ursa/jsonutil.h"
 #include <string.h>
 
@@ -41,7 +42,9 @@ json_t *table_new(const struct api_resource *r, json_t **objs, size_t n, bool wi
 	time_t now = time(NULL);
 	for (size_t i = 0; i < n; i++) {
 		json_t *cells = json_array();
-		if (st->cells)
+		if (r->crd_version)
+			crd_table_cells(r, objs[i], cells);
+		else if (st->cells)
 			st->cells(objs[i], now, cells);
 		else
 			json_array_append_new(cells, json_string(json_path_str(objs[i], "metadata.name")));

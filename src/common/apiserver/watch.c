@@ -5,6 +5,7 @@
  * connection is not read, so a client that left is noticed only when a write fails, and without
  * this a watch of a quiet resource would hold its watcher and connection until its timeout. */
 #include "internal.h"
+#include "ursa/crd.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
@@ -66,7 +67,7 @@ static const char *type_name(enum wev_type t)
 static void add_event_object(struct wstream *ws, struct buf *out, const struct cobj *o)
 {
 	if (!ws->table) {
-		buf_add(out, o->json, o->json_len);
+		crd_object_text(ws->sv, o->json, o->json_len, out);
 		return;
 	}
 	json_t *obj = json_loadb(o->json, o->json_len, 0, NULL);
@@ -165,6 +166,7 @@ static void on_done(void *ud)
 	struct wstream *ws = ud;
 	streams_remove(ws);
 	watcher_close(ws->w);
+	served_unref(ws->sv);
 	req_filter_release(&ws->filter);
 	json_decref(ws->error);
 	free(ws);
@@ -215,6 +217,7 @@ void handle_watch(struct req *q)
 		.tenant = all ? NULL : q->tenant, .ns = q->ns, .name = name,
 		.labels = ws->filter.labels, .fields = ws->filter.fields,
 	};
+	served_ref(ws->sv); /* a custom resource's entry outlives a CRD change until the stream ends */
 	ws->hs = http_reply_stream(q->reply, 200, ws->table ? "application/json;as=Table;v=v1;g=meta.k8s.io"
 							     : "application/json",
 				   on_fill, on_done, ws);

@@ -1,5 +1,7 @@
 /* Create, update and delete: the generic store, over etcd transactions. */
 #include "internal.h"
+#include "ursa/crd.h"
+#include "ursa/schema.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/patch.h"
@@ -111,7 +113,7 @@ static void set_now(json_t *meta, const char *field)
 }
 
 /* Replies 422 with the causes in errs (consumed). */
-static void reply_invalid(struct req *q, const json_t *obj, struct field_errors *errs)
+void reply_invalid(struct req *q, const json_t *obj, struct field_errors *errs)
 {
 	const char *name = json_path_str(obj, "metadata.name");
 	struct buf msg = BUF_INIT;
@@ -154,6 +156,8 @@ static int validate_mode(struct req *q, json_t *obj, const json_t *old, bool str
 	validate_object_meta(q->res->r, obj, &errs);
 	if (strategy && q->res->r->strategy->validate)
 		q->res->r->strategy->validate(obj, old, &errs);
+	if (q->res->r->crd_version && q->res->r->crd_version->schema) /* a custom resource: the whole object */
+		crd_schema_validate(q->res->r->crd_version->schema, obj, &errs);
 	if (!field_errors_any(&errs))
 		return 0;
 	reply_invalid(q, obj, &errs);
@@ -257,6 +261,19 @@ static int check_parents(struct req *q)
 	return rc;
 }
 
+/* A custom resource, before validation: unknown fields pruned (always, as Kubernetes does),
+ * then the schema's defaults. */
+static void custom_prune_default(const struct api_resource *r, json_t *obj)
+{
+	if (!r->crd_version || !r->crd_version->schema)
+		return;
+	crd_schema_prune(r->crd_version->schema, obj, NULL);
+	json_t *meta = json_object_get(obj, "metadata");
+	if (json_is_object(meta))
+		schema_prune(meta, &pm_object_meta, NULL);
+	crd_schema_default(r->crd_version->schema, obj);
+}
+
 int prepare_new_object(struct req *q, json_t *obj)
 {
 	const struct api_resource *r = q->res->r;
@@ -292,6 +309,9 @@ int prepare_new_object(struct req *q, json_t *obj)
 		r->strategy->defaults(obj);
 	if (r->strategy->prepare_create)
 		r->strategy->prepare_create(obj);
+	if (r->crd_version && r->crd_version->status)
+		json_object_del(obj, "status"); /* written through the status subresource only */
+	custom_prune_default(r, obj);
 	return validate(q, obj, NULL);
 }
 
@@ -336,6 +356,7 @@ void do_create(struct req *q, json_t *obj)
 	api_version_of(q->res->r, &av);
 	if (check_type_meta(q, obj, q->res->r->kind, buf_cstr(&av)) < 0 || prepare_new_object(q, obj) < 0)
 		goto out;
+	crd_set_api_version(q->res, obj, true); /* stored in the storage version (conversion None) */
 	const char *name = json_path_str(obj, "metadata.name");
 	if (q->path.name && strcmp(q->path.name, name) != 0) {
 		reply_status(q, E_BAD_REQUEST, "the name of the object (%s) does not match the name on the URL (%s)", name,
@@ -438,11 +459,27 @@ static int carry_meta(struct req *q, const json_t *old, json_t *obj)
 	return 0;
 }
 
+/* A custom resource's generation follows every change but metadata and status. */
+static bool custom_content_equal(const json_t *a, const json_t *b)
+{
+	json_t *ca = json_copy((json_t *)a), *cb = json_copy((json_t *)b);
+	static const char *const skip[] = { "metadata", "status", "apiVersion" };
+	for (size_t i = 0; i < 3; i++) {
+		json_object_del(ca, skip[i]);
+		json_object_del(cb, skip[i]);
+	}
+	bool eq = json_equal(ca, cb);
+	json_decref(ca);
+	json_decref(cb);
+	return eq;
+}
+
 static void bump_generation(const struct api_resource *r, const json_t *old, json_t *obj)
 {
 	if (!r->has_spec_generation)
 		return;
-	if (json_equal(json_object_get(old, "spec"), json_object_get(obj, "spec")))
+	if (r->crd ? custom_content_equal(old, obj)
+		   : json_equal(json_object_get(old, "spec"), json_object_get(obj, "spec")))
 		return;
 	json_t *nm = json_object_get(obj, "metadata");
 	json_int_t g = json_integer_value(json_object_get(nm, "generation"));
@@ -491,6 +528,8 @@ static bool read_cached(struct req *q, const char *key, json_t **ret, int64_t *r
 static void reply_updated(struct req *q, json_t *obj)
 {
 	int code = q->success_code ? q->success_code : 200;
+	if (crd_rewrites(q->res))
+		crd_set_api_version(q->res, obj, false);
 	if (q->present) {
 		json_t *p = q->present(q, obj);
 		reply_json(q, code, p);
@@ -507,13 +546,15 @@ static void reply_updated(struct req *q, json_t *obj)
 static void reply_written(struct req *q, int code, const json_t *obj, const struct buf *val, int64_t rev)
 {
 	struct buf out = BUF_INIT;
-	if (!q->present && cobj_splice_rv(val->ptr, val->len, rev, &out)) {
+	if (!q->present && !crd_rewrites(q->res) && cobj_splice_rv(val->ptr, val->len, rev, &out)) {
 		reply_buf(q, code, &out);
 		return;
 	}
 	json_t *copy = json_copy((json_t *)obj), *meta = json_copy(json_object_get(obj, "metadata"));
 	json_object_set_new(copy, "metadata", meta ? meta : json_object());
 	set_resource_version(copy, rev);
+	if (crd_rewrites(q->res))
+		crd_set_api_version(q->res, copy, false);
 	json_t *p = q->present ? q->present(q, copy) : json_incref(copy);
 	reply_json(q, code, p);
 	json_decref(p);
@@ -585,6 +626,8 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 		}
 		if (mode == UPDATE_MAIN && r->strategy->defaults)
 			r->strategy->defaults(obj);
+		custom_prune_default(r, obj);
+		crd_set_api_version(q->res, obj, true);
 		bump_generation(r, old, obj);
 		if (validate_mode(q, obj, old, mode == UPDATE_MAIN) < 0) {
 			rc = E_INVALID;

@@ -202,7 +202,7 @@ struct wcache *wcache_new(const struct api_resource *r, struct etcd *etcd, const
 	struct wdriver *d = xcalloc(1, sizeof(*d));
 	d->c = c;
 	d->etcd = etcd;
-	d->prefix = xstrdup(wcache_key_prefix(c));
+	d->prefix = xstrdup(opts && opts->watch_prefix ? opts->watch_prefix : wcache_key_prefix(c));
 	d->range_end = etcd_prefix_end(d->prefix);
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_condattr_t ca;

@@ -148,6 +148,7 @@ static void resume(struct http_server *srv, struct MHD_Connection *conn)
 
 const char *http_method(const struct http_request *r) { return r->method; }
 const char *http_path(const struct http_request *r) { return r->path; }
+void http_request_set_path(struct http_request *r, const char *path) { r->path = path; }
 int64_t http_started_us(const struct http_request *r) { return r->started_us; }
 void http_request_set_data(struct http_request *r, void *data) { r->data = data; }
 void *http_request_data(const struct http_request *r) { return r->data; }

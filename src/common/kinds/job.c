@@ -232,17 +232,6 @@ static void validate_generated_selector(const json_t *obj, bool prefixed, struct
 #define PFP_MAX_VALUES 255
 #define PFP_MAX_PATTERNS 20
 
-/* Formats a field path into b (reset first); returns it. */
-static const char *pathf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static const char *pathf(struct buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	buf_reset(b);
-	va_start(ap, fmt);
-	buf_vaddf(b, fmt, ap);
-	va_end(ap);
-	return buf_cstr(b);
-}
 
 static void too_many(struct field_errors *errs, const char *f, size_t n, int max)
 {
@@ -283,21 +272,21 @@ static void validate_on_exit_codes(const json_t *oec, const json_t *ps, const ch
 	static const char *const ops[] = { "In", "NotIn", NULL };
 	struct buf f = BUF_INIT;
 	const char *op = json_str(oec, "operator");
-	pathf(&f, "%s.operator", path);
+	buf_setf(&f, "%s.operator", path);
 	if (!op || !*op)
 		field_error_required_why(errs, buf_cstr(&f), "valid values: [\"In\" \"NotIn\"]");
 	else if (strcmp(op, "In") && strcmp(op, "NotIn"))
 		field_error_not_supported(errs, buf_cstr(&f), op, ops);
 	const json_t *cn = json_object_get(oec, "containerName");
 	if (json_is_string(cn) && !has_container(ps, json_string_value(cn))) {
-		pathf(&f, "%s.containerName", path);
+		buf_setf(&f, "%s.containerName", path);
 		field_error_invalid(errs, buf_cstr(&f), json_string_value(cn),
 				    "must be one of the container or initContainer names in the pod template");
 	}
 	const json_t *vals = json_object_get(oec, "values");
 	size_t n = json_is_array(vals) ? json_array_size(vals) : 0;
 	struct buf vf = BUF_INIT;
-	pathf(&vf, "%s.values", path);
+	buf_setf(&vf, "%s.values", path);
 	struct buf b = BUF_INIT;
 	if (n == 0) {
 		go_int32s(&b, vals);
@@ -309,7 +298,7 @@ static void validate_on_exit_codes(const json_t *oec, const json_t *ps, const ch
 	bool ordered = true;
 	for (size_t i = 0; i < n; i++) {
 		const json_t *v = json_array_get(vals, i);
-		pathf(&f, "%s[%zu]", buf_cstr(&vf), i);
+		buf_setf(&f, "%s[%zu]", buf_cstr(&vf), i);
 		if (!json_is_integer(v) || json_integer_value(v) < INT32_MIN || json_integer_value(v) > INT32_MAX) {
 			field_error_type(errs, buf_cstr(&f), "an integer");
 			continue;
@@ -345,13 +334,13 @@ static void validate_on_pod_conditions(const json_t *pats, const char *path, str
 	json_t *p;
 	json_array_foreach(pats, i, p) {
 		const char *type = json_str(p, "type"), *why;
-		pathf(&f, "%s[%zu].type", path, i);
+		buf_setf(&f, "%s[%zu].type", path, i);
 		if (!type || !*type)
 			field_error_required_why(errs, buf_cstr(&f), "name part must be non-empty");
 		else if ((why = label_key_why(type)))
 			field_error_invalid(errs, buf_cstr(&f), type, "%s", why);
 		const char *st = json_str(p, "status");
-		pathf(&f, "%s[%zu].status", path, i);
+		buf_setf(&f, "%s[%zu].status", path, i);
 		if (!st || !*st)
 			field_error_required_why(errs, buf_cstr(&f), "valid values: [\"False\" \"True\" \"Unknown\"]");
 		else if (strcmp(st, "True") && strcmp(st, "False") && strcmp(st, "Unknown"))
@@ -369,15 +358,15 @@ static void validate_pod_failure_policy(const json_t *spec, const char *prefix, 
 	const json_t *rules = json_object_get(pfp, "rules");
 	const json_t *ps = json_path(spec, "template.spec");
 	struct buf rp = BUF_INIT, f = BUF_INIT, path = BUF_INIT;
-	pathf(&rp, "%s.podFailurePolicy.rules", prefix);
+	buf_setf(&rp, "%s.podFailurePolicy.rules", prefix);
 	if (json_array_size(rules) > PFP_MAX_RULES)
 		too_many(errs, buf_cstr(&rp), json_array_size(rules), PFP_MAX_RULES);
 	size_t i;
 	json_t *rule;
 	json_array_foreach(rules, i, rule) {
-		pathf(&path, "%s[%zu]", buf_cstr(&rp), i);
+		buf_setf(&path, "%s[%zu]", buf_cstr(&rp), i);
 		const char *action = json_str(rule, "action");
-		pathf(&f, "%s.action", buf_cstr(&path));
+		buf_setf(&f, "%s.action", buf_cstr(&path));
 		if (!action || !*action) {
 			field_error_required_why(errs, buf_cstr(&f),
 						 "valid values: [\"Count\" \"FailIndex\" \"FailJob\" \"Ignore\"]");
@@ -395,11 +384,11 @@ static void validate_pod_failure_policy(const json_t *spec, const char *prefix, 
 		const json_t *opc = json_object_get(rule, "onPodConditions");
 		bool has_oec = oec && !json_is_null(oec), has_opc = json_array_size(opc) > 0;
 		if (has_oec) {
-			pathf(&f, "%s.onExitCodes", buf_cstr(&path));
+			buf_setf(&f, "%s.onExitCodes", buf_cstr(&path));
 			validate_on_exit_codes(oec, ps, buf_cstr(&f), errs);
 		}
 		if (has_opc) {
-			pathf(&f, "%s.onPodConditions", buf_cstr(&path));
+			buf_setf(&f, "%s.onPodConditions", buf_cstr(&path));
 			validate_on_pod_conditions(opc, buf_cstr(&f), errs);
 		}
 		if (has_oec && has_opc)

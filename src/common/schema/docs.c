@@ -12,6 +12,14 @@
 
 const struct schema_doc schema_docs[] = {
 	/* ---- top-level kinds ---- */
+	K("pm_custom_resource_definition", "Defines a new kind of object for its tenant (or, in the system tenant, for "
+					   "every tenant): its group, names, scope, and per version an OpenAPI v3 schema "
+					   "that validates, prunes and defaults its objects."),
+	F("pm_crd_spec", "group", "The API group of the new kind; the CRD's name is <plural>.<group>."),
+	F("pm_crd_spec", "scope", "Namespaced or Cluster (the tenant's cluster scope)."),
+	F("pm_crd_spec", "versions", "The versions served; exactly one is the storage version."),
+	F("pm_crd_version", "schema", "The version's structural OpenAPI v3 schema (openAPIV3Schema)."),
+	F("pm_crd_version", "additionalPrinterColumns", "Columns kubectl get prints, each a JSONPath into the object."),
 	K("pm_pod", "A group of containers scheduled together onto one node, sharing its network identity. The "
 		    "scheduler binds it to a node; that node's kubelet runs it (in containers on containerd or as host "
 		    "processes on real nodes, a simulation on hollow ones)."),

@@ -368,6 +368,7 @@ const struct pb_kind pb_kinds[] = {
 	{ "arktos.futurewei.com/v1", "Network", &pm_network },
 	{ "ursa.io/v1", "ResourceManager", &pm_resource_manager },
 	{ "ursa.io/v1", "TenantPartition", &pm_tenant_partition },
+	{ "apiextensions.k8s.io/v1", "CustomResourceDefinition", &pm_custom_resource_definition },
 	{ "apps/v1", "ControllerRevision", &pm_controller_revision },
 	{ "autoscaling/v2", "HorizontalPodAutoscaler", &pm_hpa },
 	{ "apps/v1", "Deployment", &pm_deployment },

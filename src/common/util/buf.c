@@ -212,3 +212,13 @@ int buf_read_fd(struct buf *b, int fd, size_t max)
 	}
 	return 0;
 }
+
+const char *buf_setf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	buf_reset(b);
+	va_start(ap, fmt);
+	buf_vaddf(b, fmt, ap);
+	va_end(ap);
+	return buf_cstr(b);
+}

@@ -61,7 +61,7 @@ static int dump_cb(const char *data, size_t size, void *ud)
 
 void json_dump_buf(const json_t *j, struct buf *out)
 {
-	json_dump_callback(j, dump_cb, out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_dump_callback(j, dump_cb, out, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
 }
 
 /* Scans nesting depth without parsing, so that hostile input cannot make jansson recurse deeply. */

@@ -27,6 +27,8 @@ static const char *group_prefix(const char *plural)
 		return "/apis/autoscaling/v2";
 	if (strcmp(plural, "endpointslices") == 0)
 		return "/apis/discovery.k8s.io/v1";
+	if (strcmp(plural, "customresourcedefinitions") == 0)
+		return "/apis/apiextensions.k8s.io/v1";
 	if (strcmp(plural, "networks") == 0)
 		return "/apis/arktos.futurewei.com/v1";
 	if (strcmp(plural, "leases") == 0)

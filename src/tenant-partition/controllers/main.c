@@ -134,7 +134,8 @@ int main(int argc, char **argv)
 		{ "workers", OPT_INT, &cm.workers, "worker threads per controller" },
 		{ "controllers", OPT_STRING, &cm.controllers,
 		  "comma list of tenant,namespace,replicaset,deployment,garbagecollector,rmloss,job,cronjob,endpoints,"
-		  "endpointslice,network,statefulset,disruption,root-ca-cert-publisher (* = all, -name disables one)" },
+		  "endpointslice,network,statefulset,disruption,root-ca-cert-publisher,customresourcecleanup "
+		  "(* = all, -name disables one)" },
 		{ "node-monitor-grace-period", OPT_INT, &cm.grace,
 		  "rmloss: seconds a resource manager may be unreachable before its nodes count as unreachable" },
 		{ "default-unreachable-toleration-seconds", OPT_INT, &cm.default_tol,

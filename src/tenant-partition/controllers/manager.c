@@ -19,11 +19,14 @@
 #define STATEFULSETS "/apis/apps/v1/tenants/all/statefulsets"
 #define CONTROLLERREVISIONS "/apis/apps/v1/tenants/all/controllerrevisions"
 #define PDBS "/apis/policy/v1/tenants/all/poddisruptionbudgets"
+#define CRDS TPC_CRDS_PATH
+#define CONFIGMAPS "/api/v1/tenants/all/configmaps"
 
 static const char *const inf_paths[INF__N] = {
 	[INF_TENANTS] = TENANTS, [INF_NAMESPACES] = NAMESPACES, [INF_PODS] = PODS, [INF_RS] = REPLICASETS,
 	[INF_DEPLOY] = DEPLOYMENTS, [INF_JOBS] = JOBS, [INF_CRONJOBS] = CRONJOBS,
-	[INF_SERVICES] = SERVICES, [INF_STS] = STATEFULSETS, [INF_PDBS] = PDBS,
+	[INF_SERVICES] = SERVICES, [INF_STS] = STATEFULSETS, [INF_PDBS] = PDBS, [INF_CRDS] = CRDS,
+	[INF_CONFIGMAPS] = CONFIGMAPS,
 };
 
 struct informer *tpc_informer(struct tpc *m, enum tpc_inf i)
@@ -124,10 +127,13 @@ static void ns_tenant(void *ud, struct workqueue *q, const json_t *o)
 
 static void tenant_self(void *ud, struct workqueue *q, const json_t *o)
 {
-	(void)ud;
+	struct tpc *m = ud;
 	const char *n = json_path_str(o, "metadata.name");
 	if (n)
 		add_key(q, xasprintf("%s//", n));
+	/* the system tenant's CRDs serve every tenant: the GC watches their resources in each */
+	if (m->wq[CTL_GC])
+		wq_add(m->wq[CTL_GC], TPC_CRWATCH_KEY);
 }
 
 /* Garbage collector: dependents name their owners; an owner being deleted (or a pod held by
@@ -209,6 +215,35 @@ static void gc_sts_gone(void *ud, struct workqueue *q, const json_t *o)
 	tpc_gc_enqueue_self(ud, o, "StatefulSet");
 }
 
+static void gc_cm(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)q;
+	if (json_path(o, "metadata.deletionTimestamp"))
+		tpc_gc_enqueue_self(ud, o, "ConfigMap");
+}
+
+static void gc_cm_gone(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)q;
+	tpc_gc_enqueue_self(ud, o, "ConfigMap");
+}
+
+/* A CRD changed: the GC's custom resource informers follow. */
+static void gc_crd(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)ud, (void)o;
+	wq_add(q, TPC_CRWATCH_KEY);
+}
+
+/* CRD cleanup: keys "tenant//name" of CRDs being deleted with our finalizer. */
+static void crd_terminating(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)ud;
+	const char *t = json_path_str(o, "metadata.tenant"), *n = json_path_str(o, "metadata.name");
+	if (t && n && json_path(o, "metadata.deletionTimestamp"))
+		add_key(q, xasprintf("%s//%s", t, n));
+}
+
 /* Endpoints and slices: a pod queues the services of its namespace that select it (a pod whose
  * labels stopped matching is caught by the period's resync of every service). */
 struct pod_svc {
@@ -277,6 +312,7 @@ SYNC(tpc_sync_network)
 SYNC(tpc_sync_statefulset)
 SYNC(tpc_sync_disruption)
 SYNC(tpc_sync_rootca)
+SYNC(tpc_sync_crdcleanup)
 
 static int rmloss_start(void *ud)
 {
@@ -305,8 +341,9 @@ static const struct ctl_def controllers[CTL__N] = {
 		       { DEPLOYMENTS, UPSERT, gc_deploy }, { DEPLOYMENTS, CTL_DELETE, gc_deploy_gone },
 		       { JOBS, UPSERT, gc_job }, { JOBS, CTL_DELETE, gc_job_gone }, { CRONJOBS, UPSERT, gc_cronjob },
 		       { CRONJOBS, CTL_DELETE, gc_cronjob_gone }, { STATEFULSETS, UPSERT, gc_sts },
-		       { STATEFULSETS, CTL_DELETE, gc_sts_gone } },
-		     tpc_sync_gc_ud },
+		       { STATEFULSETS, CTL_DELETE, gc_sts_gone }, { CONFIGMAPS, UPSERT, gc_cm },
+		       { CONFIGMAPS, CTL_DELETE, gc_cm_gone }, { CRDS, 0, gc_crd } },
+		     tpc_sync_gc_ud, .tick_key = TPC_CRWATCH_KEY, .period_ms = 60000 },
 	[CTL_RMLOSS] = { "rmloss", { { PODS, 0, ctl_key_none } }, tpc_sync_rmloss_ud, .tick_key = TPC_RMLOSS_KEY,
 			 .start = rmloss_start, .stop = rmloss_stop },
 	[CTL_JOB] = { "job",
@@ -330,6 +367,7 @@ static const struct ctl_def controllers[CTL__N] = {
 			     tpc_sync_disruption_ud, .period_ms = 30000 },
 	[CTL_ROOTCA] = { "root-ca-cert-publisher", { { NAMESPACES, UPSERT, ns_self } }, tpc_sync_rootca_ud,
 			 .period_ms = 60000 },
+	[CTL_CRDCLEANUP] = { "customresourcecleanup", { { CRDS, UPSERT, crd_terminating } }, tpc_sync_crdcleanup_ud },
 };
 
 int tpc_manager_new(struct tpc *m, struct ctl_config *cfg)
@@ -350,6 +388,7 @@ int tpc_manager_new(struct tpc *m, struct ctl_config *cfg)
 
 void tpc_manager_release(struct tpc *m)
 {
+	tpc_crwatch_stop(m);
 	for (int i = 0; i < CTL__N; i++) {
 		tpc_expect_free(m->exp[i]);
 		m->exp[i] = NULL;

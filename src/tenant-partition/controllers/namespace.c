@@ -1,6 +1,8 @@
 /* Namespace and tenant lifecycle: a namespace gets a default ServiceAccount; a deleted
- * namespace is emptied and then finalized; a tenant keeps its standard namespaces, and a
- * deleted tenant is emptied (every namespaced object, then its namespaces) and finalized. */
+ * namespace is emptied (custom resources of the CRDs its tenant sees included) and then
+ * finalized; a tenant keeps its standard namespaces, and a deleted tenant is emptied (its custom
+ * resources, every namespaced object, then its CRDs once no custom resource is left, then its
+ * namespaces) and finalized. */
 #include <stdlib.h>
 #include <string.h>
 #include "tpc.h"
@@ -30,11 +32,97 @@ static json_t *list_items(struct tpc *m, const char *path, int *ret_code)
 	return items ? items : json_array();
 }
 
-/* Deletes every object of the namespace (ns NULL: of the whole tenant); returns how many were
- * still there, or E_UNAVAILABLE. */
+static void delete_one(struct tpc *m, const char *path, bool force)
+{
+	json_t *body = json_pack("{s:s,s:s,s:s}", "kind", "DeleteOptions", "apiVersion", "v1", "propagationPolicy",
+				 "Background");
+	if (force)
+		json_object_set_new(body, "gracePeriodSeconds", json_integer(0));
+	tpc_send(m, "DELETE", path, body, NULL);
+	json_decref(body);
+}
+
+/* Deletes the custom resources of the kinds t sees in namespace ns (NULL: all of the tenant's,
+ * cluster-scoped ones too); how many were still there, or E_UNAVAILABLE. A collection no longer
+ * served (404) is empty. */
+static int purge_custom(struct tpc *m, const char *t, const char *ns, bool force)
+{
+	struct tpc_crd_kinds ks;
+	if (tpc_crd_kinds_get(m, t, true, &ks) < 0)
+		return E_UNAVAILABLE;
+	int left = 0;
+	for (size_t k = 0; k < ks.n && left >= 0; k++) {
+		if (ns && !ks.v[k].namespaced)
+			continue;
+		struct buf path = BUF_INIT;
+		tpc_crd_path(&path, &ks.v[k], t, ns, NULL);
+		int code;
+		json_t *items = list_items(m, path.ptr, &code);
+		buf_release(&path);
+		if (code != 200 && code != 404) {
+			left = E_UNAVAILABLE;
+		} else {
+			size_t i;
+			json_t *o;
+			json_array_foreach(items, i, o) {
+				left++;
+				if (json_path(o, "metadata.deletionTimestamp") && !force)
+					continue;
+				struct buf p = BUF_INIT;
+				tpc_crd_path(&p, &ks.v[k], t, json_path_str(o, "metadata.namespace"),
+					     json_path_str(o, "metadata.name"));
+				delete_one(m, p.ptr, force);
+				buf_release(&p);
+			}
+		}
+		json_decref(items);
+	}
+	tpc_crd_kinds_release(&ks);
+	return left;
+}
+
+/* Deletes the tenant's CRDs (their cleanup finalizer is left to the CRD cleanup controller);
+ * how many were still there, or E_UNAVAILABLE. */
+static int purge_crds(struct tpc *m, const char *t)
+{
+	struct buf path = BUF_INIT;
+	tpc_path(&path, "customresourcedefinitions", t, NULL, NULL);
+	int code, left = 0;
+	json_t *items = list_items(m, path.ptr, &code);
+	if (code != 200 && code != 404)
+		left = E_UNAVAILABLE;
+	size_t i;
+	json_t *o;
+	json_array_foreach(items, i, o) {
+		if (left < 0)
+			break;
+		left++;
+		if (json_path(o, "metadata.deletionTimestamp"))
+			continue;
+		struct buf p = BUF_INIT;
+		tpc_path(&p, "customresourcedefinitions", t, NULL, json_path_str(o, "metadata.name"));
+		tpc_send(m, "DELETE", p.ptr, NULL, NULL);
+		buf_release(&p);
+	}
+	json_decref(items);
+	buf_release(&path);
+	return left;
+}
+
+/* Deletes every object of the namespace (ns NULL: of the whole tenant, and then its CRDs);
+ * returns how many were still there, or E_UNAVAILABLE. */
 static int purge(struct tpc *m, const char *t, const char *ns, bool force)
 {
-	int left = 0;
+	/* custom resources first (they may be what makes the workloads); CRDs after all of them */
+	int left = purge_custom(m, t, ns, force);
+	if (left < 0)
+		return left;
+	if (!ns && left == 0) {
+		int n = purge_crds(m, t);
+		if (n < 0)
+			return n;
+		left += n;
+	}
 	size_t nkinds = ARRAY_SIZE(contents) + (ns ? 0 : ARRAY_SIZE(tenant_contents));
 	for (size_t k = 0; k < nkinds; k++) {
 		const char *plural = k < ARRAY_SIZE(contents) ? contents[k] : tenant_contents[k - ARRAY_SIZE(contents)];
@@ -56,12 +144,7 @@ static int purge(struct tpc *m, const char *t, const char *ns, bool force)
 			struct buf p = BUF_INIT;
 			tpc_path(&p, plural, t, json_path_str(o, "metadata.namespace"),
 				 json_path_str(o, "metadata.name"));
-			json_t *body = json_pack("{s:s,s:s,s:s}", "kind", "DeleteOptions", "apiVersion", "v1",
-						 "propagationPolicy", "Background");
-			if (force)
-				json_object_set_new(body, "gracePeriodSeconds", json_integer(0));
-			tpc_send(m, "DELETE", p.ptr, body, NULL);
-			json_decref(body);
+			delete_one(m, p.ptr, force);
 			buf_release(&p);
 		}
 		json_decref(items);

@@ -170,13 +170,79 @@ size_t tpc_expect_pending(struct tpc_expect *x);                /* keys with a r
 /* The expectations of controller c (CTL_RS, CTL_JOB, CTL_STS), or NULL. */
 #define tpc_exp(m, c) ((m)->exp[(c)])
 
+/* crdkinds.c: the custom resource kinds a tenant has ------------------------------------------ */
+#define TPC_CRDS_PATH "/apis/apiextensions.k8s.io/v1/tenants/all/customresourcedefinitions"
+/* One CustomResourceDefinition as the controllers use it: where its custom resources are read
+ * and written (the storage version when served, else the first served version). All owned. */
+struct tpc_crd_kind {
+	char *tenant, *name, *uid; /* the CRD's metadata */
+	char *group, *version, *plural, *kind;
+	bool namespaced;           /* scope Namespaced (else Cluster: the tenant's cluster scope) */
+	bool terminating;          /* the CRD has a deletionTimestamp */
+};
+struct tpc_crd_kinds {
+	struct tpc_crd_kind *v;
+	size_t n;
+};
+/* Reads crd (borrowed): 0 with *ret filled, or E_INVALID (nothing to release) when a field is
+ * missing or no version is served. */
+int tpc_crd_kind_parse(const json_t *crd, struct tpc_crd_kind *ret);
+void tpc_crd_kind_release(struct tpc_crd_kind *k);
+void tpc_crd_kinds_release(struct tpc_crd_kinds *ks); /* and zeroes it */
+/* The kinds tenant sees among crds (an array of CRD objects of any tenants, borrowed): its own,
+ * then the system tenant's whose names it has none of; unreadable CRDs are left out. Order:
+ * as in crds. */
+void tpc_crd_kinds_of(const json_t *crds, const char *tenant, struct tpc_crd_kinds *ret);
+/* The kind of group (apiVersion "group/version" is accepted too) and kind, or NULL. Borrowed. */
+const struct tpc_crd_kind *tpc_crd_kinds_find(const struct tpc_crd_kinds *ks, const char *group_or_apiversion,
+					      const char *kind);
+/* The path of k's custom resources served in tenant (may differ from k->tenant for the system
+ * tenant's CRDs): /apis/<group>/<version>/tenants/<tenant>[/namespaces/<ns>]/<plural>[/<name>];
+ * ns NULL on a namespaced kind: the tenant's whole collection. Appended. */
+void tpc_crd_path(struct buf *out, const struct tpc_crd_kind *k, const char *tenant, const char *ns, const char *name);
+/* The GC's kind of a custom resource: "Kind.group" (new string), from a kind and an apiVersion;
+ * NULL when the apiVersion has no group. */
+char *tpc_cr_gc_kind(const char *kind, const char *api_version);
+/* The kinds tenant sees, from the API server (consistent: two lists, the tenant's CRDs and the
+ * system tenant's) or from the shared CRD informer. 0, or E_UNAVAILABLE (*ret empty). */
+int tpc_crd_kinds_get(struct tpc *m, const char *tenant, bool consistent, struct tpc_crd_kinds *ret);
+
+/* crwatch.c: the garbage collector's informers over custom resources, one per (tenant, CRD
+ * kind it sees), kept in step with the CRDs and tenants by the GC key TPC_CRWATCH_KEY. Their
+ * events queue GC keys as the built-in kinds' do. */
+#define TPC_CRWATCH_KEY "system//crwatch"
+struct crwatch;
+int tpc_crwatch_sync(struct tpc *m);
+void tpc_crwatch_stop(struct tpc *m); /* after the workers stopped; NULL-safe */
+/* The custom resource owner (group, kind, name) of a dependent in tenant and dep_ns (NULL: a
+ * cluster-scoped dependent) from the informers: 1 with *ret_obj a new reference or NULL (not
+ * there), 0 when no informer of that kind runs in tenant, -1 when it has not synced yet.
+ * *ret_namespaced: the kind's scope. */
+int tpc_crwatch_owner(struct tpc *m, const char *tenant, const char *group, const char *kind, const char *dep_ns,
+		      const char *name, json_t **ret_obj, bool *ret_namespaced);
+/* Calls fn for every custom resource of tenant in the synced informers (ns "": all of the
+ * tenant's; else those in namespace ns), under the informers' locks (fn must not call back).
+ * false when some informer of tenant has not synced (or none ran yet). */
+bool tpc_crwatch_foreach(struct tpc *m, const char *tenant, const char *ns,
+			 void (*fn)(void *ud, const struct tpc_crd_kind *k, const char *tenant, const json_t *obj),
+			 void *ud);
+
+/* crdcleanup.c: a deleted CRD's custom resources go before its finalizer. Keys "tenant//name". */
+#define TPC_CRD_TERMINATING_REASON "InstanceDeletionInProgress"
+/* The CRD's status conditions (a new array) with the condition type set to status, reason and
+ * message (its lastTransitionTime now_s when the status changes or it is new); other
+ * conditions kept. cur may be NULL. */
+json_t *tpc_crd_set_condition(const json_t *cur, const char *type, const char *status, const char *reason,
+			      const char *message, time_t now_s);
+
 /* manager.c -------------------------------------------------------------------------------- */
 enum tpc_inf {
-	INF_TENANTS, INF_NAMESPACES, INF_PODS, INF_RS, INF_DEPLOY, INF_JOBS, INF_CRONJOBS, INF_SERVICES, INF_STS, INF_PDBS, INF__N
+	INF_TENANTS, INF_NAMESPACES, INF_PODS, INF_RS, INF_DEPLOY, INF_JOBS, INF_CRONJOBS, INF_SERVICES, INF_STS, INF_PDBS,
+	INF_CRDS, INF_CONFIGMAPS, INF__N
 };
 enum tpc_ctl {
 	CTL_TENANT, CTL_NAMESPACE, CTL_RS, CTL_DEPLOY, CTL_GC, CTL_RMLOSS, CTL_JOB, CTL_CRONJOB, CTL_ENDPOINTS, CTL_SLICES,
-	CTL_NETWORK, CTL_STS, CTL_DISRUPTION, CTL_ROOTCA, CTL__N
+	CTL_NETWORK, CTL_STS, CTL_DISRUPTION, CTL_ROOTCA, CTL_CRDCLEANUP, CTL__N
 };
 
 struct rmloss;
@@ -195,6 +261,7 @@ struct tpc {
 	long long job_backoff_base_ms;  /* --job-backoff-base-ms: the pod failure back-off's base (0: 10 s) */
 	long long cronjob_now_offset_s; /* --cronjob-now-offset: seconds added to the cronjob clock (tests) */
 	char *root_ca;                  /* --root-ca-file's contents (owned), or NULL: kube-root-ca.crt not published */
+	struct crwatch *crw;            /* crwatch.c (owned; made by the first TPC_CRWATCH_KEY sync) */
 };
 /* Each controller's sync: 0 when done, else an E_* code and the key is retried with back-off. */
 int tpc_sync_tenant(struct tpc *m, const char *key);
@@ -211,6 +278,7 @@ int tpc_sync_network(struct tpc *m, const char *key);        /* network.c */
 int tpc_sync_statefulset(struct tpc *m, const char *key);    /* statefulset.c */
 int tpc_sync_disruption(struct tpc *m, const char *key);     /* disruption.c */
 int tpc_sync_rootca(struct tpc *m, const char *key);         /* rootca.c */
+int tpc_sync_crdcleanup(struct tpc *m, const char *key);     /* crdcleanup.c */
 /* GC: enqueue the owners named by obj's ownerReferences / obj itself as an owner. */
 void tpc_gc_enqueue_owners(struct tpc *m, const json_t *obj);
 void tpc_gc_enqueue_self(struct tpc *m, const json_t *obj, const char *kind);

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 #include "ursa/buf.h"
@@ -214,12 +215,31 @@ static void test_lengths(void **state)
 	buf_release(&b);
 }
 
+static void test_client_prefix(void **state)
+{
+	(void)state;
+	const char *rest;
+	char *t = path_client_prefix("/tenants/acme/api/v1/pods", &rest);
+	assert_string_equal(t, "acme");
+	assert_string_equal(rest, "/api/v1/pods");
+	free(t);
+	t = path_client_prefix("/tenants/acme", &rest);
+	assert_string_equal(t, "acme");
+	assert_string_equal(rest, "/");
+	free(t);
+	assert_null(path_client_prefix("/tenants//api", &rest));
+	assert_null(path_client_prefix("/api/v1/tenants/acme/pods", &rest));
+	assert_string_equal(rest, "/api/v1/tenants/acme/pods");
+	assert_null(path_client_prefix("/tenantsx/a", &rest));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_lengths),
+		cmocka_unit_test(test_client_prefix),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

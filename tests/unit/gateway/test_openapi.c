@@ -244,7 +244,7 @@ static void test_cache(void **state)
 	struct partition *rm = test_partition("rm", "rm-1", "\"http://127.0.0.1:2\"");
 	struct fake fk = { .doc = { tp_v2, rm_v2 }, .etag = { "\"T1\"", "\"R1\"" } };
 	struct oapi_fetcher f = { .tps = &tp, .ntp = 1, .rms = &rm, .nrm = 1, .fresh_ms = 3600000, .fetch = fake_fetch,
-				  .ud = &fk };
+				  .ud = &fk, .tenant = "t1" };
 	struct oapi_reply r;
 	assert_int_equal(oapi_get(&f, "/openapi/v2", NULL, NULL, NULL, &r), 0);
 	assert_int_equal(r.status, 200);
@@ -256,7 +256,8 @@ static void test_cache(void **state)
 	json_decref(doc);
 	char *tag = xstrdup(r.etag);
 	oapi_reply_release(&r);
-	/* fresh: nobody is asked; the gateway's own tag gives a 304 */
+	/* fresh: the resource manager is not asked, the tenant partition only conditionally (304);
+	 * the gateway's own tag gives a 304 */
 	for (int i = 0; i < 5; i++) {
 		assert_int_equal(oapi_get(&f, "/openapi/v2/", "application/json", tag, NULL, &r), 0);
 		assert_int_equal(r.status, 304);
@@ -264,7 +265,9 @@ static void test_cache(void **state)
 		assert_string_equal(r.etag, tag);
 		oapi_reply_release(&r);
 	}
-	assert_int_equal(fk.calls, 2);
+	assert_int_equal(fk.calls, 7);
+	assert_int_equal(fk.not_modified, 5);
+	assert_int_equal(oapi_cache_entries(), 1);
 	/* the protobuf form: its own tag */
 	assert_int_equal(oapi_get(&f, "/openapi/v2", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf", tag,
 				  NULL, &r),
@@ -276,11 +279,12 @@ static void test_cache(void **state)
 	oapi_reply_release(&r);
 	/* stale: asked again with their tags, nothing changed, the same document */
 	f.fresh_ms = 0;
+	int calls0 = fk.calls, cond0 = fk.conditional, nm0 = fk.not_modified;
 	assert_int_equal(oapi_get(&f, "/openapi/v2", NULL, tag, NULL, &r), 0);
 	assert_int_equal(r.status, 304);
-	assert_int_equal(fk.calls, 4);
-	assert_int_equal(fk.conditional, 2);
-	assert_int_equal(fk.not_modified, 2);
+	assert_int_equal(fk.calls, calls0 + 2);
+	assert_int_equal(fk.conditional, cond0 + 2);
+	assert_int_equal(fk.not_modified, nm0 + 2);
 	oapi_reply_release(&r);
 	/* the resource manager's document changes: a new document and tag */
 	fk.doc[1] = "{\"paths\":{\"/api/v1/nodes/{name}\":{}},\"definitions\":{}}";
@@ -317,6 +321,117 @@ static void test_cache(void **state)
 	partition_unref(rm);
 }
 
+
+/* Per tenant: the tenant partition answers by the caller's tenant (here: by a fake keyed on
+ * f->tenant); tenants see their own documents, tenants whose partition sends the same document
+ * share one cache entry, the tenant's own partition is asked first and another one answers when
+ * it is down, and a changed document (a new CRD) is served at once, fresh or not. */
+struct tfake {
+	const char *tenant;
+	int calls, not_modified;
+	int gen_a; /* tenant a's document generation */
+};
+
+static int tenant_fetch(void *ud, struct partition *p, const char *path, const char *inm, struct upstream_resp *ret)
+{
+	struct tfake *f = ud;
+	f->calls++;
+	*ret = (struct upstream_resp){ .status = 404 };
+	if (strcmp(path, "/openapi/v3/apis/stable.example.com/v1") != 0 && strcmp(path, "/openapi/v2") != 0)
+		return 0;
+	bool own = strcmp(p->id, "tp-1") == 0 && strcmp(f->tenant, "a") == 0;
+	bool v2 = strcmp(path, "/openapi/v2") == 0;
+	if (!v2 && !own)
+		return 0;
+	char *etag = own ? xasprintf("\"%s-A%d\"", p->id, f->gen_a) : xasprintf("\"%s-builtin\"", p->id);
+	if (inm && strcmp(inm, etag) == 0) {
+		f->not_modified++;
+		ret->status = 304;
+		free(etag);
+		return 0;
+	}
+	ret->status = 200;
+	ret->etag = etag;
+	if (own)
+		buf_addf(&ret->body, "{\"paths\":{\"/apis/stable.example.com/v1/crontabs\":{}},\"gen\":%d}", f->gen_a);
+	else
+		buf_addf(&ret->body, "{\"paths\":{\"/api/v1/pods\":{}},\"from\":\"%s\"}", p->id);
+	return 0;
+}
+
+static void test_tenants(void **state)
+{
+	(void)state;
+	oapi_cache_clear();
+	struct partition *tp1 = test_partition("tp", "tp-1", "\"http://127.0.0.1:1\"");
+	struct partition *tp2 = test_partition("tp", "tp-2", "\"http://127.0.0.1:2\"");
+	struct partition *order1[] = { tp1, tp2 }, *order2[] = { tp2, tp1 };
+	struct tfake fk = { 0 };
+	struct oapi_fetcher f = { .tps = order1, .ntp = 2, .fresh_ms = 3600000, .fetch = tenant_fetch, .ud = &fk };
+	struct oapi_reply r;
+	const char *gv = "/openapi/v3/apis/stable.example.com/v1";
+	/* a (tp-1) has the group */
+	f.tenant = fk.tenant = "a";
+	assert_int_equal(oapi_get(&f, gv, NULL, NULL, NULL, &r), 0);
+	assert_non_null(memmem(r.body.ptr, r.body.len, "crontabs", 8));
+	oapi_reply_release(&r);
+	/* b (tp-2) and c (tp-1) do not */
+	f.tenant = fk.tenant = "b";
+	f.tps = order2;
+	assert_int_equal(oapi_get(&f, gv, NULL, NULL, NULL, &r), E_NOT_FOUND);
+	f.tenant = fk.tenant = "c";
+	f.tps = order1;
+	assert_int_equal(oapi_get(&f, gv, NULL, NULL, NULL, &r), E_NOT_FOUND);
+	/* v2: a has its own, c and d (tp-1, no CRDs) share one entry, b's comes from tp-2 */
+	assert_int_equal(oapi_get(&f, "/openapi/v2", NULL, NULL, NULL, &r), 0);
+	assert_non_null(memmem(r.body.ptr, r.body.len, "\"tp-1\"", 6));
+	oapi_reply_release(&r);
+	size_t n = oapi_cache_entries();
+	f.tenant = fk.tenant = "d";
+	assert_int_equal(oapi_get(&f, "/openapi/v2", NULL, NULL, NULL, &r), 0);
+	oapi_reply_release(&r);
+	assert_int_equal(oapi_cache_entries(), n);
+	f.tenant = fk.tenant = "b";
+	f.tps = order2;
+	assert_int_equal(oapi_get(&f, "/openapi/v2", NULL, NULL, NULL, &r), 0);
+	assert_non_null(memmem(r.body.ptr, r.body.len, "\"tp-2\"", 6));
+	oapi_reply_release(&r);
+	assert_int_equal(oapi_cache_entries(), n + 1);
+	f.tenant = fk.tenant = "a";
+	f.tps = order1;
+	assert_int_equal(oapi_get(&f, "/openapi/v2", NULL, NULL, NULL, &r), 0);
+	assert_non_null(memmem(r.body.ptr, r.body.len, "crontabs", 8));
+	oapi_reply_release(&r);
+	/* a again: a conditional request, not modified, the same tag */
+	assert_int_equal(oapi_get(&f, gv, NULL, NULL, NULL, &r), 0);
+	char *tag = xstrdup(r.etag);
+	const char *hashed = strstr(r.body.ptr, "crontabs") ? "ok" : NULL;
+	assert_non_null(hashed);
+	oapi_reply_release(&r);
+	int nm = fk.not_modified;
+	assert_int_equal(oapi_get(&f, gv, NULL, tag, NULL, &r), 0);
+	assert_int_equal(r.status, 304);
+	assert_int_equal(fk.not_modified, nm + 1);
+	oapi_reply_release(&r);
+	/* a's CRD changes: served at once although the entry is fresh */
+	fk.gen_a = 1;
+	assert_int_equal(oapi_get(&f, gv, NULL, tag, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(memmem(r.body.ptr, r.body.len, "\"gen\":1", 7));
+	oapi_reply_release(&r);
+	/* tp-1 down: tp-2 answers for a (no custom resources there) */
+	atomic_store(&tp1->down, true);
+	assert_int_equal(oapi_get(&f, "/openapi/v2", NULL, NULL, NULL, &r), 0);
+	assert_non_null(memmem(r.body.ptr, r.body.len, "\"tp-2\"", 6));
+	assert_null(memmem(r.body.ptr, r.body.len, "crontabs", 8));
+	oapi_reply_release(&r);
+	atomic_store(&tp1->down, false);
+	free(tag);
+	oapi_cache_clear();
+	partition_unref(tp1);
+	partition_unref(tp2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -325,6 +440,7 @@ int main(void)
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_cache),
+		cmocka_unit_test(test_tenants),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
