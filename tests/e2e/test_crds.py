@@ -14,8 +14,11 @@ python3-kubernetes through HAProxy -> gateway -> tenant partition, in a local-up
    is 404; a strategic merge patch is 415.
 4. `kubectl get crontabs -w` sees an edit; `kubectl patch --subresource=status` and
    `kubectl scale` work; an object written through v1beta1 is stored and read back as v1.
+   Field selectors on the CRD's selectableFields, label selectors, server-side apply and
+   deletecollection.
 5. Bad CRDs: a non-structural schema, an upper-case plural, a group without a dot, a clashing
-   short name: 422 with causes.
+   short name: 422 with causes. A CRD whose kind another CRD of the group has is stored but
+   reported (NamesAccepted=False) and not served.
 6. A second tenant (bob, zeta) does not see acme's CRD in `kubectl api-resources`, and defines
    crontabs.stable.example.com its own way (cluster scoped, another schema) without touching acme's.
 7. python3-kubernetes' CustomObjectsApi creates, lists, watches and patches CronTabs.
@@ -64,6 +67,8 @@ spec:
     - {name: Spec, type: string, description: The cron spec defining the interval a CronJob is run, jsonPath: .spec.cronSpec}
     - {name: Replicas, type: integer, description: The number of jobs launched by the CronJob, jsonPath: .spec.replicas}
     - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    selectableFields:
+    - {jsonPath: .spec.image}
     schema:
       openAPIV3Schema:
         type: object
@@ -293,6 +298,44 @@ def test_bad_crds():
     err = fails(["apply", "-f", "-"], input_text=crd_variant("gadgets.example.com", "example.com", "gadgets", "Gadget",
                                                               ", shortNames: [po]"))
     h.check("spec.names.shortNames" in err, "a built-in kind's short name: %s" % err)
+
+
+def test_selectors_apply_and_deletecollection():
+    for name, image, label in (("sel-a", "img-a", "a"), ("sel-b", "img-b", "b"), ("sel-c", "img-a", "b")):
+        ok(["apply", "-f", "-"], input_text=CT.replace("my-new-cron-object", name).replace(
+            "my-awesome-cron-image", image).replace("metadata:\n", "metadata:\n  labels: {batch: %s}\n" % label))
+    out = ok(["get", "crontabs", "--field-selector", "spec.image=img-a", "-o", "name"])
+    h.eq(sorted(out.split()), ["crontab.stable.example.com/sel-a", "crontab.stable.example.com/sel-c"],
+         "field selector on a selectable field")
+    err = fails(["get", "crontabs", "--field-selector", "spec.cronSpec=x"])
+    h.check("field label not supported" in err or "not supported" in err, "a field that is not selectable: %s" % err)
+    out = ok(["get", "crontabs", "-l", "batch=b", "-o", "name"])
+    h.eq(sorted(out.split()), ["crontab.stable.example.com/sel-b", "crontab.stable.example.com/sel-c"], "label selector")
+    ssa = CT.replace("my-new-cron-object", "server-side").replace("my-awesome-cron-image", "ssa-image")
+    ok(["apply", "--server-side", "-f", "-"], input_text=ssa)
+    ok(["apply", "--server-side", "-f", "-"], input_text=ssa.replace("ssa-image", "ssa-image-2"))
+    obj = json.loads(ok(["get", "crontab", "server-side", "-o", "json"]))
+    h.eq((obj["spec"]["image"], obj["spec"]["replicas"]), ("ssa-image-2", 1), "server-side apply, defaulted")
+    ok(["delete", "crontabs", "-l", "batch"])
+    out = ok(["get", "crontabs", "-o", "name"])
+    h.check("sel-" not in out and "my-new-cron-object" in out, "deletecollection by label: %s" % out)
+
+
+def test_name_clash_is_reported():
+    clash = crd_variant("cronjobs.stable.example.com", "stable.example.com", "cronjobs", "CronTab")
+    ok(["apply", "-f", "-"], input_text=clash)
+
+    def reported():
+        crd = json.loads(ok(["get", "crd", "cronjobs.stable.example.com", "-o", "json"]))
+        conds = {c["type"]: c for c in crd.get("status", {}).get("conditions", [])}
+        return conds.get("NamesAccepted", {}).get("status") == "False" and conds
+    conds = h.wait_until(reported, 20, "NamesAccepted=False on the clashing CRD")
+    h.check("already in use" in conds["NamesAccepted"]["message"] and conds["Established"]["status"] == "False",
+            "the clash is explained and the CRD not established: %s" % conds)
+    c = S["region"].admin(6443)
+    r = c.get("/apis/stable.example.com/v1/tenants/acme/namespaces/default/cronjobs")
+    h.eq(r.status, 404, "a CRD whose names are not accepted is not served: %r" % r)
+    ok(["delete", "crd", "cronjobs.stable.example.com"])
 
 
 def test_second_tenant_defines_its_own():
