@@ -18,7 +18,9 @@
    /apis (aggregated v2), /apis (legacy), /apis/<group>/<version> and /openapi/v3, R sequential
    requests each on one keep-alive TLS connection, without and with If-None-Match (as kubectl
    revalidates its cache), p50/p99 (goal p99 < 50 ms); the same straight at the partition, and
-   for one more tenant holding B CRDs of its own.
+   for one more tenant holding B CRDs of its own. The gateway runs with --tenant-qps 0: its
+   per-tenant rate limit (100/s by default) would otherwise answer 429 to the back-to-back
+   requests, and what is measured is the latency of one discovery request, not the limit.
 
 Usage: URSA_BUILD_DIR=build /usr/bin/python3 bench/crd_bench.py [--smoke] [--objects 6000]
        [--rounds 5] [--clients 8,64] [--tenants 100] [--crds-per-tenant 10] [--big-crds 1000]
@@ -276,8 +278,8 @@ def bench_creates(args, fig):
     stored = check.json
     h.check(stored["spec"].get("concurrencyPolicy") == "Allow" and stored["spec"]["template"].get(
         "restartPolicy") == "OnFailure", "defaults filled in: %r" % stored["spec"])
-    h.check(h.expect_status(admin.post(cr_path, dict(cr_body("bad"), spec={"cronSpec": "x", "image": "i"})),
-                            422, "schema enforced") or True, "")
+    h.expect_status(admin.post(cr_path, dict(cr_body("bad"), spec={"cronSpec": "x", "image": "i"})), 422,
+                    "a CronTab the schema forbids")
     fig["body_bytes"] = size
     fig["cm_body_bytes"] = len(dumps(cm_body("r0-c0-000000", size)))
     say("body sizes: CronTab %d bytes, ConfigMap %d bytes; stored CronTab %d bytes (with defaults)"
@@ -354,7 +356,7 @@ def start_region():
                   "--tls-cert-file", tp.cert_file, "--tls-private-key-file", tp.key_file,
                   "--token-auth-file", tp.token_file, "--token-signing-public-key", tp.signing_pub,
                   "--partition-ca-file", tp.ca_file, "--partition-token-file", token,
-                  "--identity-key-file", idkey, "--log-level", "info"], log)
+                  "--identity-key-file", idkey, "--tenant-qps", "0", "--log-level", "info"], log)
     gw_url = "https://127.0.0.1:%d" % port
     gw_admin = h.Client(gw_url, tp.ca_file, tp.admin_token)
     h.wait_until(lambda: _status(gw_admin, "/readyz") == 200, 60, "gateway ready")
@@ -475,6 +477,24 @@ def bench_crd_memory(args, reg, fig):
     return tenants
 
 
+def cpu_s(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        x = f.read().rsplit(")", 1)[1].split()
+    return (int(x[11]) + int(x[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_quiet(pid, limit):
+    """Seconds until pid uses under 20 % of a core over one second (what the CRD registry still
+    does after every CRD reports Established), counted from the call; at most limit."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        c0 = cpu_s(pid)
+        time.sleep(1)
+        if cpu_s(pid) - c0 < 0.2:
+            return time.monotonic() - t0 - 1
+    return limit
+
+
 def timed_gets(base_url, ca, token, path, n, accept, revalidate):
     """n sequential GETs on one keep-alive TLS connection; returns (latencies s, status counts, bytes)."""
     u = base_url.split("://", 1)[1]
@@ -482,9 +502,11 @@ def timed_gets(base_url, ca, token, path, n, accept, revalidate):
     conn = http.client.HTTPSConnection(host, int(port), timeout=60,
                                        context=ssl.create_default_context(cafile=ca))
     hdrs = {"Accept": accept, "Authorization": "Bearer " + token}
+    t = time.perf_counter()
     conn.request("GET", path, headers=hdrs)
     r = conn.getresponse()
     body = r.read()
+    first = time.perf_counter() - t
     if r.status != 200:
         raise h.HarnessError("GET %s%s: %d %s" % (base_url, path, r.status, body[:300]))
     etag = r.getheader("ETag")
@@ -501,7 +523,7 @@ def timed_gets(base_url, ca, token, path, n, accept, revalidate):
         lat.append(time.perf_counter() - t)
         codes[r.status] = codes.get(r.status, 0) + 1
     conn.close()
-    return lat, codes, size
+    return lat, codes, size, first
 
 
 def bench_discovery(args, reg, tenants, fig):
@@ -515,11 +537,20 @@ def bench_discovery(args, reg, tenants, fig):
         retry_post(reg["gw_admin"], "/api/v1/tenants", h.tenant_manifest(big))
         items = [(big, crd_manifest("g%d.big.example.com" % (j // 10), "kind%ds" % j, "Kind%d" % j))
                  for j in range(args.big_crds)]
+        t0 = time.monotonic()
         s = create_crds(tp, items)
         admin = tp.admin()
         h.wait_until(lambda: established_count(admin, [big]) >= args.big_crds, max(120, args.big_crds * 0.5),
                      "tenant big's CRDs Established", interval=0.5)
-        say("tenant big: %d CRDs of its own (100 groups of 10 kinds) created in %.1f s" % (args.big_crds, s))
+        est = time.monotonic() - t0
+        wait_quiet(tp.proc.pid, 300)
+        quiet = time.monotonic() - t0 - 1
+        st = proc_status(tp.proc.pid)
+        fig["big"] = {"crds": args.big_crds, "create_s": s, "established_s": est, "quiet_s": quiet,
+                      "rss_kib": st["VmRSS"], "threads": st["Threads"]}
+        say("tenant big: %d CRDs of its own (groups of 10 kinds) created in %.1f s, all Established after %.1f s, "
+            "the partition busy (CPU > 20 %%) until %.1f s; RSS then %.1f MiB, %d threads"
+            % (args.big_crds, s, est, quiet, st["VmRSS"] / 1024, st["Threads"]))
         cases.append((big, args.big_crds))
     fig["discovery"] = []
     for tenant, own in cases:
@@ -529,24 +560,23 @@ def bench_discovery(args, reg, tenants, fig):
                  ("/openapi/v3", "application/json", "/openapi/v3")]
         for where, base in (("gateway", reg["gw_url"]), ("partition", tp.url)):
             token = tenant_client(reg, tenant, "dev", base)
-            # the first request of a tenant fills the gateway's cache: reported apart
             for path, accept, label in paths:
                 for reval in (False, True):
-                    lat, codes, size = timed_gets(base, tp.ca_file, token, path, args.requests, accept, reval)
+                    lat, codes, size, first = timed_gets(base, tp.ca_file, token, path, args.requests, accept, reval)
                     want = 304 if reval else 200
                     if codes.get(want, 0) != args.requests:
                         raise h.HarnessError("%s %s: statuses %r, want %d" % (where, label, codes, want))
                     row = {"tenant": tenant, "own_crds": own, "via": where, "what": label,
                            "if_none_match": reval, "bytes": size, "p50_ms": pct(lat, 50) * 1000,
-                           "p99_ms": pct(lat, 99) * 1000, "max_ms": max(lat) * 1000}
+                           "p99_ms": pct(lat, 99) * 1000, "max_ms": max(lat) * 1000, "first_ms": first * 1000}
                     fig["discovery"].append(row)
-    say("| tenant (own CRDs; %d region-wide) | via | request | If-None-Match | bytes | p50 ms | p99 ms | max ms |"
+    say("| tenant (own CRDs; %d region-wide) | via | request | If-None-Match | bytes | first ms | p50 ms | p99 ms | max ms |"
         % (len(tenants) * args.crds_per_tenant + args.big_crds))
-    say("|---|---|---|---|---:|---:|---:|---:|")
+    say("|---|---|---|---|---:|---:|---:|---:|---:|")
     for r in fig["discovery"]:
-        say("| %s (%d) | %s | %s | %s | %d | %.2f | %.2f | %.2f |"
+        say("| %s (%d) | %s | %s | %s | %d | %.2f | %.2f | %.2f | %.2f |"
             % (r["tenant"], r["own_crds"], r["via"], r["what"], "yes (304)" if r["if_none_match"] else "no",
-               r["bytes"], r["p50_ms"], r["p99_ms"], r["max_ms"]))
+               r["bytes"], r["first_ms"], r["p50_ms"], r["p99_ms"], r["max_ms"]))
     gw_rows = [r for r in fig["discovery"] if r["via"] == "gateway"]
     fig["discovery_gateway_worst_p99_ms"] = max(r["p99_ms"] for r in gw_rows)
     fig["memory"]["rss_end_kib"] = proc_status(tp.proc.pid)["VmRSS"]

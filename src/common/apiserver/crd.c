@@ -67,6 +67,7 @@ struct entry {
 	struct served **sv;   /* the registry's references, one per served version */
 	size_t nsv;
 	bool accepted;
+	bool changed;         /* decide_names: the decision differs from the last one */
 	char *conflict;       /* why not accepted (NamesAccepted=False), or NULL */
 	uint64_t seen;        /* the follower epoch that last delivered it */
 };
@@ -341,8 +342,10 @@ static int older_first(const void *pa, const void *pb)
 	return c ? c : strcmp(a->name, b->name);
 }
 
-/* Decides acceptance for every CRD of t; true for those whose decision changed (*changed). */
-static void decide_names(struct tlist *t, bool *changed)
+/* Decides acceptance for every CRD of t (oldest first: a contested name stays with the CRD that
+ * had it); e->changed tells whose decision changed. O(n^2) in the tenant's CRDs, names compared
+ * only within a group. */
+static void decide_names(struct tlist *t)
 {
 	struct entry **order = xmalloc((t->n ? t->n : 1) * sizeof(*order));
 	memcpy(order, t->e, t->n * sizeof(*order));
@@ -356,22 +359,12 @@ static void decide_names(struct tlist *t, bool *changed)
 				ok = false;
 		char *conflict = ok || !e->d ? NULL : buf_detach(&why, NULL);
 		buf_release(&why);
-		bool same = ok == e->accepted && ((!conflict && !e->conflict) ||
-						  (conflict && e->conflict && strcmp(conflict, e->conflict) == 0));
+		e->changed = ok != e->accepted || (conflict && !e->conflict) || (!conflict && e->conflict) ||
+			     (conflict && strcmp(conflict, e->conflict) != 0);
 		e->accepted = ok;
 		free(e->conflict);
 		e->conflict = conflict;
-		changed[i] = !same;
-		/* index by t->e order for the caller */
 	}
-	/* map the changes back to t->e's order */
-	bool *by_entry = xcalloc(t->n ? t->n : 1, sizeof(bool));
-	for (size_t i = 0; i < t->n; i++)
-		for (size_t k = 0; k < t->n; k++)
-			if (t->e[k] == order[i])
-				by_entry[k] = changed[i];
-	memcpy(changed, by_entry, t->n * sizeof(bool));
-	free(by_entry);
 	free(order);
 }
 
@@ -512,36 +505,39 @@ static struct entry *find_entry(struct tlist *t, const char *name, size_t *ret_i
 	return NULL;
 }
 
+/* Queues a write of e's status when the stored one is not what it should be. */
+static void queue_status(const struct entry *e, struct status_job **jobs)
+{
+	json_t *st = desired_status(e);
+	if (json_equal(st, json_object_get(e->obj, "status"))) {
+		json_decref(st);
+		return;
+	}
+	struct status_job *j = xcalloc(1, sizeof(*j));
+	j->tenant = xstrdup(e->tenant);
+	j->name = xstrdup(e->name);
+	j->status = st;
+	j->next = *jobs;
+	*jobs = j;
+}
+
 /* Re-decides t's names and rebuilds what changed (e_changed: that entry's definition changed
  * too); queues status writes. Under the write lock. */
 static void settle(struct crds *cr, struct tlist *t, struct entry *e_changed, struct status_job **jobs)
 {
-	bool *changed = xcalloc(t->n ? t->n : 1, sizeof(bool));
-	decide_names(t, changed);
+	decide_names(t);
 	bool any = false;
 	for (size_t i = 0; i < t->n; i++) {
 		struct entry *e = t->e[i];
-		if (!changed[i] && e != e_changed)
+		if (!e->changed && e != e_changed)
 			continue;
 		any = true;
 		entry_serve(cr, e);
-		if (!e->d)
-			continue;
-		json_t *st = desired_status(e);
-		if (json_equal(st, json_object_get(e->obj, "status"))) {
-			json_decref(st);
-			continue;
-		}
-		struct status_job *j = xcalloc(1, sizeof(*j));
-		j->tenant = xstrdup(e->tenant);
-		j->name = xstrdup(e->name);
-		j->status = st;
-		j->next = *jobs;
-		*jobs = j;
+		if (e->d)
+			queue_status(e, jobs);
 	}
 	if (any)
 		t->gen = ++cr->counter;
-	free(changed);
 }
 
 static void run_jobs(struct crds *cr, struct status_job *jobs)
@@ -603,6 +599,8 @@ static void on_event(void *ud, size_t i, enum wev_type type, struct cobj *o)
 		if (same_def) {
 			crdef_unref(cd); /* a status or metadata change: keep serving what is built */
 			settle(cr, t, NULL, &jobs);
+			if (!jobs && e->d)
+				queue_status(e, &jobs); /* someone else's status write dropped ours */
 		} else {
 			crdef_unref(e->d);
 			e->d = cd;
@@ -838,13 +836,25 @@ void crd_object_text(const struct served *sv, const char *json, size_t len, stru
 	json_decref(obj);
 }
 
-void crd_table_cells(const struct api_resource *r, const json_t *obj, json_t *cells)
+/* A date cell as Kubernetes prints it: the age of the timestamp ("5m"), else the value. */
+static json_t *date_cell(const json_t *val, time_t now)
+{
+	time_t t;
+	if (!json_is_string(val) || rfc3339_parse(json_string_value(val), &t) != 0)
+		return val ? json_incref((json_t *)val) : json_null();
+	struct buf b = BUF_INIT;
+	age_add(&b, t, now);
+	json_t *c = json_string(buf_cstr(&b));
+	buf_release(&b);
+	return c;
+}
+
+void crd_table_cells(const struct api_resource *r, const json_t *obj, time_t now, json_t *cells)
 {
 	const struct crd_version *v = r->crd_version;
 	json_array_append_new(cells, json_string(json_path_str(obj, "metadata.name")));
 	if (!v->ncolumns) {
-		json_t *ts = json_path((json_t *)obj, "metadata.creationTimestamp");
-		json_array_append_new(cells, ts ? json_incref(ts) : json_null());
+		json_array_append_new(cells, date_cell(json_path((json_t *)obj, "metadata.creationTimestamp"), now));
 		return;
 	}
 	for (size_t i = 0; i < v->ncolumns; i++) {
@@ -852,6 +862,8 @@ void crd_table_cells(const struct api_resource *r, const json_t *obj, json_t *ce
 		const json_t *val = crd_jsonpath_get(c->json_path, obj);
 		if (!val) {
 			json_array_append_new(cells, json_null());
+		} else if (strcmp(c->type, "date") == 0) {
+			json_array_append_new(cells, date_cell(val, now));
 		} else if (strcmp(c->type, "integer") == 0 && json_is_number(val)) {
 			json_array_append_new(cells, json_integer((json_int_t)json_number_value(val)));
 		} else if (strcmp(c->type, "number") == 0 && json_is_number(val)) {

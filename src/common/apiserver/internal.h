@@ -354,7 +354,7 @@ void crd_view_release(struct crd_view *v);
 bool crd_rewrites(const struct served *sv);
 void crd_set_api_version(const struct served *sv, json_t *obj, bool storage);
 void crd_object_text(const struct served *sv, const char *json, size_t len, struct buf *out);
-void crd_table_cells(const struct api_resource *r, const json_t *obj, json_t *cells);
+void crd_table_cells(const struct api_resource *r, const json_t *obj, time_t now, json_t *cells);
 int admit_crd(struct req *q, json_t *obj, const json_t *old);
 /* write.c: replies 422 with the causes in errs (consumed). */
 void reply_invalid(struct req *q, const json_t *obj, struct field_errors *errs);

@@ -43,7 +43,7 @@ json_t *table_new(const struct api_resource *r, json_t **objs, size_t n, bool wi
 	for (size_t i = 0; i < n; i++) {
 		json_t *cells = json_array();
 		if (r->crd_version)
-			crd_table_cells(r, objs[i], cells);
+			crd_table_cells(r, objs[i], now, cells);
 		else if (st->cells)
 			st->cells(objs[i], now, cells);
 		else
