@@ -570,8 +570,8 @@ def bench_discovery(args, reg, tenants, fig):
                            "if_none_match": reval, "bytes": size, "p50_ms": pct(lat, 50) * 1000,
                            "p99_ms": pct(lat, 99) * 1000, "max_ms": max(lat) * 1000, "first_ms": first * 1000}
                     fig["discovery"].append(row)
-    say("| tenant (own CRDs; %d region-wide) | via | request | If-None-Match | bytes | first ms | p50 ms | p99 ms | max ms |"
-        % (len(tenants) * args.crds_per_tenant + args.big_crds))
+    say("| tenant (own CRDs; %d region-wide) | via | request | If-None-Match | bytes | first ms | p50 ms | p99 ms "
+        "| max ms |" % (len(tenants) * args.crds_per_tenant + args.big_crds))
     say("|---|---|---|---|---:|---:|---:|---:|---:|")
     for r in fig["discovery"]:
         say("| %s (%d) | %s | %s | %s | %d | %.2f | %.2f | %.2f | %.2f |"

@@ -88,6 +88,17 @@ struct wcache;
  * wcache_ready() turns true after the first list. Relists by itself after a compaction. */
 struct wcache *wcache_new(const struct api_resource *r, struct etcd *etcd, const struct wcache_options *opts);
 void wcache_free(struct wcache *c);
+
+/* Caches that share one etcd watch: the custom resources of a partition, one cache per CRD, all
+ * under one prefix. The mux's thread watches prefix from the current revision and gives each event
+ * to the caches whose watch_prefix (else key_prefix) holds its key; a new cache is listed at the
+ * then current revision while events are held, so it neither misses nor repeats one; a
+ * compaction relists them all. wcache_new_muxed returns at once (ready after its first list);
+ * wcache_free of one takes it out. Free every cache of a mux before wcache_mux_free. */
+struct wcache_mux;
+struct wcache_mux *wcache_mux_new(struct etcd *etcd, const char *prefix);
+void wcache_mux_free(struct wcache_mux *m); /* NULL is fine */
+struct wcache *wcache_new_muxed(struct wcache_mux *m, const struct api_resource *r, const struct wcache_options *opts);
 bool wcache_ready(const struct wcache *c);
 /* Revision the cache is current to (the last event or list revision applied). */
 int64_t wcache_revision(const struct wcache *c);

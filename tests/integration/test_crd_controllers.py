@@ -113,7 +113,7 @@ def test_crd_delete_cascades():
     # the cluster-scoped kind: same
     expect_status(S["admin"].delete(CRDS % "acme" + "/gadgets.g.example.com"), 200, "delete gadgets CRD")
     wait_until(gone(CRDS % "acme" + "/gadgets.g.example.com"), 30, "gadgets CRD deleted")
-    eq([k for k in S["etcd"].keys("/registry/w.example.com/") + S["etcd"].keys("/registry/g.example.com/")], [],
+    eq([k for k in S["etcd"].keys("/registry/customresources/w.example.com/") + S["etcd"].keys("/registry/customresources/g.example.com/")], [],
        "custom resources left in etcd")
 
 
@@ -169,7 +169,7 @@ def test_namespace_deletion_removes_crs():
     create_cr("acme", "crontabs", "stable.example.com", "CronTab", "in-default")
     expect_status(S["admin"].delete("/api/v1/tenants/acme/namespaces/tmp"), 200, "delete namespace")
     wait_until(gone("/api/v1/tenants/acme/namespaces/tmp"), 40, "namespace tmp finalized")
-    eq([k for k in S["etcd"].keys("/registry/stable.example.com/crontabs/acme/tmp/")], [], "CRs of tmp in etcd")
+    eq([k for k in S["etcd"].keys("/registry/customresources/stable.example.com/crontabs/acme/tmp/")], [], "CRs of tmp in etcd")
     expect_status(S["admin"].get(cr_path("acme", "crontabs", "stable.example.com", "default", "in-default")), 200,
                   "CR in another namespace kept")
 

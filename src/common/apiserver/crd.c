@@ -5,7 +5,10 @@
  * (within a tenant and group the older CRD keeps a contested name), and for an accepted one
  * builds a struct served per served version: a struct api_resource made at run time, whose
  * strategy holds only its printer columns and selectable fields, and whose watch cache (one per
- * CRD, shared by its versions) holds that tenant's objects at /registry/<group>/<plural>/<tenant>/.
+ * CRD, shared by its versions) holds that tenant's objects at
+ * /registry/customresources/<group>/<plural>/<tenant>/. One etcd watch over
+ * /registry/customresources/ feeds every such cache (wcache_mux): a CRD costs no thread and no
+ * connection of its own.
  * The system tenant's CRDs serve every tenant without one of the same name; their cache holds
  * every tenant's objects of that kind. Each CRD's status (acceptedNames, NamesAccepted,
  * Established) is written here, by every API server of the partition alike (equal statuses are
@@ -23,8 +26,10 @@
 #include "ursa/xalloc.h"
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CRD_PLURAL "customresourcedefinitions"
+#define CR_KEY_SEGMENT "customresources" /* /registry/customresources/<group>/<plural>/<tenant>/... */
 #define CATCH_UP_MS 2000
 #define STATUS_RETRIES 5
 
@@ -62,6 +67,7 @@ struct crserved {
 struct entry {
 	char *tenant, *name;
 	json_t *obj;          /* the CRD as last seen */
+	char *created;        /* its metadata.creationTimestamp */
 	struct crdef *d;      /* NULL: it does not parse (never served) */
 	struct crcache *cc;
 	struct served **sv;   /* the registry's references, one per served version */
@@ -86,6 +92,7 @@ struct crds {
 	struct strmap tenants; /* tenant -> struct tlist * */
 	uint64_t counter;      /* under lock: the last generation handed out */
 	uint64_t epoch;        /* follower thread only */
+	struct wcache_mux *mux;/* feeds every CRD's cache */
 };
 
 /* ---- references ---- */
@@ -195,12 +202,19 @@ static void fill_resource(struct api_resource *r, const struct crd_def *d, const
 	r->crd_version = v;
 }
 
-static char *data_prefix(struct apiserver *s, const struct crd_def *d)
+/* Every custom resource of the partition lives under one prefix, so that one etcd watch (the
+ * registry's wcache_mux) feeds every CRD's cache. */
+static char *mux_prefix(struct apiserver *s)
 {
-	return xasprintf("%s/%s/%s/", s->o.etcd_prefix, d->group, d->plural);
+	return xasprintf("%s/" CR_KEY_SEGMENT "/", s->o.etcd_prefix);
 }
 
-static struct crcache *crcache_new(struct apiserver *s, struct crdef *cd, const char *tenant)
+static char *data_prefix(struct apiserver *s, const struct crd_def *d)
+{
+	return xasprintf("%s/" CR_KEY_SEGMENT "/%s/%s/", s->o.etcd_prefix, d->group, d->plural);
+}
+
+static struct crcache *crcache_new(struct apiserver *s, struct wcache_mux *mux, struct crdef *cd, const char *tenant)
 {
 	struct crcache *c = xcalloc(1, sizeof(*c));
 	atomic_init(&c->refs, 1);
@@ -215,7 +229,7 @@ static struct crcache *crcache_new(struct apiserver *s, struct crdef *cd, const 
 	c->watch_prefix = strcmp(tenant, TENANT_SYSTEM) == 0 ? xstrdup(prefix) : xasprintf("%s%s/", prefix, tenant);
 	struct wcache_options wo = { .key_prefix = prefix, .watch_prefix = c->watch_prefix, .history_min = 64,
 				     .tree_budget = (size_t)s->o.cache_trees_mb << 16 };
-	c->c = wcache_new(&c->r, s->etcd, &wo);
+	c->c = wcache_new_muxed(mux, &c->r, &wo);
 	free(prefix);
 	return c;
 }
@@ -282,7 +296,7 @@ static void entry_serve(struct crds *cr, struct entry *e)
 	free(f);
 	if (!reuse) {
 		crcache_unref(e->cc);
-		e->cc = crcache_new(cr->s, e->d, e->tenant);
+		e->cc = crcache_new(cr->s, cr->mux, e->d, e->tenant);
 	}
 	e->sv = xcalloc(d->nversions ? d->nversions : 1, sizeof(*e->sv));
 	for (size_t i = 0; i < d->nversions; i++)
@@ -296,6 +310,7 @@ static void entry_free(struct entry *e)
 	crcache_unref(e->cc);
 	crdef_unref(e->d);
 	json_decref(e->obj);
+	free(e->created);
 	free(e->conflict);
 	free(e->tenant);
 	free(e->name);
@@ -304,67 +319,70 @@ static void entry_free(struct entry *e)
 
 /* ---- names: who keeps a contested one ---- */
 
-static bool names_overlap(const struct crd_def *a, const struct crd_def *b, struct buf *why)
+static const char *group_of(const struct entry *e)
 {
-	if (strcmp(a->group, b->group) != 0)
-		return false;
-	const char *an[64], *bn[64];
-	size_t na = 0, nb = 0;
-	an[na++] = a->plural, an[na++] = a->singular;
-	bn[nb++] = b->plural, bn[nb++] = b->singular;
-	for (size_t i = 0; i < a->nshort && na < 64; i++)
-		an[na++] = a->short_names[i];
-	for (size_t i = 0; i < b->nshort && nb < 64; i++)
-		bn[nb++] = b->short_names[i];
-	for (size_t i = 0; i < na; i++)
-		for (size_t k = 0; k < nb; k++)
-			if (an[i] && bn[k] && *an[i] && strcmp(an[i], bn[k]) == 0) {
-				buf_addf(why, "\"%s\" is already in use", an[i]);
-				return true;
-			}
-	if (strcmp(a->kind, b->kind) == 0 || strcmp(a->list_kind, b->list_kind) == 0) {
-		buf_addf(why, "\"%s\" is already in use", strcmp(a->kind, b->kind) == 0 ? a->kind : a->list_kind);
-		return true;
-	}
-	return false;
+	return e->d ? e->d->def->group : "";
 }
 
-static const char *created_of(const struct entry *e)
-{
-	const char *c = json_path_str(e->obj, "metadata.creationTimestamp");
-	return c ? c : "";
-}
-
-static int older_first(const void *pa, const void *pb)
+/* By group, then age (a contested name stays with the CRD that had it first), then name. */
+static int by_group_age(const void *pa, const void *pb)
 {
 	const struct entry *a = *(struct entry *const *)pa, *b = *(struct entry *const *)pb;
-	int c = strcmp(created_of(a), created_of(b));
+	int c = strcmp(group_of(a), group_of(b));
+	if (!c)
+		c = strcmp(a->created ? a->created : "", b->created ? b->created : "");
 	return c ? c : strcmp(a->name, b->name);
 }
 
-/* Decides acceptance for every CRD of t (oldest first: a contested name stays with the CRD that
- * had it); e->changed tells whose decision changed. O(n^2) in the tenant's CRDs, names compared
- * only within a group. */
+/* The first of d's names (plural, singular, short names, kind, list kind) that taken holds, or
+ * NULL; with add, d's names are put into taken. Kinds share the map: a kind is CamelCase, the
+ * others lower case, so they never meet. */
+static const char *names_taken(const struct crd_def *d, struct strmap *taken, bool add)
+{
+	const char *n[4 + 64];
+	size_t k = 0;
+	n[k++] = d->plural, n[k++] = d->singular, n[k++] = d->kind, n[k++] = d->list_kind;
+	for (size_t i = 0; i < d->nshort && k < sizeof(n) / sizeof(n[0]); i++)
+		n[k++] = d->short_names[i];
+	for (size_t i = 0; i < k; i++) {
+		if (!n[i] || !*n[i])
+			continue;
+		if (add)
+			strmap_put(taken, n[i], NULL);
+		else if (strmap_get(taken, n[i]))
+			return n[i];
+	}
+	return NULL;
+}
+
+/* Decides acceptance for every CRD of t: in each group, oldest first, a CRD whose names an
+ * accepted one already holds is not accepted; e->changed tells whose decision changed. One sort
+ * and one pass over the names. */
 static void decide_names(struct tlist *t)
 {
 	struct entry **order = xmalloc((t->n ? t->n : 1) * sizeof(*order));
 	memcpy(order, t->e, t->n * sizeof(*order));
-	qsort(order, t->n, sizeof(*order), older_first);
+	qsort(order, t->n, sizeof(*order), by_group_age);
+	struct strmap taken;
+	strmap_init(&taken);
 	for (size_t i = 0; i < t->n; i++) {
 		struct entry *e = order[i];
-		struct buf why = BUF_INIT;
-		bool ok = e->d != NULL;
-		for (size_t k = 0; k < i && ok; k++)
-			if (order[k]->accepted && order[k]->d && names_overlap(e->d->def, order[k]->d->def, &why))
-				ok = false;
-		char *conflict = ok || !e->d ? NULL : buf_detach(&why, NULL);
-		buf_release(&why);
+		if (i > 0 && strcmp(group_of(order[i - 1]), group_of(e)) != 0) {
+			strmap_release(&taken, NULL);
+			strmap_init(&taken);
+		}
+		const char *clash = e->d ? names_taken(e->d->def, &taken, false) : NULL;
+		bool ok = e->d && !clash;
+		char *conflict = clash ? xasprintf("\"%s\" is already in use", clash) : NULL;
+		if (ok)
+			names_taken(e->d->def, &taken, true);
 		e->changed = ok != e->accepted || (conflict && !e->conflict) || (!conflict && e->conflict) ||
 			     (conflict && strcmp(conflict, e->conflict) != 0);
 		e->accepted = ok;
 		free(e->conflict);
 		e->conflict = conflict;
 	}
+	strmap_release(&taken, NULL);
 	free(order);
 }
 
@@ -596,11 +614,14 @@ static void on_event(void *ud, size_t i, enum wev_type type, struct cobj *o)
 				e->d->def->terminating == cd->def->terminating;
 		json_decref(e->obj);
 		e->obj = json_incref(obj);
+		if (!e->created && json_path_str(obj, "metadata.creationTimestamp"))
+			e->created = xstrdup(json_path_str(obj, "metadata.creationTimestamp"));
 		if (same_def) {
-			crdef_unref(cd); /* a status or metadata change: keep serving what is built */
-			settle(cr, t, NULL, &jobs);
-			if (!jobs && e->d)
-				queue_status(e, &jobs); /* someone else's status write dropped ours */
+			/* a status or metadata change: names stand, what is built stays served; only
+			 * a status someone else's write dropped is written again */
+			crdef_unref(cd);
+			if (e->d)
+				queue_status(e, &jobs);
 		} else {
 			crdef_unref(e->d);
 			e->d = cd;
@@ -657,10 +678,14 @@ int crd_start(struct apiserver *s)
 	cr->epoch = 1;
 	pthread_rwlock_init(&cr->lock, NULL);
 	strmap_init(&cr->tenants);
+	char *mp = mux_prefix(s);
+	cr->mux = wcache_mux_new(s->etcd, mp);
+	free(mp);
 	s->crds = cr;
 	static const struct follower_ops ops = { .event = on_event, .reset = on_reset, .listed = on_listed };
 	cr->f = follower_start(&sv, 1, &ops, cr);
 	if (!cr->f) {
+		wcache_mux_free(cr->mux);
 		s->crds = NULL;
 		pthread_rwlock_destroy(&cr->lock);
 		free(cr);
@@ -685,6 +710,7 @@ void crd_stop(struct apiserver *s)
 		return;
 	follower_stop(cr->f);
 	strmap_release(&cr->tenants, tlist_free);
+	wcache_mux_free(cr->mux); /* after the caches: requests have ended (the HTTP server stopped) */
 	pthread_rwlock_destroy(&cr->lock);
 	free(cr);
 	s->crds = NULL;
@@ -717,6 +743,15 @@ static struct served *lookup(struct crds *cr, const char *tenant, const char *gr
 	return found;
 }
 
+/* A CRD established a moment ago: its cache's first list is on its way (the mux lists it at
+ * once); a request waits for it rather than getting a 503. */
+static struct served *wait_ready(struct served *sv)
+{
+	for (int i = 0; i < CATCH_UP_MS / 10 && !wcache_ready(sv->cache); i++)
+		usleep(10 * 1000);
+	return sv;
+}
+
 struct served *crd_find(struct apiserver *s, const char *tenant, const char *group, const char *version,
 			const char *plural)
 {
@@ -729,14 +764,14 @@ struct served *crd_find(struct apiserver *s, const char *tenant, const char *gro
 	struct served *sv = lookup(cr, tenant, group, version, plural);
 	pthread_rwlock_unlock(&cr->lock);
 	if (sv)
-		return sv;
+		return wait_ready(sv);
 	/* a CRD this server wrote a moment ago may not have reached the registry yet */
 	if (!follower_catch_up(cr->f, CATCH_UP_MS))
 		return NULL;
 	pthread_rwlock_rdlock(&cr->lock);
 	sv = lookup(cr, tenant, group, version, plural);
 	pthread_rwlock_unlock(&cr->lock);
-	return sv;
+	return sv ? wait_ready(sv) : NULL;
 }
 
 static void view_add(struct crd_view *v, size_t *cap, struct served *sv)

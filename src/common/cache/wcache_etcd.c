@@ -1,13 +1,15 @@
 /* The etcd side of a watch cache: one thread per cache lists the prefix (pages of 10,000 pinned
  * to the first page's revision), starts a watch from the list revision + 1 (without prev_kv: the store holds every previous state), and
- * relists when etcd reports the watch's revision compacted. It is the only place that calls
- * etcd, so caches built with wcache_new_detached (the unit tests) never link the client in. */
+ * relists when etcd reports the watch's revision compacted. A mux (wcache_mux_new) does the same
+ * for many caches under one prefix with one thread and one watch. This is the only place that
+ * calls etcd, so caches built with wcache_new_detached (the unit tests) never link the client in. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "cache/wcache_internal.h"
 #include "ursa/errors.h"
+#include "ursa/strmap.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
@@ -70,9 +72,8 @@ static void objvec_release(struct objvec *a)
 	memset(a, 0, sizeof(*a));
 }
 
-static void add_page(struct wdriver *d, struct objvec *a, const struct etcd_range_result *res)
+static void add_page(const struct api_resource *r, struct objvec *a, const struct etcd_range_result *res)
 {
-	const struct api_resource *r = wcache_resource(d->c);
 	if (a->n + res->n > a->alloc) {
 		a->alloc = a->n + res->n + (a->alloc / 2);
 		a->v = xrealloc(a->v, a->alloc * sizeof(*a->v));
@@ -85,22 +86,24 @@ static void add_page(struct wdriver *d, struct objvec *a, const struct etcd_rang
 	}
 }
 
-/* One consistent listing at the first page's revision. E_GONE if that revision got compacted
- * between pages, E_UNAVAILABLE when stopping, or the client's error. */
-static int list_pages(struct wdriver *d, struct objvec *a, int64_t *ret_rev)
+/* One consistent listing of [prefix, range_end) at the first page's revision, objects built for
+ * r. E_GONE if that revision got compacted between pages, E_UNAVAILABLE when stop(ud) says so
+ * (stop may be NULL), or the client's error. */
+static int list_range(struct etcd *etcd, const struct api_resource *r, const char *prefix, const char *range_end,
+		      bool (*stop)(void *ud), void *ud, struct objvec *a, int64_t *ret_rev)
 {
 	struct buf start = BUF_INIT;
 	int64_t rev = 0;
 	long page = atomic_load(&wcache_list_page_size);
 	int rc;
-	buf_adds(&start, d->prefix);
+	buf_adds(&start, prefix);
 	for (;;) {
 		struct etcd_range_result res;
-		if ((rc = etcd_range(d->etcd, buf_cstr(&start), d->range_end, rev, page, false, &res)))
+		if ((rc = etcd_range(etcd, buf_cstr(&start), range_end, rev, page, false, &res)))
 			goto out;
 		if (rev == 0)
 			rev = res.revision;
-		add_page(d, a, &res);
+		add_page(r, a, &res);
 		bool more = res.more && res.n > 0;
 		if (more) {
 			/* the next key after K is K"\0", which a C string cannot carry; keys never hold
@@ -112,7 +115,7 @@ static int list_pages(struct wdriver *d, struct objvec *a, int64_t *ret_rev)
 		etcd_range_result_release(&res);
 		if (!more)
 			break;
-		if (stopping(d)) {
+		if (stop && stop(ud)) {
 			rc = E_UNAVAILABLE;
 			goto out;
 		}
@@ -123,22 +126,38 @@ out:
 	return rc;
 }
 
-static int list_and_watch(struct wdriver *d)
+static bool driver_stopping(void *ud)
+{
+	return stopping(ud);
+}
+
+
+/* A whole listing installed into c (retried once when compacted between pages). 0 or an error. */
+static int list_install(struct etcd *etcd, struct wcache *c, const char *prefix, const char *range_end,
+			bool (*stop)(void *ud), void *ud)
 {
 	struct objvec a = { NULL, 0, 0 };
 	int64_t rev = 0;
-	int rc = list_pages(d, &a, &rev);
+	int rc = list_range(etcd, wcache_resource(c), prefix, range_end, stop, ud, &a, &rev);
 	if (rc == E_GONE) { /* compacted between pages: start over at the newest revision */
 		objvec_release(&a);
-		rc = list_pages(d, &a, &rev);
+		rc = list_range(etcd, wcache_resource(c), prefix, range_end, stop, ud, &a, &rev);
 	}
 	if (rc != 0) {
 		objvec_release(&a);
 		return rc;
 	}
-	wcache_install(d->c, a.v, a.n, rev);
+	wcache_install(c, a.v, a.n, rev);
 	free(a.v);
-	d->watch = etcd_watch_start(d->etcd, d->prefix, d->range_end, rev + 1, false, &handlers, d);
+	return 0;
+}
+
+static int list_and_watch(struct wdriver *d)
+{
+	int rc = list_install(d->etcd, d->c, d->prefix, d->range_end, driver_stopping, d);
+	if (rc != 0)
+		return rc;
+	d->watch = etcd_watch_start(d->etcd, d->prefix, d->range_end, wcache_revision(d->c) + 1, false, &handlers, d);
 	return d->watch ? 0 : E_UNAVAILABLE;
 }
 
@@ -213,5 +232,235 @@ struct wcache *wcache_new(const struct api_resource *r, struct etcd *etcd, const
 	wcache_set_driver(c, d, driver_stop);
 	if (pthread_create(&d->th, NULL, run, d) != 0)
 		abort(); /* like an allocation failure: nothing sensible to continue with */
+	return c;
+}
+
+/* ---- many caches, one watch ---- */
+
+/* A cache fed by a mux. */
+struct mchild {
+	struct wcache_mux *m;
+	struct wcache *c;
+	char *prefix, *range_end;
+	bool listed;           /* under m->mu: in the dispatch map, fed by the watch */
+	struct mchild *next;   /* in its bucket of m->by_prefix, or in m->pending */
+};
+
+struct wcache_mux {
+	struct etcd *etcd;
+	char *prefix, *range_end;
+	pthread_t th;
+	pthread_mutex_t mu;      /* children, dispatch; held while events are applied */
+	pthread_cond_t cond;
+	bool stop, relist;       /* under mu */
+	struct strmap by_prefix; /* under mu: watch prefix -> struct mchild list (listed ones) */
+	struct mchild *pending;  /* under mu: waiting for their first list */
+	struct etcd_watch *watch;/* the mux thread's */
+};
+
+static void mux_unlink(struct mchild **head, struct mchild *ch)
+{
+	for (struct mchild **pp = head; *pp; pp = &(*pp)->next)
+		if (*pp == ch) {
+			*pp = ch->next;
+			ch->next = NULL;
+			return;
+		}
+}
+
+/* Every listed child whose prefix the key is under gets the event: its prefix is the key up to
+ * one of its '/'s, so a few map lookups find them all. Under m->mu. */
+static void mux_dispatch(struct wcache_mux *m, const struct etcd_event *ev)
+{
+	const char *key = ev->kv.key;
+	size_t plen = strlen(m->prefix);
+	if (!key || strncmp(key, m->prefix, plen) != 0)
+		return;
+	struct buf b = BUF_INIT;
+	for (const char *p = key + plen; (p = strchr(p, '/')); p++) {
+		buf_reset(&b);
+		buf_add(&b, key, (size_t)(p - key) + 1);
+		struct strmap_ent *e = strmap_get(&m->by_prefix, buf_cstr(&b));
+		for (struct mchild *ch = e ? e->val : NULL; ch; ch = ch->next)
+			wcache_apply_events(ch->c, ev, 1);
+	}
+	buf_release(&b);
+}
+
+static void mux_on_events(void *ud, const struct etcd_event *ev, size_t n)
+{
+	struct wcache_mux *m = ud;
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < n; i++)
+		mux_dispatch(m, &ev[i]);
+	pthread_mutex_unlock(&m->mu);
+}
+
+static void mux_on_compacted(void *ud, int64_t compact_rev)
+{
+	(void)compact_rev;
+	struct wcache_mux *m = ud;
+	pthread_mutex_lock(&m->mu);
+	m->relist = true;
+	pthread_cond_signal(&m->cond);
+	pthread_mutex_unlock(&m->mu);
+}
+
+static const struct etcd_watch_handlers mux_handlers = { mux_on_events, mux_on_compacted, on_state };
+
+/* Lists ch at the current revision and puts it into the dispatch map, with event dispatch held
+ * (m->mu taken by the caller): events the watch brings later at or below the list's revision are
+ * ignored by the cache, later ones applied, so nothing is missed or applied twice. */
+static int mux_list_child(struct wcache_mux *m, struct mchild *ch)
+{
+	int rc = list_install(m->etcd, ch->c, ch->prefix, ch->range_end, NULL, NULL);
+	if (rc)
+		return rc;
+	struct strmap_ent *e = strmap_put(&m->by_prefix, ch->prefix, NULL);
+	ch->next = e->val;
+	e->val = ch;
+	ch->listed = true;
+	return 0;
+}
+
+/* (Re)starts the watch from the current revision, relisting every listed child (their watchers
+ * get 410 and end, as after any relist). Under m->mu. */
+static int mux_restart(struct wcache_mux *m)
+{
+	int64_t rev = 0;
+	int rc = etcd_current_revision(m->etcd, &rev);
+	if (rc)
+		return rc;
+	size_t it = 0;
+	for (struct strmap_ent *e = strmap_next(&m->by_prefix, NULL, &it); e && !rc; e = strmap_next(&m->by_prefix, e, &it))
+		for (struct mchild *ch = e->val; ch && !rc; ch = ch->next)
+			rc = list_install(m->etcd, ch->c, ch->prefix, ch->range_end, NULL, NULL);
+	if (rc)
+		return rc;
+	m->watch = etcd_watch_start(m->etcd, m->prefix, m->range_end, rev + 1, false, &mux_handlers, m);
+	return m->watch ? 0 : E_UNAVAILABLE;
+}
+
+static void mux_wait_ms(struct wcache_mux *m, long ms)
+{
+	struct timespec dl;
+	mono_deadline(&dl, ms);
+	pthread_cond_timedwait(&m->cond, &m->mu, &dl);
+}
+
+static void *mux_run(void *arg)
+{
+	struct wcache_mux *m = arg;
+	bool need_watch = true;
+	pthread_mutex_lock(&m->mu);
+	while (!m->stop) {
+		if (m->relist) {
+			m->relist = false;
+			need_watch = true;
+		}
+		if (need_watch) {
+			pthread_mutex_unlock(&m->mu);
+			etcd_watch_stop(m->watch); /* joins: no handler runs after this */
+			m->watch = NULL;
+			pthread_mutex_lock(&m->mu);
+			need_watch = mux_restart(m) != 0;
+		}
+		bool failed = false;
+		while (!need_watch && !failed && m->pending && !m->stop) {
+			struct mchild *ch = m->pending;
+			m->pending = ch->next;
+			ch->next = NULL;
+			if (mux_list_child(m, ch) != 0) { /* etcd unreachable: retried in a second */
+				ch->next = m->pending;
+				m->pending = ch;
+				failed = true;
+			}
+		}
+		if (m->stop)
+			break;
+		if (need_watch || failed)
+			mux_wait_ms(m, RETRY_MS);
+		else if (!m->relist && !m->pending)
+			pthread_cond_wait(&m->cond, &m->mu);
+	}
+	pthread_mutex_unlock(&m->mu);
+	etcd_watch_stop(m->watch);
+	m->watch = NULL;
+	return NULL;
+}
+
+/* wcache_free of a muxed cache: out of the dispatch map (or the pending list) first. */
+static void mux_child_stop(void *arg)
+{
+	struct mchild *ch = arg;
+	struct wcache_mux *m = ch->m;
+	pthread_mutex_lock(&m->mu);
+	if (ch->listed) {
+		struct strmap_ent *e = strmap_get(&m->by_prefix, ch->prefix);
+		if (e) {
+			struct mchild *head = e->val;
+			mux_unlink(&head, ch);
+			e->val = head;
+			if (!head)
+				strmap_del(&m->by_prefix, ch->prefix, NULL);
+		}
+	} else {
+		mux_unlink(&m->pending, ch);
+	}
+	pthread_mutex_unlock(&m->mu);
+	free(ch->prefix);
+	free(ch->range_end);
+	free(ch);
+}
+
+struct wcache_mux *wcache_mux_new(struct etcd *etcd, const char *prefix)
+{
+	struct wcache_mux *m = xcalloc(1, sizeof(*m));
+	m->etcd = etcd;
+	m->prefix = xstrdup(prefix);
+	m->range_end = etcd_prefix_end(prefix);
+	strmap_init(&m->by_prefix);
+	pthread_mutex_init(&m->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&m->th, NULL, mux_run, m) != 0)
+		abort(); /* like an allocation failure */
+	return m;
+}
+
+void wcache_mux_free(struct wcache_mux *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->stop = true;
+	pthread_cond_signal(&m->cond);
+	pthread_mutex_unlock(&m->mu);
+	pthread_join(m->th, NULL);
+	strmap_release(&m->by_prefix, NULL); /* empty: every child was freed first */
+	pthread_mutex_destroy(&m->mu);
+	pthread_cond_destroy(&m->cond);
+	free(m->prefix);
+	free(m->range_end);
+	free(m);
+}
+
+struct wcache *wcache_new_muxed(struct wcache_mux *m, const struct api_resource *r, const struct wcache_options *opts)
+{
+	struct wcache *c = wcache_new_detached(r, opts);
+	struct mchild *ch = xcalloc(1, sizeof(*ch));
+	ch->m = m;
+	ch->c = c;
+	ch->prefix = xstrdup(opts && opts->watch_prefix ? opts->watch_prefix : wcache_key_prefix(c));
+	ch->range_end = etcd_prefix_end(ch->prefix);
+	wcache_set_driver(c, ch, mux_child_stop);
+	pthread_mutex_lock(&m->mu);
+	ch->next = m->pending;
+	m->pending = ch;
+	pthread_cond_signal(&m->cond);
+	pthread_mutex_unlock(&m->mu);
 	return c;
 }
