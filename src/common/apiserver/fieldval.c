@@ -139,6 +139,7 @@ int fieldval_check(struct req *q, json_t *obj, const char *api_version, const ch
 			}
 			json_decref(mp);
 		}
+		q->cr_pruned = obj;
 	} else if (msg) {
 		schema_prune(obj, msg, paths);
 	}

@@ -113,6 +113,7 @@ struct req {
 	uint32_t svcip_resv; /* svcip.c: the cluster IP admit_service reserved for this write (0: none) */
 	int fv_mode;       /* fieldval.c: enum fv_mode of a create, update or patch (0: not validated) */
 	json_t *fv_msgs;   /* fieldval.c: strict decoding messages met so far (owned; NULL: none) */
+	const json_t *cr_pruned; /* fieldval.c: a custom resource it pruned already (write.c skips it) */
 };
 
 /* status.c: Status error replies. kind_plural/name fill details when not NULL. */

@@ -263,14 +263,17 @@ static int check_parents(struct req *q)
 
 /* A custom resource, before validation: unknown fields pruned (always, as Kubernetes does),
  * then the schema's defaults. */
-static void custom_prune_default(const struct api_resource *r, json_t *obj)
+static void custom_prune_default(struct req *q, json_t *obj)
 {
+	const struct api_resource *r = q->res->r;
 	if (!r->crd_version || !r->crd_version->schema)
 		return;
-	crd_schema_prune(r->crd_version->schema, obj, NULL);
-	json_t *meta = json_object_get(obj, "metadata");
-	if (json_is_object(meta))
-		schema_prune(meta, &pm_object_meta, NULL);
+	if (q->cr_pruned != obj) { /* field validation did it for the client's object already */
+		crd_schema_prune(r->crd_version->schema, obj, NULL);
+		json_t *meta = json_object_get(obj, "metadata");
+		if (json_is_object(meta))
+			schema_prune(meta, &pm_object_meta, NULL);
+	}
 	crd_schema_default(r->crd_version->schema, obj);
 }
 
@@ -311,7 +314,7 @@ int prepare_new_object(struct req *q, json_t *obj)
 		r->strategy->prepare_create(obj);
 	if (r->crd_version && r->crd_version->status)
 		json_object_del(obj, "status"); /* written through the status subresource only */
-	custom_prune_default(r, obj);
+	custom_prune_default(q, obj);
 	return validate(q, obj, NULL);
 }
 
@@ -626,7 +629,7 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 		}
 		if (mode == UPDATE_MAIN && r->strategy->defaults)
 			r->strategy->defaults(obj);
-		custom_prune_default(r, obj);
+		custom_prune_default(q, obj);
 		crd_set_api_version(q->res, obj, true);
 		bump_generation(r, old, obj);
 		if (validate_mode(q, obj, old, mode == UPDATE_MAIN) < 0) {

@@ -612,22 +612,35 @@ static bool key_needs_brackets(const char *key)
 	return !*key || strpbrk(key, ".[]") != NULL;
 }
 
+/* The path grows on every node a walk visits, errors or not: no printf here. */
 size_t path_push_key(struct buf *p, const char *key)
 {
 	size_t len = p->len;
-	if (key_needs_brackets(key))
-		buf_addf(p, "[%s]", key);
-	else if (p->len)
-		buf_addf(p, ".%s", key);
-	else
+	if (key_needs_brackets(key)) {
+		buf_addch(p, '[');
 		buf_adds(p, key);
+		buf_addch(p, ']');
+	} else {
+		if (p->len)
+			buf_addch(p, '.');
+		buf_adds(p, key);
+	}
 	return len;
 }
 
 size_t path_push_index(struct buf *p, size_t i)
 {
 	size_t len = p->len;
-	buf_addf(p, "[%zu]", i);
+	char digits[24];
+	size_t n = 0;
+	do {
+		digits[n++] = (char)('0' + i % 10);
+		i /= 10;
+	} while (i);
+	buf_addch(p, '[');
+	while (n)
+		buf_addch(p, digits[--n]);
+	buf_addch(p, ']');
 	return len;
 }
 
