@@ -19,6 +19,7 @@
 #include "ursa/jsonutil.h"
 #include "ursa/schema.h"
 #include "ursa/xalloc.h"
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1237,6 +1238,8 @@ void serve_openapi(struct apiserver *s, const char *tenant, struct http_request 
 		/* Built without the lock: others' requests meanwhile are served, or build too. */
 		pthread_mutex_unlock(&cache_lock);
 		struct tdocs *fresh = tdocs_build(s, o, tenant, &v, want_v2);
+		/* building took trees many times the documents' size: give their pages back */
+		malloc_trim(0);
 		pthread_mutex_lock(&cache_lock);
 		t = tcache_find(s, tenant, v.gen);
 		if (t && want_v2 && !t->has_v2) {
