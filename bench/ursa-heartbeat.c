@@ -455,20 +455,27 @@ static void *setup_main(void *arg)
 
 		if (i >= (uint64_t)r->o->nodes || atomic_load(&r->stop))
 			break;
+		long first;
 		if (r->o->create) {
 			lease_body(w, i, NULL);
-			code = http_do(&w->c, "POST", buf_cstr(&coll), &w->body);
+			code = first = http_do(&w->c, "POST", buf_cstr(&coll), &w->body);
 			if (code == 201 && take_rv(&w->c.body, &r->nodes[i].rv))
 				code = 0;
 			if (code == 409)
 				code = fetch_rv(w, i) == 200 ? 201 : 0;
 		} else {
-			code = fetch_rv(w, i) == 200 ? 201 : 0;
+			code = first = fetch_rv(w, i) == 200 ? 201 : 0;
 		}
-		if (code == 201)
+		if (code == 201) {
 			w->setup_ok++;
-		else
+		} else {
 			w->setup_fail++;
+			/* what a failing request got: the first few, for the record */
+			static atomic_int told;
+			if (atomic_fetch_add(&told, 1) < 5)
+				fprintf(stderr, "ursa-heartbeat: setup of lease %" PRIu64 ": HTTP %ld%s: %.300s\n", i, first,
+					first ? "" : " (transport error)", buf_cstr(&w->c.body));
+		}
 		atomic_fetch_add(&r->done, 1);
 	}
 	buf_release(&coll);

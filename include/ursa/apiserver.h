@@ -31,6 +31,8 @@ struct apiserver_options {
 	long cache_trees_mb;         /* wcache_options.tree_budget of each resource, in MiB (0: none) */
 	const struct api_resource *resources;
 	size_t nresources;
+	/* Start without serving: apiserver_listen serves (e.g. once the system namespaces exist). */
+	bool defer_listen;
 	/* Called after an object was created through the API (e.g. a Tenant's namespaces). */
 	void (*on_created)(struct apiserver *s, const struct api_resource *r, const json_t *obj);
 };
@@ -50,6 +52,8 @@ struct apiserver;
 /* Connects, starts the caches and the HTTP server. NULL with *ret_err (new string) on failure. */
 struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_err);
 void apiserver_stop(struct apiserver *s);
+/* Starts serving (with defer_listen). 0, or -1 with *ret_err (new string). */
+int apiserver_listen(struct apiserver *s, char **ret_err);
 /* Creates an object directly in storage, with the same defaulting and validation as the API
  * (for server-side hooks). obj is borrowed. 0, E_ALREADY_EXISTS, E_INVALID, ... */
 int apiserver_create(struct apiserver *s, const char *plural, const char *tenant, const char *ns, const json_t *obj);

@@ -61,7 +61,7 @@ static int start(void *ud, struct daemon *dm, char **ret_err)
 		.region_token_file = a->region_token, .region_ca_file = a->region_ca, .kubelet_token_file = a->kubelet_token,
 		.workers = (unsigned)a->workers, .resources = d->resources, .nresources = d->nresources,
 		.on_created = d->on_created, .etcd_write_linger_ms = a->linger,
-		.etcd_heartbeat_linger_ms = a->hb_linger, .cache_trees_mb = a->trees_mb,
+		.etcd_heartbeat_linger_ms = a->hb_linger, .cache_trees_mb = a->trees_mb, .defer_listen = true,
 	};
 	char *err = NULL;
 	a->s = apiserver_start(&o, &err);
@@ -69,7 +69,13 @@ static int start(void *ud, struct daemon *dm, char **ret_err)
 		*ret_err = err ? err : xstrdup("unknown");
 		return 1;
 	}
+	/* before serving: a node's lease created the moment the port answers needs kube-node-lease
+	 * (a burst of 10,000 on a fresh resource manager had its first 18 refused with 404) */
 	ensure_system_namespaces(a->s, dm, d->system_namespaces);
+	if (apiserver_listen(a->s, &err) < 0) {
+		*ret_err = err ? err : xstrdup("unknown");
+		return 1;
+	}
 	log_info("serving", "listen=%s tls=%s etcd=\"%s\" partition=%s", a->listen, a->cert ? "yes" : "no", a->etcd,
 		 a->partition);
 	return 0;

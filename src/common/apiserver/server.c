@@ -408,17 +408,24 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 		*ret_err = xstrdup("cannot start the authorizer");
 		goto fail;
 	}
-	struct http_server_options ho = {
-		.listen = o->listen, .tls_cert = o->tls_cert, .tls_key = o->tls_key, .threads = o->workers,
-	};
-	s->http = http_server_start(&ho, on_http, s, ret_err);
-	if (!s->http)
+	if (!o->defer_listen && apiserver_listen(s, ret_err) < 0)
 		goto fail;
-	watch_ticker_start(s);
 	return s;
 fail:
 	apiserver_stop(s);
 	return NULL;
+}
+
+int apiserver_listen(struct apiserver *s, char **ret_err)
+{
+	struct http_server_options ho = {
+		.listen = s->o.listen, .tls_cert = s->o.tls_cert, .tls_key = s->o.tls_key, .threads = s->o.workers,
+	};
+	s->http = http_server_start(&ho, on_http, s, ret_err);
+	if (!s->http)
+		return -1;
+	watch_ticker_start(s);
+	return 0;
 }
 
 void apiserver_stop(struct apiserver *s)
