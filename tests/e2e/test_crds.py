@@ -30,6 +30,7 @@ The steps build on each other and run in file order."""
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -239,19 +240,23 @@ def test_bad_custom_resources():
 def test_watch_sees_edit_and_subresources():
     args = ["kubectl", "--kubeconfig", S["alice"], "--cache-dir", os.path.join(S["tmp"], "kcache2"),
             "get", "crontabs", "-w", "--output-watch-events", "-o", "jsonpath={.type} {.object.spec.image}{\"\\n\"}"]
-    w = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    w = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = {"seen": ""}
+
+    def read_until(want, seconds):
+        deadline = time.time() + seconds
+        while time.time() < deadline and want not in out["seen"]:
+            r, _, _ = select.select([w.stdout], [], [], 0.2)
+            if r:
+                chunk = os.read(w.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                out["seen"] += chunk.decode("utf-8", "replace")
+        return want in out["seen"]
     try:
-        time.sleep(2)
+        h.check(read_until("ADDED my-awesome-cron-image", 30), "kubectl get -w listed the CronTabs: %r" % out["seen"])
         ok(["patch", "crontab", "my-new-cron-object", "--type=merge", "-p", '{"spec":{"image":"edited-image"}}'])
-        deadline = time.time() + 15
-        seen = ""
-        os.set_blocking(w.stdout.fileno(), False)
-        while time.time() < deadline and "MODIFIED edited-image" not in seen:
-            chunk = w.stdout.read()
-            if chunk:
-                seen += chunk
-            time.sleep(0.2)
-        h.check("MODIFIED edited-image" in seen, "kubectl get -w saw the edit: %r" % seen)
+        h.check(read_until("MODIFIED edited-image", 15), "kubectl get -w saw the edit: %r" % out["seen"])
     finally:
         w.kill()
         w.wait()
