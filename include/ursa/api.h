@@ -75,6 +75,9 @@ struct api_strategy {
 	size_t ncolumns;
 	/* Appends exactly ncolumns cells for obj to the JSON array cells. */
 	void (*cells)(const json_t *obj, time_t now, json_t *cells);
+	/* The dotted paths cells reads ("spec.containers.*.name"; src/common/apiserver/jsontext.h), NULL-terminated:
+	 * a list's Table parses only these parts of each object. NULL: cells gets the whole object. */
+	const char *const *cell_paths;
 	/* Field-selector fields beyond metadata.name and metadata.namespace (always supported). */
 	const struct api_field *fields;
 	size_t nfields;

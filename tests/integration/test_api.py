@@ -14,6 +14,7 @@ import secrets
 import socket
 import sys
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from ursa_harness import (ApiServer, Etcd, check, create_tenant, deployment_manifest,  # noqa: E402
@@ -515,6 +516,29 @@ def test_table_responses():
     expect_status(r, 200, "Table get")
     eq(r.json.get("kind"), "Table", "single-object Table kind")
     eq([row["cells"][0] for row in r.json.get("rows", [])], [name], "single-object Table rows")
+    # A list's rows are built from the stored text (table.c table_list_text), a single object's
+    # from the parsed object: the same cells, and the row's metadata is the object's.
+    single = r.json["rows"][0]
+    create_pod(uniq("tbl2"))
+    got = admin().get(pods_path(S["t"], name=name)).json
+    rows, cont = [], None
+    while True:
+        r = admin().get(pods_path(S["t"]) + "?limit=1" + ("&continue=" + urllib.parse.quote(cont, safe="") if cont else ""), headers={"Accept": TABLE})
+        expect_status(r, 200, "Table page")
+        eq(len(r.json["rows"]), 1, "rows in a Table page of limit=1")
+        rows += r.json["rows"]
+        plain = admin().get(pods_path(S["t"]) + "?limit=1" + ("&continue=" + urllib.parse.quote(cont, safe="")
+                                                              if cont else "")).json
+        eq(sorted(r.json["metadata"]), sorted(plain["metadata"]), "Table and plain list page metadata")
+        cont = r.json["metadata"].get("continue")
+        if not cont:
+            break
+    mine = [row for row in rows if row["cells"][0] == name]
+    eq(len(mine), 1, "paged Table rows for pod %s" % name)
+    eq(mine[0]["cells"][:4] + mine[0]["cells"][5:], single["cells"][:4] + single["cells"][5:],
+       "list and single-object cells (but Age)")
+    eq(mine[0]["object"], {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                           "metadata": got["metadata"]}, "row object of a list page")
 
 
 def test_sre_role_reads_everything_and_writes_nothing():

@@ -321,6 +321,10 @@ char *stream_kubelet_path(const char *sub, const char *tenant, const char *ns, c
 bool wants_table(struct req *q);
 /* Table with rows for objs (parsed objects), columnDefinitions when with_columns. New ref. */
 json_t *table_new(const struct api_resource *r, json_t **objs, size_t n, bool with_columns);
+/* Appends a list page as a Table's JSON text (the same document table_new and table_set_list_meta
+ * make, with column definitions), built from the objects' cached text. */
+void table_list_text(const struct api_resource *r, struct cobj *const *objs, size_t n, int64_t rv, const char *cont,
+		     long long remaining, struct buf *out);
 void table_set_list_meta(json_t *table, int64_t rv, const char *cont, long long remaining);
 
 /* crd.c: custom resources. crd_start follows the server's customresourcedefinitions cache (a

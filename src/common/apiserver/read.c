@@ -282,16 +282,9 @@ out:
 static void reply_list(struct req *q, struct list_result *lr)
 {
 	if (q->table) {
-		json_t **objs = xcalloc(lr->n + 1, sizeof(*objs));
-		for (size_t i = 0; i < lr->n; i++)
-			objs[i] = json_loadb(lr->objs[i]->json, lr->objs[i]->json_len, 0, NULL);
-		json_t *t = table_new(q->res->r, objs, lr->n, true);
-		table_set_list_meta(t, lr->rv, lr->cont, lr->remaining);
-		reply_json(q, 200, t);
-		json_decref(t);
-		for (size_t i = 0; i < lr->n; i++)
-			json_decref(objs[i]);
-		free(objs);
+		struct buf t = BUF_INIT;
+		table_list_text(q->res->r, lr->objs, lr->n, lr->rv, lr->cont, lr->remaining, &t);
+		reply_buf(q, 200, &t);
 		return;
 	}
 	struct buf b = BUF_INIT, av = BUF_INIT;

@@ -1,5 +1,6 @@
 /* meta.k8s.io/v1 Table responses, built from each resource's printer columns. */
 #include "internal.h"
+#include "jsontext.h"
 #include "ursa/crd.h"
 #include "ursa/jsonutil.h"
 #include <string.h>
@@ -52,6 +53,65 @@ json_t *table_new(const struct api_resource *r, json_t **objs, size_t n, bool wi
 	}
 	json_object_set_new(t, "rows", rows);
 	return t;
+}
+
+/* Appends one row of a list's Table: the cells of the object text, and its metadata without
+ * managedFields, cut from the text rather than parsed and dumped again. */
+static void row_text(const struct api_resource *r, const char *text, size_t len, time_t now, struct buf *out)
+{
+	const struct api_strategy *st = r->strategy;
+	/* Only what the cells read, parsed straight from the text (jansson's own parser is several
+	 * times slower); jansson decides when that fails. */
+	json_t *obj = json_text_load(text, len, !r->crd_version && st->cells ? st->cell_paths : NULL);
+	if (!obj)
+		obj = json_loadb(text, len, 0, NULL);
+	json_t *cells = json_array();
+	if (r->crd_version)
+		crd_table_cells(r, obj, now, cells);
+	else if (st->cells)
+		st->cells(obj, now, cells);
+	else
+		json_array_append_new(cells, json_string(json_path_str(obj, "metadata.name")));
+	json_decref(obj);
+	buf_adds(out, "{\"cells\":");
+	json_dump_buf(cells, out);
+	json_decref(cells);
+	buf_adds(out, ",\"object\":{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":");
+	size_t off, mlen;
+	if (json_text_member(text, len, "metadata", &off, &mlen) < 0)
+		buf_adds(out, "{}");
+	else if (text[off] != '{' || json_text_drop_member(text + off, mlen, "managedFields", out) < 0)
+		buf_add(out, text + off, mlen);
+	buf_adds(out, "}}");
+}
+
+void table_list_text(const struct api_resource *r, struct cobj *const *objs, size_t n, int64_t rv, const char *cont,
+		     long long remaining, struct buf *out)
+{
+	time_t now = time(NULL);
+	size_t total = 512;
+	for (size_t i = 0; i < n; i++)
+		total += objs[i]->json_len / 2 + 256;
+	buf_grow(out, total);
+	buf_addf(out, "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{\"resourceVersion\":\"%lld\"",
+		 (long long)rv);
+	if (cont && *cont) {
+		buf_adds(out, ",\"continue\":");
+		buf_add_json_str(out, cont, strlen(cont));
+	}
+	if (remaining > 0)
+		buf_addf(out, ",\"remainingItemCount\":%lld", remaining);
+	buf_adds(out, "},\"columnDefinitions\":");
+	json_t *defs = column_defs(r->strategy);
+	json_dump_buf(defs, out);
+	json_decref(defs);
+	buf_adds(out, ",\"rows\":[");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			buf_addch(out, ',');
+		row_text(r, objs[i]->json, objs[i]->json_len, now, out);
+	}
+	buf_adds(out, "]}");
 }
 
 void table_set_list_meta(json_t *table, int64_t rv, const char *cont, long long remaining)

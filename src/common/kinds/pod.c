@@ -340,6 +340,20 @@ static const struct api_field pod_fields[] = {
 	{ "status.nominatedNodeName", "status.nominatedNodeName" },
 };
 
+/* What pod_cells reads: the containers are only counted (and init containers matched by name). */
+static const char *const pod_cell_paths[] = {
+	"metadata.name", "metadata.creationTimestamp", "metadata.deletionTimestamp", "spec.nodeName",
+	"spec.readinessGates", "spec.containers.*.name", "spec.initContainers.*.name",
+	"spec.initContainers.*.restartPolicy", "status.phase", "status.reason", "status.podIP", "status.podIPs",
+	"status.nominatedNodeName", "status.conditions.*.type", "status.conditions.*.status", "status.conditions.*.reason",
+	"status.containerStatuses.*.name", "status.containerStatuses.*.ready", "status.containerStatuses.*.started",
+	"status.containerStatuses.*.restartCount", "status.containerStatuses.*.state",
+	"status.containerStatuses.*.lastState.terminated.finishedAt", "status.initContainerStatuses.*.name",
+	"status.initContainerStatuses.*.ready", "status.initContainerStatuses.*.started",
+	"status.initContainerStatuses.*.restartCount", "status.initContainerStatuses.*.state",
+	"status.initContainerStatuses.*.lastState.terminated.finishedAt", NULL,
+};
+
 const struct api_strategy strategy_pod = {
 	.defaults = pod_defaults,
 	.prepare_create = pod_prepare_create,
@@ -347,6 +361,7 @@ const struct api_strategy strategy_pod = {
 	.columns = pod_columns,
 	.ncolumns = ARRAY_SIZE(pod_columns),
 	.cells = pod_cells,
+	.cell_paths = pod_cell_paths,
 	.fields = pod_fields,
 	.nfields = ARRAY_SIZE(pod_fields),
 };
