@@ -62,5 +62,14 @@ if [ $purge -eq 1 ] && [ -d "$URSA_STATE" ]; then
 	[ -z "$left" ] || die "still mounted under $URSA_STATE, not deleting it: $(tr '\n' ' ' <<<"$left")"
 	rm -rf "$URSA_STATE"
 	say "removed $URSA_STATE"
+	# kubectl keeps what it discovered of https://127.0.0.1:<port>[/tenants/<t>] for 6 hours
+	# without asking again: a region made anew on the same port (with other tenants' kinds, say a
+	# CustomResourceDefinition that is gone) must not be seen through the old one's discovery.
+	kcache=${KUBECACHEDIR:-${HOME:-/root}/.kube/cache}/discovery
+	front="127.0.0.1_$((6443 + URSA_PORT_OFFSET))"
+	if compgen -G "$kcache/$front*" >/dev/null; then
+		rm -rf "$kcache/$front" "$kcache/$front"_*
+		say "removed kubectl's discovery cache of https://127.0.0.1:$((6443 + URSA_PORT_OFFSET))"
+	fi
 fi
 say "local region stopped"
