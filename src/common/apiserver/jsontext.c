@@ -1,5 +1,6 @@
 /* JSON text surgery without parsing: see jsontext.h. */
 #include "jsontext.h"
+#include "ursa/buf.h"
 #include "ursa/xalloc.h"
 #include <errno.h>
 #include <stdbool.h>
@@ -317,22 +318,11 @@ int json_text_project(const char *s, size_t len, const char *const *keep, struct
 
 /* ---- parsing a projection straight into jansson values ---- */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static long hex4(const char *p)
 {
 	long v = 0;
 	for (int k = 0; k < 4; k++) {
-		int h = hexval(p[k]);
+		int h = hex_digit(p[k]);
 		if (h < 0)
 			return -1;
 		v = v * 16 + h;
