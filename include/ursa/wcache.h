@@ -164,6 +164,9 @@ int watcher_next(struct watcher *w, struct wevent *ret);
 int64_t watcher_revision(struct watcher *w);
 /* Unregisters and frees; no notify call happens after it returns. */
 void watcher_close(struct watcher *w);
+/* Ends every open watcher of c (each stream then ends; nothing is freed): the kind it serves is
+ * gone (a CustomResourceDefinition deleted). */
+void wcache_end_watchers(struct wcache *c);
 /* Number of open watchers over all caches (for /metrics). */
 long wcache_watchers_total(void);
 

@@ -4,7 +4,8 @@ server no thread; a watch opened before an etcd compaction keeps its events; a C
 after a compaction (its cache listed at the then current revision) serves its objects; a CRD
 deleted and made again under the same name (a second cache on the same keys while requests on
 the first may still run) lists what etcd holds and sees new writes; a system CRD's cache holds
-every tenant's objects of its kind, each tenant reading only its own."""
+every tenant's objects of its kind, each tenant reading only its own; a watch on a CRD's kind
+ends when the CRD goes."""
 import os
 import sys
 import time
@@ -120,6 +121,28 @@ def test_system_crd_serves_each_tenant_its_own():
     eq(listed("zeta", "backups", "ops.example.com"), ["b-zeta"], "zeta's backups")
     eq(sorted(k.split("/")[-3] for k in S["etcd"].keys("/registry/customresources/ops.example.com/backups/")),
        ["acme", "zeta"], "stored under each tenant")
+
+
+def test_watch_ends_when_crd_deleted():
+    create_crd("acme", "temps", "t.example.com", "Temp")
+    create("acme", "temps", "t.example.com", "Temp", "t1")
+    w = S["admin"].watch(path("acme", "temps", "t.example.com") + "?watch=1")
+    check(w.status == 200, "watch temps: %r" % w.response)
+    ev = w.next(5)
+    check(ev and ev["object"]["metadata"]["name"] == "t1", "initial ADDED: %r" % ev)
+    name = "temps.t.example.com"
+    expect_status(S["admin"].delete(CRDS % "acme" + "/" + name), 200, "delete the CRD")
+    crd = S["admin"].get(CRDS % "acme" + "/" + name).json
+    crd["metadata"]["finalizers"] = []
+    expect_status(S["admin"].put(CRDS % "acme" + "/" + name, crd), 200, "release the finalizer")
+    deadline = time.time() + 10
+    ended = False
+    while time.time() < deadline and not ended:
+        try:
+            w.next(1)
+        except EOFError:
+            ended = True
+    check(ended, "the watch ended with its CRD: %r" % w.events)
 
 
 if __name__ == "__main__":

@@ -269,6 +269,16 @@ static struct served *crserved_new(struct apiserver *s, struct crdef *cd, const 
 	return &cs->sv;
 }
 
+/* A CRD no longer served (deleted, or its names no longer accepted): its watches end, as
+ * Kubernetes ends them; requests still holding its entries finish on the cache. */
+static void crcache_retire(struct crcache *c)
+{
+	if (!c)
+		return;
+	wcache_end_watchers(c->c);
+	crcache_unref(c);
+}
+
 static void entry_unserve(struct entry *e)
 {
 	for (size_t i = 0; i < e->nsv; i++)
@@ -283,7 +293,7 @@ static void entry_serve(struct crds *cr, struct entry *e)
 {
 	entry_unserve(e);
 	if (!e->d || !e->accepted) {
-		crcache_unref(e->cc);
+		crcache_retire(e->cc);
 		e->cc = NULL;
 		return;
 	}
@@ -307,7 +317,7 @@ static void entry_serve(struct crds *cr, struct entry *e)
 static void entry_free(struct entry *e)
 {
 	entry_unserve(e);
-	crcache_unref(e->cc);
+	crcache_retire(e->cc);
 	crdef_unref(e->d);
 	json_decref(e->obj);
 	free(e->created);

@@ -610,3 +610,10 @@ size_t wcache_size(struct wcache *c)
 	pthread_rwlock_unlock(&c->lock);
 	return n;
 }
+
+void wcache_end_watchers(struct wcache *c)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	watchers_end_all(c, false);
+	pthread_rwlock_unlock(&c->lock);
+}
