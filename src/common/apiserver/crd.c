@@ -21,6 +21,7 @@
 #include "ursa/crd.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
+#include "ursa/schema.h"
 #include "ursa/strmap.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
@@ -863,6 +864,24 @@ void crd_set_api_version(const struct served *sv, json_t *obj, bool storage)
 	char *av = xasprintf("%s/%s", r->group, storage ? storage_of(r->crd)->name : r->version);
 	json_object_set_new(obj, "apiVersion", json_string(av));
 	free(av);
+}
+
+void crd_prune(const struct api_resource *r, json_t *obj, json_t *ret_paths)
+{
+	crd_schema_prune(r->crd_version->schema, obj, ret_paths);
+	json_t *meta = json_object_get(obj, "metadata");
+	if (!json_is_object(meta))
+		return;
+	json_t *mp = ret_paths ? json_array() : NULL;
+	schema_prune(meta, &pm_object_meta, mp);
+	size_t k;
+	json_t *v;
+	json_array_foreach(mp, k, v) {
+		char *full = xasprintf("metadata.%s", json_string_value(v));
+		json_array_append_new(ret_paths, json_string(full));
+		free(full);
+	}
+	json_decref(mp);
 }
 
 void crd_object_text(const struct served *sv, const char *json, size_t len, struct buf *out)

@@ -124,21 +124,8 @@ int fieldval_check(struct req *q, json_t *obj, const char *api_version, const ch
 	const struct pb_msg *msg = pb_kind_schema(api_version, kind);
 	json_t *paths = json_array();
 	if (r && r->crd_version && r->crd_version->schema && strcmp(kind, r->kind) == 0) {
-		/* a custom resource: its version's schema (the write prunes it again, whatever the mode) */
-		crd_schema_prune(r->crd_version->schema, obj, paths);
-		json_t *meta = json_object_get(obj, "metadata");
-		if (json_is_object(meta)) {
-			json_t *mp = json_array();
-			schema_prune(meta, &pm_object_meta, mp);
-			size_t k;
-			json_t *v;
-			json_array_foreach(mp, k, v) {
-				char *full = xasprintf("metadata.%s", json_string_value(v));
-				json_array_append_new(paths, json_string(full));
-				free(full);
-			}
-			json_decref(mp);
-		}
+		/* a custom resource: its version's schema (the write prunes it whatever the mode) */
+		crd_prune(r, obj, paths);
 		q->cr_pruned = obj;
 	} else if (msg) {
 		schema_prune(obj, msg, paths);

@@ -357,6 +357,10 @@ void crd_view_release(struct crd_view *v);
  * admit_crd (admission step): a CRD whose names clash with another CRD's of its tenant or with a
  * built-in kind's is refused (422). */
 bool crd_rewrites(const struct served *sv);
+/* Prunes a custom resource of r (r->crd_version has a schema) of what its schema does not
+ * describe, and its metadata of what ObjectMeta lacks; the paths ("spec.x", "metadata.y") go to
+ * ret_paths (may be NULL). */
+void crd_prune(const struct api_resource *r, json_t *obj, json_t *ret_paths);
 void crd_set_api_version(const struct served *sv, json_t *obj, bool storage);
 void crd_object_text(const struct served *sv, const char *json, size_t len, struct buf *out);
 void crd_table_cells(const struct api_resource *r, const json_t *obj, time_t now, json_t *cells);

@@ -268,12 +268,8 @@ static void custom_prune_default(struct req *q, json_t *obj)
 	const struct api_resource *r = q->res->r;
 	if (!r->crd_version || !r->crd_version->schema)
 		return;
-	if (q->cr_pruned != obj) { /* field validation did it for the client's object already */
-		crd_schema_prune(r->crd_version->schema, obj, NULL);
-		json_t *meta = json_object_get(obj, "metadata");
-		if (json_is_object(meta))
-			schema_prune(meta, &pm_object_meta, NULL);
-	}
+	if (q->cr_pruned != obj) /* field validation did it for the client's object already */
+		crd_prune(r, obj, NULL);
 	crd_schema_default(r->crd_version->schema, obj);
 }
 
