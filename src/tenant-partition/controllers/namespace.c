@@ -42,6 +42,42 @@ static void delete_one(struct tpc *m, const char *path, bool force)
 	json_decref(body);
 }
 
+/* An item's path, for delete_items: a built-in kind's (ud: its plural) or a custom one's (ud: its
+ * struct tpc_crd_kind). */
+struct item_path {
+	void (*fn)(struct buf *out, const void *ud, const char *t, const char *ns, const char *name);
+	const void *ud;
+};
+
+static void builtin_path(struct buf *out, const void *plural, const char *t, const char *ns, const char *name)
+{
+	tpc_path(out, plural, t, ns, name);
+}
+
+static void custom_path(struct buf *out, const void *kind, const char *t, const char *ns, const char *name)
+{
+	tpc_crd_path(out, kind, t, ns, name);
+}
+
+/* Deletes every listed object of t not already being deleted (force: those too); how many were
+ * listed. */
+static int delete_items(struct tpc *m, const json_t *items, const char *t, const struct item_path *ip, bool force)
+{
+	int n = 0;
+	size_t i;
+	json_t *o;
+	json_array_foreach(items, i, o) {
+		n++;
+		if (json_path(o, "metadata.deletionTimestamp") && !force)
+			continue;
+		struct buf p = BUF_INIT;
+		ip->fn(&p, ip->ud, t, json_path_str(o, "metadata.namespace"), json_path_str(o, "metadata.name"));
+		delete_one(m, p.ptr, force);
+		buf_release(&p);
+	}
+	return n;
+}
+
 /* Deletes the custom resources of the kinds t sees in namespace ns (NULL: all of the tenant's,
  * cluster-scoped ones too); how many were still there, or E_UNAVAILABLE. A collection no longer
  * served (404) is empty. */
@@ -59,22 +95,10 @@ static int purge_custom(struct tpc *m, const char *t, const char *ns, bool force
 		int code;
 		json_t *items = list_items(m, path.ptr, &code);
 		buf_release(&path);
-		if (code != 200 && code != 404) {
+		if (code != 200 && code != 404)
 			left = E_UNAVAILABLE;
-		} else {
-			size_t i;
-			json_t *o;
-			json_array_foreach(items, i, o) {
-				left++;
-				if (json_path(o, "metadata.deletionTimestamp") && !force)
-					continue;
-				struct buf p = BUF_INIT;
-				tpc_crd_path(&p, &ks.v[k], t, json_path_str(o, "metadata.namespace"),
-					     json_path_str(o, "metadata.name"));
-				delete_one(m, p.ptr, force);
-				buf_release(&p);
-			}
-		}
+		else
+			left += delete_items(m, items, t, &(struct item_path){ custom_path, &ks.v[k] }, force);
 		json_decref(items);
 	}
 	tpc_crd_kinds_release(&ks);
@@ -91,19 +115,8 @@ static int purge_crds(struct tpc *m, const char *t)
 	json_t *items = list_items(m, path.ptr, &code);
 	if (code != 200 && code != 404)
 		left = E_UNAVAILABLE;
-	size_t i;
-	json_t *o;
-	json_array_foreach(items, i, o) {
-		if (left < 0)
-			break;
-		left++;
-		if (json_path(o, "metadata.deletionTimestamp"))
-			continue;
-		struct buf p = BUF_INIT;
-		tpc_path(&p, "customresourcedefinitions", t, NULL, json_path_str(o, "metadata.name"));
-		tpc_send(m, "DELETE", p.ptr, NULL, NULL);
-		buf_release(&p);
-	}
+	else
+		left = delete_items(m, items, t, &(struct item_path){ builtin_path, "customresourcedefinitions" }, false);
 	json_decref(items);
 	buf_release(&path);
 	return left;
@@ -135,18 +148,7 @@ static int purge(struct tpc *m, const char *t, const char *ns, bool force)
 			buf_release(&path);
 			return E_UNAVAILABLE;
 		}
-		size_t i;
-		json_t *o;
-		json_array_foreach(items, i, o) {
-			left++;
-			if (json_path(o, "metadata.deletionTimestamp") && !force)
-				continue;
-			struct buf p = BUF_INIT;
-			tpc_path(&p, plural, t, json_path_str(o, "metadata.namespace"),
-				 json_path_str(o, "metadata.name"));
-			delete_one(m, p.ptr, force);
-			buf_release(&p);
-		}
+		left += delete_items(m, items, t, &(struct item_path){ builtin_path, plural }, force);
 		json_decref(items);
 		buf_release(&path);
 	}
