@@ -17,6 +17,7 @@
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
+#include "ursa/lru.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
@@ -83,16 +84,16 @@ struct rm_doc {
 struct merged {
 	struct buf body;
 	char *etag;
-	uint64_t used;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct strmap tenants, rmdocs, entries;
+static struct strmap tenants, rmdocs;
+static struct lru entries; /* merged documents */
 static bool inited;
-static size_t entry_bytes;
-static uint64_t use_clock;
 static int64_t last_fallback_log;
 static struct disco_stats stats;
+
+static void merged_free(void *v);
 
 static void init_locked(void)
 {
@@ -100,7 +101,7 @@ static void init_locked(void)
 		return;
 	strmap_init(&tenants);
 	strmap_init(&rmdocs);
-	strmap_init(&entries);
+	lru_init(&entries, DISCO_MAX_ENTRIES, DISCO_MAX_BYTES, merged_free);
 	inited = true;
 }
 
@@ -140,10 +141,9 @@ void disco_cache_clear(void)
 	if (inited) {
 		strmap_release(&tenants, tenant_rec_d_free);
 		strmap_release(&rmdocs, rm_doc_free);
-		strmap_release(&entries, merged_free);
+		lru_release(&entries);
 		inited = false;
 	}
-	entry_bytes = 0;
 	memset(&stats, 0, sizeof(stats));
 	pthread_mutex_unlock(&lock);
 }
@@ -153,32 +153,14 @@ void disco_stats_get(struct disco_stats *ret)
 	pthread_mutex_lock(&lock);
 	*ret = stats;
 	ret->entries = inited ? entries.n : 0;
-	ret->bytes = entry_bytes;
+	ret->bytes = inited ? entries.bytes : 0;
+	ret->evictions = inited ? (long)entries.evictions : 0;
 	pthread_mutex_unlock(&lock);
 }
 
 static size_t merged_size(const struct merged *m)
 {
 	return m->body.len + strlen(m->etag) + 64;
-}
-
-/* Drops the least recently used entries until one more of size `add` fits. */
-static void evict_locked(size_t add)
-{
-	while (entries.n && (entries.n >= DISCO_MAX_ENTRIES || entry_bytes + add > DISCO_MAX_BYTES)) {
-		size_t it;
-		struct strmap_ent *old = NULL;
-		for (struct strmap_ent *e = strmap_next(&entries, NULL, &it); e; e = strmap_next(&entries, e, &it))
-			if (!old || ((struct merged *)e->val)->used < ((struct merged *)old->val)->used)
-				old = e;
-		void *v = NULL;
-		char *key = xstrdup(old->key);
-		strmap_del(&entries, key, &v);
-		free(key);
-		entry_bytes -= merged_size(v);
-		merged_free(v);
-		stats.evictions++;
-	}
 }
 
 static char *own_etag(const struct buf *body)
@@ -369,11 +351,9 @@ static void remember_locked(const char *tkey, const char *pid, const char *etag)
 /* Copies entry key into ret when cached (and marks it used). */
 static bool lookup_locked(const char *key, const char *inm, struct disco_reply *ret)
 {
-	struct strmap_ent *e = strmap_get(&entries, key);
-	if (!e)
+	struct merged *m = lru_get(&entries, key);
+	if (!m)
 		return false;
-	struct merged *m = e->val;
-	m->used = ++use_clock;
 	ret->etag = xstrdup(m->etag);
 	if (apidisc_etag_matches(inm, m->etag))
 		ret->status = 304;
@@ -490,9 +470,7 @@ int disco_get(const struct disco_fetcher *f, const char *path, int form, const c
 	if (!lookup_locked(key.ptr, if_none_match, ret)) {
 		size_t sz = merged_size(m);
 		if (sz <= DISCO_MAX_BYTES) {
-			evict_locked(sz);
-			strmap_put(&entries, key.ptr, NULL)->val = m;
-			entry_bytes += sz;
+			lru_put(&entries, key.ptr, m, sz); /* never pinned here */
 			lookup_locked(key.ptr, if_none_match, ret);
 			m = NULL;
 		} else {

@@ -26,6 +26,7 @@
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
 #include "ursa/log.h"
+#include "ursa/lru.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
@@ -244,7 +245,6 @@ struct entry {
 	bool ready;        /* json (and pb for v2) hold a document */
 	bool refreshing;   /* a thread is asking the partitions */
 	int64_t checked_us;
-	uint64_t used;     /* use_clock when last served */
 	size_t bytes;
 	struct source *src; /* the tenant partition's first, when it has the document */
 	size_t nsrc;
@@ -262,9 +262,8 @@ struct built {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t refreshed = PTHREAD_COND_INITIALIZER;
-static struct entry *entries[OAPI_MAX_ENTRIES];
-static size_t nentries, total_bytes;
-static uint64_t use_clock;
+static struct lru entries; /* key -> struct entry; an entry being refreshed is pinned */
+static bool entries_inited;
 static struct strmap tenant_tags; /* tenant \n path -> "partition\ntag" */
 static bool tags_inited;
 static int64_t last_fallback_log;
@@ -285,8 +284,9 @@ static void form_release(struct form *f)
 	buf_release(&f->etag);
 }
 
-static void entry_free(struct entry *e)
+static void entry_free(void *v)
 {
+	struct entry *e = v;
 	if (!e)
 		return;
 	free(e->key);
@@ -301,10 +301,9 @@ static void entry_free(struct entry *e)
 void oapi_cache_clear(void)
 {
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < nentries; i++)
-		entry_free(entries[i]);
-	nentries = 0;
-	total_bytes = 0;
+	if (entries_inited)
+		lru_release(&entries);
+	entries_inited = false;
 	if (tags_inited)
 		strmap_release(&tenant_tags, free);
 	tags_inited = false;
@@ -314,43 +313,14 @@ void oapi_cache_clear(void)
 size_t oapi_cache_entries(void)
 {
 	pthread_mutex_lock(&lock);
-	size_t n = nentries;
+	size_t n = entries_inited ? entries.n : 0;
 	pthread_mutex_unlock(&lock);
 	return n;
 }
 
 static struct entry *entry_find(const char *key)
 {
-	for (size_t i = 0; i < nentries; i++)
-		if (strcmp(entries[i]->key, key) == 0)
-			return entries[i];
-	return NULL;
-}
-
-static void entry_remove(struct entry *e)
-{
-	for (size_t i = 0; i < nentries; i++)
-		if (entries[i] == e) {
-			entries[i] = entries[--nentries];
-			break;
-		}
-	total_bytes -= e->bytes;
-	entry_free(e);
-}
-
-/* Drops least recently used entries (never keep, nor one being refreshed: its refresher holds
- * it) until there is room for one more and the bytes are within the bound. */
-static void evict_locked(const struct entry *keep, bool room)
-{
-	while (nentries && ((room && nentries >= OAPI_MAX_ENTRIES) || total_bytes > OAPI_MAX_BYTES)) {
-		struct entry *old = NULL;
-		for (size_t i = 0; i < nentries; i++)
-			if (entries[i] != keep && !entries[i]->refreshing && (!old || entries[i]->used < old->used))
-				old = entries[i];
-		if (!old)
-			return;
-		entry_remove(old);
-	}
+	return entries_inited ? lru_peek(&entries, key) : NULL;
 }
 
 /* An ETag's opaque part: "\"ABC\"" or "W/\"ABC\"" -> "ABC" (new string). */
@@ -680,9 +650,8 @@ static void install_locked(struct entry *e, struct built *b)
 	e->pb = b->pb;
 	e->combined = b->combined;
 	e->ready = true;
-	total_bytes -= e->bytes;
 	e->bytes = entry_bytes(e);
-	total_bytes += e->bytes;
+	lru_resize(&entries, e->key, e->bytes);
 	*b = (struct built){ 0 };
 }
 
@@ -726,8 +695,11 @@ int oapi_get(const struct oapi_fetcher *f, const char *path, const char *accept,
 	int64_t deadline = mono_us() + (int64_t)WAIT_MS * 1000;
 	for (;;) {
 		if (!e) {
-			evict_locked(NULL, true);
-			if (nentries == OAPI_MAX_ENTRIES) {
+			if (!entries_inited) {
+				lru_init(&entries, OAPI_MAX_ENTRIES, OAPI_MAX_BYTES, entry_free);
+				entries_inited = true;
+			}
+			if (!lru_make_room(&entries, 0)) {
 				err = E_UNAVAILABLE; /* every entry is being refreshed */
 				goto out;
 			}
@@ -735,7 +707,7 @@ int oapi_get(const struct oapi_fetcher *f, const char *path, const char *accept,
 			e->key = xstrdup(key);
 			e->path = xstrdup(norm);
 			e->doc = doc;
-			entries[nentries++] = e;
+			lru_put(&entries, key, e, 0);
 		}
 		int64_t now = mono_us();
 		if (e->ready && (e->refreshing || now - e->checked_us < (int64_t)f->fresh_ms * 1000))
@@ -753,17 +725,19 @@ int oapi_get(const struct oapi_fetcher *f, const char *path, const char *accept,
 			continue;
 		}
 		e->refreshing = true;
+		lru_pin(&entries, key);
 		pthread_mutex_unlock(&lock);
 		struct built b = { 0 };
 		err = refresh(e, f, &tv, &b);
 		pthread_mutex_lock(&lock);
 		install_locked(e, &b);
 		e->refreshing = false;
+		lru_unpin(&entries, key);
 		if (!err)
 			e->checked_us = mono_us();
 		pthread_cond_broadcast(&refreshed);
 		if (err && !e->ready) {
-			entry_remove(e);
+			lru_del(&entries, key);
 			goto out;
 		}
 		if (err)
@@ -771,7 +745,7 @@ int oapi_get(const struct oapi_fetcher *f, const char *path, const char *accept,
 		err = 0;
 		break;
 	}
-	e->used = ++use_clock;
+	lru_get(&entries, key); /* the most recently used now */
 	remember_locked(tkey, &tv);
 	if (doc == OAPI_V2 && openapi_wants_protobuf(accept))
 		reply_form(&e->pb, PB_MEDIA_TYPE, "no-cache, private", if_none_match, ret);
@@ -781,7 +755,6 @@ int oapi_get(const struct oapi_fetcher *f, const char *path, const char *accept,
 				   ? "public, immutable, max-age=31536000"
 				   : "no-cache, private",
 			   if_none_match, ret);
-	evict_locked(e, false);
 out:
 	pthread_mutex_unlock(&lock);
 	tpv_release(&tv);

@@ -6,7 +6,7 @@
 #include "ursa/apidisc.h"
 #include "ursa/crd.h"
 #include "ursa/jsonutil.h"
-#include "ursa/strmap.h"
+#include "ursa/lru.h"
 #include "ursa/xalloc.h"
 #include <pthread.h>
 #include <stdlib.h>
@@ -330,36 +330,17 @@ static bool group_served(const struct dset *d, const char *g, const char *v)
 struct dent {
 	struct buf body, etag;
 	const char *ct;
-	uint64_t used;
 };
 static pthread_mutex_t dcache_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct strmap dcache;
+static struct lru dcache;
 static bool dcache_init;
-static size_t dcache_bytes;
-static uint64_t dcache_clock;
 
 static void dent_free(void *v)
 {
 	struct dent *e = v;
-	dcache_bytes -= e->body.len + e->etag.len;
 	buf_release(&e->body);
 	buf_release(&e->etag);
 	free(e);
-}
-
-/* Under dcache_mu: the oldest entries out until one more of len bytes fits. */
-static void dcache_evict(size_t len)
-{
-	while (dcache.n && (dcache.n >= DCACHE_MAX || dcache_bytes + len > DCACHE_BYTES)) {
-		size_t it = 0;
-		struct strmap_ent *old = NULL;
-		for (struct strmap_ent *e = strmap_next(&dcache, NULL, &it); e; e = strmap_next(&dcache, e, &it))
-			if (!old || ((struct dent *)e->val)->used < ((struct dent *)old->val)->used)
-				old = e;
-		void *v = NULL;
-		strmap_del(&dcache, old->key, &v);
-		dent_free(v);
-	}
 }
 
 /* Replies with the document in e (copied under the lock) or 304 when If-None-Match holds its tag. */
@@ -380,11 +361,9 @@ static void reply_cached(struct req *q, const struct dent *e)
 static bool dcache_reply(struct req *q, const char *key)
 {
 	pthread_mutex_lock(&dcache_mu);
-	struct strmap_ent *e = dcache_init ? strmap_get(&dcache, key) : NULL;
-	if (e) {
-		((struct dent *)e->val)->used = ++dcache_clock;
-		reply_cached(q, e->val);
-	}
+	struct dent *e = dcache_init ? lru_get(&dcache, key) : NULL;
+	if (e)
+		reply_cached(q, e);
 	pthread_mutex_unlock(&dcache_mu);
 	return e != NULL;
 }
@@ -400,18 +379,11 @@ static void reply_discovery(struct req *q, const char *key, json_t *obj, const c
 	reply_cached(q, d);
 	pthread_mutex_lock(&dcache_mu);
 	if (!dcache_init) {
-		strmap_init(&dcache);
+		lru_init(&dcache, DCACHE_MAX, DCACHE_BYTES, dent_free);
 		dcache_init = true;
 	}
-	size_t len = d->body.len + d->etag.len;
-	dcache_evict(len);
-	bool created;
-	struct strmap_ent *e = strmap_put(&dcache, key, &created);
-	if (!created)
-		dent_free(e->val);
-	d->used = ++dcache_clock;
-	e->val = d;
-	dcache_bytes += len;
+	if (!lru_put(&dcache, key, d, d->body.len + d->etag.len))
+		dent_free(d); /* never pinned here */
 	pthread_mutex_unlock(&dcache_mu);
 }
 

@@ -17,6 +17,7 @@
 #include "ursa/apidisc.h"
 #include "ursa/crd.h"
 #include "ursa/jsonutil.h"
+#include "ursa/lru.h"
 #include "ursa/schema.h"
 #include "ursa/xalloc.h"
 #include <malloc.h>
@@ -918,7 +919,6 @@ static const struct openapi *openapi_of(struct apiserver *s)
 #define TDOCS_MAX_BYTES ((size_t)64 << 20)
 
 struct tdocs {
-	struct tdocs *prev, *next; /* most lately used first */
 	const struct apiserver *s;
 	char *tenant;
 	uint64_t gen;
@@ -931,13 +931,12 @@ struct tdocs {
 	size_t bytes;
 };
 
-static struct {
-	struct tdocs *head, *tail;
-	size_t n, bytes;
-} tcache;
+static struct lru tcache; /* tdocs_key -> struct tdocs, under cache_lock */
+static bool tcache_init;
 
-static void tdocs_free(struct tdocs *t)
+static void tdocs_free(void *v)
 {
+	struct tdocs *t = v;
 	if (!t)
 		return;
 	blob_release(&t->v3index);
@@ -960,56 +959,10 @@ static void tdocs_count(struct tdocs *t)
 		t->bytes += blob_bytes(&t->v3[i]) + strlen(t->v3keys[i]);
 }
 
-/* Under cache_lock. */
-static void tcache_unlink(struct tdocs *t)
+/* The cache's key for (server, tenant, generation of its custom resources): new string. */
+static char *tdocs_key(const struct apiserver *s, const char *tenant, uint64_t gen)
 {
-	if (t->prev)
-		t->prev->next = t->next;
-	else
-		tcache.head = t->next;
-	if (t->next)
-		t->next->prev = t->prev;
-	else
-		tcache.tail = t->prev;
-	t->prev = t->next = NULL;
-	tcache.n--;
-	tcache.bytes -= t->bytes;
-}
-
-static void tcache_push(struct tdocs *t)
-{
-	t->prev = NULL;
-	t->next = tcache.head;
-	if (tcache.head)
-		tcache.head->prev = t;
-	tcache.head = t;
-	if (!tcache.tail)
-		tcache.tail = t;
-	tcache.n++;
-	tcache.bytes += t->bytes;
-}
-
-/* The entry, made the most lately used; NULL if none. Under cache_lock. */
-static struct tdocs *tcache_find(const struct apiserver *s, const char *tenant, uint64_t gen)
-{
-	for (struct tdocs *t = tcache.head; t; t = t->next) {
-		if (t->s != s || t->gen != gen || strcmp(t->tenant, tenant) != 0)
-			continue;
-		tcache_unlink(t);
-		tcache_push(t);
-		return t;
-	}
-	return NULL;
-}
-
-/* Drops the least lately used entries (never keep) past the bounds. Under cache_lock. */
-static void tcache_trim(const struct tdocs *keep)
-{
-	while ((tcache.n > TDOCS_MAX || tcache.bytes > TDOCS_MAX_BYTES) && tcache.tail && tcache.tail != keep) {
-		struct tdocs *t = tcache.tail;
-		tcache_unlink(t);
-		tdocs_free(t);
-	}
+	return xasprintf("%p\n%llu\n%s", (const void *)s, (unsigned long long)gen, tenant);
 }
 
 static bool base_has_v3(const struct openapi *o, const char *key)
@@ -1232,8 +1185,13 @@ void serve_openapi(struct apiserver *s, const char *tenant, struct http_request 
 		return;
 	}
 	bool want_v2 = is_v2(http_path(hr));
+	char *key = tdocs_key(s, tenant, v.gen);
 	pthread_mutex_lock(&cache_lock);
-	struct tdocs *t = tcache_find(s, tenant, v.gen);
+	if (!tcache_init) {
+		lru_init(&tcache, TDOCS_MAX, TDOCS_MAX_BYTES, tdocs_free);
+		tcache_init = true;
+	}
+	struct tdocs *t = lru_get(&tcache, key);
 	if (!t || (want_v2 && !t->has_v2)) {
 		/* Built without the lock: others' requests meanwhile are served, or build too. */
 		pthread_mutex_unlock(&cache_lock);
@@ -1241,22 +1199,17 @@ void serve_openapi(struct apiserver *s, const char *tenant, struct http_request 
 		/* building took trees many times the documents' size: give their pages back */
 		malloc_trim(0);
 		pthread_mutex_lock(&cache_lock);
-		t = tcache_find(s, tenant, v.gen);
-		if (t && want_v2 && !t->has_v2) {
-			tcache_unlink(t);
-			tdocs_free(t);
-			t = NULL;
-		}
-		if (!t) {
+		t = lru_get(&tcache, key);
+		if (!t || (want_v2 && !t->has_v2)) {
 			t = fresh;
-			tcache_push(t);
-			tcache_trim(t);
+			lru_put(&tcache, key, t, t->bytes); /* never pinned: replaces what lacked v2 */
 		} else {
 			tdocs_free(fresh);
 		}
 	}
 	bool done = reply_doc(hr, rp, o, t);
 	pthread_mutex_unlock(&cache_lock);
+	free(key);
 	crd_view_release(&v);
 	if (!done)
 		reply_status_raw(rp, E_NOT_FOUND, "the server could not find the requested resource");
