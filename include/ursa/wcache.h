@@ -1,5 +1,6 @@
 /* The watch cache of one resource: the current objects (fed by one etcd watch) plus a ring
- * of recent events. It serves lists at resourceVersion 0 / NotOlderThan and every watch.
+ * of recent events. It serves lists at resourceVersion 0 / NotOlderThan, consistent lists once
+ * it has caught up with etcd (wcache_wait_current), their pages, and every watch.
  *
  * Threads: the etcd watch thread applies changes; request threads list and register watchers;
  * watchers are woken through a callback (e.g. to resume a suspended HTTP connection). All
@@ -81,7 +82,23 @@ struct wcache_options {
 	int64_t history_window_ms;/* keep at least this much history when it fits (default 75000) */
 	size_t tree_budget;       /* bytes (estimated) of parsed trees of recent writes kept for
 				     wcache_get_tree; 0: none are kept */
+	int64_t history_back_revs;/* after the first list (taken at etcd's current revision L), the
+				     events of revisions L - this .. L are loaded into the ring by a
+				     second watch (with prev_kv), so that watches from before this
+				     server started resume; the objects and readiness do not wait for
+				     it. 0: the default (10,000), < 0: none. Not for muxed caches. */
 };
+
+/* Progress markers. A cache's revision moves only with events under its prefix, so to prove a
+ * quiet cache current it writes a marker key inside its watched prefix: key prefix + "~progress"
+ * (no object can have that key: the first segment after a kind's prefix is a tenant or a
+ * cluster-scoped object's name, both DNS names). The cache takes the marker's event as progress
+ * and never stores it; every reader of a kind's prefix straight from etcd must skip it:
+ * wcache_marker_key(kind prefix, key) says whether key is it. Custom resources' caches, fed by
+ * one mux watch, share the mux's marker (mux prefix + "~progress", outside every kind's keys):
+ * its event reaches all of them. */
+#define WCACHE_MARKER "~progress"
+bool wcache_marker_key(const char *prefix, const char *key);
 
 struct wcache;
 /* Starts: lists the prefix from etcd, then watches from the list revision. Returns at once;
@@ -104,11 +121,28 @@ bool wcache_ready(const struct wcache *c);
 int64_t wcache_revision(const struct wcache *c);
 /* Waits up to timeout_ms until wcache_revision >= rv. 0, or E_TIMEOUT. */
 int wcache_wait_for(struct wcache *c, int64_t rv, int64_t timeout_ms);
+/* The same for a consistent read: rv is etcd's current revision, read by the caller after the
+ * request came. If the cache does not reach it within a moment by itself, it writes its progress
+ * marker (one write in flight per cache; every waiter for a revision at or below a written
+ * marker's is satisfied by that marker's event) and waits for the event. 0, E_TIMEOUT, or the
+ * marker write's error (the caller then reads etcd). */
+int wcache_wait_current(struct wcache *c, int64_t rv, int64_t timeout_ms);
+/* The revision at which the progress marker of this cache was created, as the cache last saw it
+ * (0: absent or not seen): a reader counting keys of the prefix in etcd discounts it. */
+int64_t wcache_marker_created(struct wcache *c);
 
 /* Lists matching objects in key order (namespace, name). Fills *ret_objs with new refs
  * (caller unrefs each and frees the array) and *ret_rv with the cache revision.
  * E_UNAVAILABLE if the cache is not ready. */
 int wcache_list(struct wcache *c, const struct wfilter *f, struct cobj ***ret_objs, size_t *ret_n, int64_t *ret_rv);
+/* One page of the objects matching f as they were at revision at_rv (0: the cache's current
+ * one), in key order, keys after `after` (NULL: from the first): at most limit + 1 objects
+ * (limit 0: all), so the caller knows whether more follow. The state at a past revision comes
+ * from the ring (the earliest event after at_rv of each key). *ret_rv gets the revision served.
+ * E_GONE when the cache cannot show at_rv (older than its last full list or its history, or newer
+ * than its revision), E_UNAVAILABLE when not ready. */
+int wcache_list_page(struct wcache *c, const struct wfilter *f, const char *after, int64_t at_rv, size_t limit,
+		     struct cobj ***ret_objs, size_t *ret_n, int64_t *ret_rv);
 /* One object by its etcd key: new ref or NULL. */
 struct cobj *wcache_get(struct wcache *c, const char *key);
 /* Number of objects (all tenants). */
@@ -150,10 +184,13 @@ struct watcher;
  *   from_rv < 0 (unset) or 0: synthetic ADDED for every matching object, then changes after that
  *                           state;
  *   from_rv > 0: only changes after from_rv; E_GONE if from_rv is older than the ring's history.
+ *                While the history before the first list is being loaded (history_back_revs), a
+ *                from_rv inside it waits for it (up to WCACHE_HISTORY_WAIT_MS, then E_GONE).
  * notify(ud) is called (from any thread, possibly with internal locks held: it must only
  * signal, e.g. resume a connection) whenever events become available or the watcher is closed.
  * Returns the watcher in *ret. A watcher whose queue overflows (slow reader; cap
  * max_queue events) is closed: wcache_next then yields an ERROR, then end. */
+#define WCACHE_HISTORY_WAIT_MS 5000
 int wcache_watch(struct wcache *c, const struct wfilter *f, int64_t from_rv, size_t max_queue,
 		 void (*notify)(void *ud), void *ud, struct watcher **ret);
 /* Pops the next event: returns 1 with *ret filled, 0 when none is pending, -1 when the watcher

@@ -1,5 +1,7 @@
 /* GET and LIST: single objects from etcd; lists from the watch cache (resourceVersion 0 /
- * NotOlderThan) or from etcd with limit/continue (consistent and exact reads). */
+ * NotOlderThan, and consistent ones with their pages once the cache has caught up with etcd) or
+ * from etcd (exact reads, and what the cache cannot serve). Readers of etcd skip the caches'
+ * progress markers (wcache_marker_key). */
 #include "internal.h"
 #include "ursa/crd.h"
 #include "ursa/base64.h"
@@ -10,6 +12,13 @@
 #include <string.h>
 
 #define CACHE_WAIT_MS 3000
+/* A consistent list waits this long for the cache to reach etcd's revision, then reads etcd. */
+#define CONSISTENT_WAIT_MS 1000
+
+static bool is_marker(const struct req *q, const char *key)
+{
+	return wcache_marker_key(q->res->prefix, key);
+}
 
 int parse_filter(struct req *q, struct req_filter *f)
 {
@@ -70,7 +79,7 @@ void handle_get(struct req *q)
 {
 	char *key = store_key(q->res, q->tenant, q->ns, q->path.name);
 	json_t *obj = NULL;
-	int rc = store_get(q->s, key, &obj, NULL);
+	int rc = is_marker(q, key) ? E_NOT_FOUND : store_get(q->s, key, &obj, NULL);
 	free(key);
 	if (rc == E_NOT_FOUND) {
 		reply_not_found(q, q->path.name);
@@ -197,6 +206,20 @@ static int list_from_cache(struct req *q, const struct req_filter *f, int64_t mi
 	return 0;
 }
 
+/* 1 when the cache's progress marker, existing at rev, is among the keys after key in the range
+ * (etcd's count includes it). Custom resources' marker is outside their kinds' ranges. */
+static long long marker_after(const struct req *q, const char *key, const char *end, int64_t rev)
+{
+	struct wcache *c = q->res->cache;
+	int64_t created = c ? wcache_marker_created(c) : 0;
+	if (!created || created > rev)
+		return 0;
+	char *m = xasprintf("%s" WCACHE_MARKER, q->res->prefix);
+	long long in = strcmp(m, key) > 0 && (!*end || strcmp(m, end) < 0);
+	free(m);
+	return in;
+}
+
 /* Pages through etcd from start (skipping the key skip_key, where a previous page ended),
  * filtering, until limit matching objects are found or the range ends. */
 static int list_from_etcd(struct req *q, const struct req_filter *f, int64_t exact_rv, long long limit,
@@ -246,10 +269,12 @@ static int list_from_etcd(struct req *q, const struct req_filter *f, int64_t exa
 			if (skip && strcmp(kv->key, skip) == 0)
 				continue;
 			seen++;
+			if (is_marker(q, kv->key))
+				continue;
 			if (limit && (long long)lr->n == limit) {
 				lr->cont = continue_encode(rev, lr->objs[lr->n - 1]->key + plen);
-				if (!f->labels && !f->fields)
-					lr->remaining = rr.count - (long long)i;
+				if (label_selector_empty(f->labels) && field_selector_empty(f->fields))
+					lr->remaining = rr.count - (long long)i - marker_after(q, kv->key, end, rev);
 				break;
 			}
 			struct cobj *o = cobj_new(q->res->r, kv->key, kv->value, kv->value_len, kv->mod_rev);
@@ -275,6 +300,60 @@ out:
 	free(end);
 	free(start);
 	free(skip);
+	free(suffix);
+	return rc;
+}
+
+/* Consistent lists from the watch cache (as upstream since 1.31). A list with resourceVersion
+ * unset must show a state at least as new as etcd's when the request came: read etcd's current
+ * revision (the header of a one-key range; etcd_current_revision counts the whole keyspace) and
+ * wait until the cache has applied it, which a quiet kind's cache proves with its progress
+ * marker (wcache_wait_current). Pages after the first (continue tokens, from here or from etcd)
+ * are served at the token's revision while the cache's ring still covers it.
+ * 1: served into lr; 0: the cache cannot serve it (the caller reads etcd); never replies. */
+static int list_consistent_from_cache(struct req *q, const struct req_filter *f, long long limit, const char *cont,
+				      struct list_result *lr)
+{
+	struct wcache *c = q->res->cache;
+	if (!c || !wcache_ready(c))
+		return 0;
+	char *prefix = store_collection_prefix(q->res, q->tenant, q->ns);
+	char *after = NULL, *suffix = NULL;
+	int64_t at = 0;
+	int rc = 0;
+	if (cont) {
+		if (continue_decode(cont, &at, &suffix) < 0)
+			goto out; /* list_from_etcd says why */
+		after = xasprintf("%s%s", prefix, suffix);
+	} else {
+		struct etcd_range_result rr;
+		int64_t t0 = mono_us();
+		int erc = etcd_range(q->s->etcd, prefix, NULL, 0, 1, true, &rr);
+		metrics_etcd(q->s->metrics, "revision", mono_us() - t0);
+		if (erc != 0)
+			goto out;
+		int64_t cur = rr.revision;
+		etcd_range_result_release(&rr);
+		if (wcache_wait_current(c, cur, CONSISTENT_WAIT_MS) != 0)
+			goto out;
+	}
+	bool all = strcmp(q->tenant, TENANT_ALL) == 0 || q->res->r->scope == SCOPE_CLUSTER;
+	struct wfilter wf = {
+		.tenant = all ? NULL : q->tenant, .ns = q->ns, .name = filter_name(f),
+		.labels = f->labels, .fields = f->fields,
+	};
+	if (wcache_list_page(c, &wf, after, at, (size_t)limit, &lr->objs, &lr->n, &lr->rv) != 0)
+		goto out;
+	lr->cap = lr->n;
+	if (limit && (long long)lr->n > limit) {
+		while ((long long)lr->n > limit)
+			cobj_unref(lr->objs[--lr->n]);
+		lr->cont = continue_encode(lr->rv, lr->objs[lr->n - 1]->key + strlen(prefix));
+	}
+	rc = 1;
+out:
+	free(prefix);
+	free(after);
 	free(suffix);
 	return rc;
 }
@@ -341,8 +420,15 @@ void handle_list(struct req *q)
 	}
 	bool exact = (match && strcmp(match, "Exact") == 0) || (rv > 0 && limit > 0 && !match);
 	bool from_cache = !(cont && *cont) && rv >= 0 && !exact;
-	int rc = from_cache ? list_from_cache(q, &f, rv, &lr)
-			    : list_from_etcd(q, &f, exact ? rv : 0, limit, cont && *cont ? cont : NULL, &lr);
+	bool consistent = !(cont && *cont) && rv < 0;
+	int rc;
+	if (from_cache)
+		rc = list_from_cache(q, &f, rv, &lr);
+	else if ((consistent || (cont && *cont)) &&
+		 list_consistent_from_cache(q, &f, limit, cont && *cont ? cont : NULL, &lr))
+		rc = 0;
+	else
+		rc = list_from_etcd(q, &f, exact ? rv : 0, limit, cont && *cont ? cont : NULL, &lr);
 	if (rc == 0)
 		reply_list(q, &lr);
 out:

@@ -341,6 +341,7 @@ int wcache_watch(struct wcache *c, const struct wfilter *f, int64_t from_rv, siz
 	w->notify = notify;
 	w->ud = ud;
 
+	wcache_history_wait(c, from_rv);
 	pthread_rwlock_wrlock(&c->lock);
 	rc = start_locked(c, w, from_rv);
 	if (rc != 0) {

@@ -1,5 +1,6 @@
 /* The watch cache's store (ordered map + spec.nodeName index), event ring and the application
- * of lists and watch events. Watchers are in watcher.c. */
+ * of lists and watch events, progress markers, the history loaded after a restart, and pages at
+ * past revisions. Watchers are in watcher.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +14,9 @@
 #define DEF_HISTORY_MAX 102400
 #define DEF_WINDOW_MS 75000
 #define RING_START 64
+/* A consistent read first gives the cache this long to catch up by itself (a busy kind's watch
+ * is a moment behind) before it writes the progress marker (a quiet kind's never catches up). */
+#define PROGRESS_GRACE_MS 2
 
 static int64_t mono_ms(void)
 {
@@ -237,6 +241,16 @@ struct cobj *ev_prev_at_rv(struct wcache *c, struct ev_rec *e)
 	return e->prev_at_rv;
 }
 
+/* The loaded history not yet in the ring (exclusive lock held). */
+static void hist_drop(struct wcache *c)
+{
+	for (size_t i = 0; i < c->nhist; i++)
+		ev_rec_release(&c->hist[i]);
+	free(c->hist);
+	c->hist = NULL;
+	c->nhist = c->hist_cap = 0;
+}
+
 /* Lifecycle -------------------------------------------------------------------------------- */
 
 static int find_node_field(const struct api_resource *r)
@@ -287,6 +301,14 @@ struct wcache *wcache_new_detached(const struct api_resource *r, const struct wc
 	c->now_ms = mono_ms;
 	strmap_init(&c->by_node);
 	hints_init(c);
+	c->marker_key = xasprintf("%s" WCACHE_MARKER, c->key_prefix);
+	pthread_mutex_init(&c->prog_mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->prog_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	atomic_init(&c->hist_loading, false);
+	atomic_init(&c->marker_created, 0);
 	return c;
 }
 
@@ -297,6 +319,9 @@ void wcache_unref(struct wcache *c)
 	pthread_rwlock_destroy(&c->lock);
 	pthread_mutex_destroy(&c->rev_mu);
 	pthread_cond_destroy(&c->rev_cond);
+	pthread_mutex_destroy(&c->prog_mu);
+	pthread_cond_destroy(&c->prog_cond);
+	free(c->marker_key);
 	hints_release(c);
 	strmap_release(&c->by_node, free); /* empty: every watcher was closed */
 	free(c->pending);
@@ -318,6 +343,7 @@ void wcache_free(struct wcache *c)
 	struct ring ring = c->ring;
 	nidx_release(&c->nidx);
 	trees_drop_all(c);
+	hist_drop(c);
 	c->store = NULL;
 	memset(&c->ring, 0, sizeof(c->ring));
 	pthread_rwlock_unlock(&c->lock);
@@ -445,11 +471,17 @@ void wcache_apply_list(struct wcache *c, const struct etcd_kv *kvs, size_t n, in
 {
 	struct cobj **objs = xcalloc(n ? n : 1, sizeof(*objs));
 	size_t k = 0;
+	int64_t marker = 0;
 	for (size_t i = 0; i < n; i++) {
+		if (wcache_is_marker(c, kvs[i].key)) {
+			marker = kvs[i].create_rev;
+			continue;
+		}
 		struct cobj *o = cobj_new(c->r, kvs[i].key, kvs[i].value, kvs[i].value_len, kvs[i].mod_rev);
 		if (o)
 			objs[k++] = o;
 	}
+	atomic_store(&c->marker_created, marker);
 	wcache_install(c, objs, k, rev);
 	free(objs);
 }
@@ -486,7 +518,7 @@ static bool apply_one(struct wcache *c, const struct etcd_event *ev, int64_t now
 	ret->obj = cobj_new(c->r, old->key, old->json, old->json_len, rv);
 	if (!ret->obj)
 		ret->obj = cobj_ref(old);
-	cobj_unref(old);
+	ret->prev = old; /* the state a page at an earlier revision shows (wcache_list_page) */
 	return true;
 }
 
@@ -503,6 +535,11 @@ void wcache_apply_events(struct wcache *c, const struct etcd_event *evs, size_t 
 		int64_t rv = evs[i].kv.mod_rev;
 		if (rv <= c->list_rev || rv < rev)
 			continue; /* already part of the list, or a replay */
+		if (wcache_is_marker(c, evs[i].kv.key)) { /* progress only: never an object */
+			atomic_store(&c->marker_created, evs[i].type == ETCD_EV_PUT ? evs[i].kv.create_rev : 0);
+			rev = rv;
+			continue;
+		}
 		struct ev_rec rec;
 		if (apply_one(c, &evs[i], now, &rec))
 			watchers_deliver(c, ring_push(c, &rec));
@@ -616,4 +653,353 @@ void wcache_end_watchers(struct wcache *c)
 	pthread_rwlock_wrlock(&c->lock);
 	watchers_end_all(c, false);
 	pthread_rwlock_unlock(&c->lock);
+}
+
+/* Progress markers ----------------------------------------------------------------------------- */
+
+bool wcache_marker_key(const char *prefix, const char *key)
+{
+	size_t n = strlen(prefix);
+	return strncmp(key, prefix, n) == 0 && strcmp(key + n, WCACHE_MARKER) == 0;
+}
+
+bool wcache_is_marker(const struct wcache *c, const char *key)
+{
+	return key && strcmp(key, c->marker_key) == 0;
+}
+
+const char *wcache_marker(const struct wcache *c)
+{
+	return c->marker_key;
+}
+
+void wcache_set_progress(struct wcache *c, int (*fn)(void *ud, const char *key, int64_t *ret_rev), void *ud,
+			 const char *marker_key)
+{
+	c->progress = fn;
+	c->progress_ud = ud;
+	if (marker_key) {
+		free(c->marker_key);
+		c->marker_key = xstrdup(marker_key);
+	}
+}
+
+void wcache_set_marker_created(struct wcache *c, int64_t rev)
+{
+	atomic_store(&c->marker_created, rev);
+}
+
+int64_t wcache_marker_created(struct wcache *c)
+{
+	return atomic_load(&c->marker_created);
+}
+
+static int64_t ms_left(const struct timespec *dl)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	int64_t ms = (int64_t)(dl->tv_sec - now.tv_sec) * 1000 + (dl->tv_nsec - now.tv_nsec) / 1000000;
+	return ms > 0 ? ms : 0;
+}
+
+int wcache_wait_current(struct wcache *c, int64_t rv, int64_t timeout_ms)
+{
+	if (wcache_revision(c) >= rv)
+		return 0;
+	int64_t grace = timeout_ms < PROGRESS_GRACE_MS ? timeout_ms : PROGRESS_GRACE_MS;
+	if (!c->progress || wcache_wait_for(c, rv, grace) == 0)
+		return c->progress ? 0 : wcache_wait_for(c, rv, timeout_ms);
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (timeout_ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	int rc = 0;
+	pthread_mutex_lock(&c->prog_mu);
+	for (;;) {
+		if (wcache_revision(c) >= rv)
+			break;
+		if (c->prog_rev >= rv) { /* a marker at or after rv is written: its event brings the cache there */
+			pthread_mutex_unlock(&c->prog_mu);
+			return wcache_wait_for(c, rv, ms_left(&dl));
+		}
+		if (c->prog_inflight) { /* another reader's marker: it may be after rv */
+			if (pthread_cond_timedwait(&c->prog_cond, &c->prog_mu, &dl) == ETIMEDOUT) {
+				rc = wcache_revision(c) >= rv ? 0 : E_TIMEOUT;
+				break;
+			}
+			continue;
+		}
+		c->prog_inflight = true;
+		pthread_mutex_unlock(&c->prog_mu);
+		int64_t mrev = 0;
+		int prc = c->progress(c->progress_ud, c->marker_key, &mrev);
+		pthread_mutex_lock(&c->prog_mu);
+		c->prog_inflight = false;
+		if (prc == 0 && mrev > c->prog_rev)
+			c->prog_rev = mrev;
+		pthread_cond_broadcast(&c->prog_cond);
+		if (prc != 0) {
+			rc = prc;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->prog_mu);
+	return rc;
+}
+
+/* History before the first list -------------------------------------------------------------- */
+
+void wcache_history_begin(struct wcache *c, int64_t from_rv)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	hist_drop(c);
+	c->hist_from = from_rv;
+	atomic_store(&c->hist_loading, true);
+	pthread_rwlock_unlock(&c->lock);
+}
+
+bool wcache_history_loading(struct wcache *c)
+{
+	return atomic_load(&c->hist_loading);
+}
+
+/* The ring record of one watch event with prev_kv; false when there is nothing to record. */
+static bool hist_rec(struct wcache *c, const struct etcd_event *ev, int64_t now, struct ev_rec *ret)
+{
+	const struct etcd_kv *kv = &ev->kv, *pk = &ev->prev_kv;
+	memset(ret, 0, sizeof(*ret));
+	ret->rv = kv->mod_rev;
+	ret->ts_ms = now;
+	if (!kv->key || wcache_is_marker(c, kv->key))
+		return false;
+	if (pk->key)
+		ret->prev = cobj_new(c->r, pk->key, pk->value, pk->value_len, pk->mod_rev);
+	if (ev->type == ETCD_EV_PUT) {
+		ret->obj = cobj_new(c->r, kv->key, kv->value, kv->value_len, kv->mod_rev);
+		/* a change etcd sent no previous state for (it should not happen: the history starts
+		 * after any compaction) is shown as a change from the same state */
+		if (!ret->prev && kv->version > 1 && ret->obj)
+			ret->prev = cobj_ref(ret->obj);
+		ret->type = ret->prev ? WEV_MODIFIED : WEV_ADDED;
+	} else if (ret->prev) {
+		ret->type = WEV_DELETED;
+		ret->obj = cobj_new(c->r, pk->key, pk->value, pk->value_len, kv->mod_rev);
+	}
+	if (!ret->obj) {
+		ev_rec_release(ret);
+		return false;
+	}
+	return true;
+}
+
+void wcache_history_add(struct wcache *c, const struct etcd_event *evs, size_t n)
+{
+	struct ev_rec *v = xcalloc(n ? n : 1, sizeof(*v));
+	size_t k = 0;
+	int64_t now = c->now_ms();
+	for (size_t i = 0; i < n; i++)
+		if (hist_rec(c, &evs[i], now, &v[k]))
+			k++;
+	pthread_rwlock_wrlock(&c->lock);
+	if (!atomic_load(&c->hist_loading) || c->dead) {
+		pthread_rwlock_unlock(&c->lock);
+		for (size_t i = 0; i < k; i++)
+			ev_rec_release(&v[i]);
+		free(v);
+		return;
+	}
+	for (size_t i = 0; i < k; i++) {
+		if (c->nhist == c->history_max) { /* only the newest history_max can be kept */
+			ev_rec_release(&c->hist[0]);
+			memmove(c->hist, c->hist + 1, (c->nhist - 1) * sizeof(*c->hist));
+			c->nhist--;
+			if (c->hist[0].rv - 1 > c->hist_from)
+				c->hist_from = c->hist[0].rv - 1;
+		}
+		if (c->nhist == c->hist_cap) {
+			c->hist_cap = c->hist_cap ? c->hist_cap * 2 : 64;
+			c->hist = xrealloc(c->hist, c->hist_cap * sizeof(*c->hist));
+		}
+		c->hist[c->nhist++] = v[i];
+	}
+	pthread_rwlock_unlock(&c->lock);
+	free(v);
+}
+
+static void hist_wake(struct wcache *c)
+{
+	pthread_mutex_lock(&c->rev_mu);
+	pthread_cond_broadcast(&c->rev_cond);
+	pthread_mutex_unlock(&c->rev_mu);
+}
+
+void wcache_history_end(struct wcache *c, bool ok)
+{
+	pthread_rwlock_wrlock(&c->lock);
+	/* the ring must still start at the list (nothing evicted) for the history to join it */
+	if (ok && atomic_load(&c->hist_loading) && !c->dead && c->hist_start == c->list_rev &&
+	    c->hist_from < c->list_rev) {
+		struct ring *g = &c->ring;
+		size_t total = c->nhist + g->len, skip = 0;
+		if (total > c->history_max)
+			skip = total - c->history_max < c->nhist ? total - c->history_max : c->nhist;
+		int64_t from = c->hist_from;
+		for (size_t i = 0; i < skip; i++) {
+			from = c->hist[i].rv;
+			ev_rec_release(&c->hist[i]);
+		}
+		size_t cap = total - skip > RING_START ? total - skip : RING_START;
+		if (cap < g->cap)
+			cap = g->cap;
+		struct ev_rec *v = xcalloc(cap, sizeof(*v));
+		size_t k = 0;
+		for (size_t i = skip; i < c->nhist; i++)
+			v[k++] = c->hist[i];
+		for (size_t i = 0; i < g->len && k < cap; i++)
+			v[k++] = *ring_at(g, i);
+		free(g->v);
+		g->v = v;
+		g->cap = cap;
+		g->head = 0;
+		g->len = k;
+		c->hist_start = from;
+		free(c->hist);
+		c->hist = NULL;
+		c->nhist = c->hist_cap = 0;
+	}
+	hist_drop(c);
+	atomic_store(&c->hist_loading, false);
+	pthread_rwlock_unlock(&c->lock);
+	hist_wake(c);
+}
+
+/* Waits (bounded) while from_rv is in the history being loaded. */
+void wcache_history_wait(struct wcache *c, int64_t from_rv)
+{
+	if (from_rv <= 0 || !atomic_load(&c->hist_loading))
+		return;
+	pthread_rwlock_rdlock(&c->lock);
+	bool inside = from_rv >= c->hist_from && from_rv < c->hist_start;
+	pthread_rwlock_unlock(&c->lock);
+	if (!inside)
+		return;
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += WCACHE_HISTORY_WAIT_MS / 1000;
+	dl.tv_nsec += (WCACHE_HISTORY_WAIT_MS % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&c->rev_mu);
+	while (atomic_load(&c->hist_loading))
+		if (pthread_cond_timedwait(&c->rev_cond, &c->rev_mu, &dl) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&c->rev_mu);
+}
+
+/* Pages at past revisions ---------------------------------------------------------------------- */
+
+/* A key's state at a past revision (wcache_list_page). */
+struct past {
+	const char *key;
+	struct cobj *obj; /* borrowed from the ring; NULL: absent at that revision */
+};
+
+static int past_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct past *)a)->key, ((const struct past *)b)->key);
+}
+
+/* The keys the ring's events after at_rv touched, with their state at at_rv, sorted by key:
+ * the earliest such event of a key tells it (ADDED: absent; MODIFIED and DELETED: its prev).
+ * Lock held; the result borrows from the ring. */
+static struct past *past_states(struct wcache *c, int64_t at_rv, size_t *ret_n)
+{
+	struct strmap seen;
+	strmap_init(&seen);
+	for (size_t i = c->ring.len; i-- > 0;) {
+		struct ev_rec *e = ring_at(&c->ring, i);
+		if (e->rv <= at_rv)
+			break;
+		strmap_put(&seen, e->obj->key, NULL)->val = e; /* walking back: ends at the earliest */
+	}
+	struct past *v = xcalloc(seen.n ? seen.n : 1, sizeof(*v));
+	size_t n = 0, it = 0;
+	for (struct strmap_ent *e = strmap_next(&seen, NULL, &it); e; e = strmap_next(&seen, e, &it)) {
+		struct ev_rec *r = e->val;
+		v[n].key = r->obj->key;
+		v[n++].obj = r->type == WEV_ADDED ? NULL : r->prev;
+	}
+	strmap_release(&seen, NULL);
+	qsort(v, n, sizeof(*v), past_cmp);
+	*ret_n = n;
+	return v;
+}
+
+int wcache_list_page(struct wcache *c, const struct wfilter *f, const char *after, int64_t at_rv, size_t limit,
+		     struct cobj ***ret_objs, size_t *ret_n, int64_t *ret_rv)
+{
+	struct wmatch m;
+	struct collect a = { NULL, 0, 0 };
+	struct buf prefix = BUF_INIT;
+	wmatch_init(c, f, &m);
+	pthread_rwlock_rdlock(&c->lock);
+	int64_t rev = atomic_load(&c->rev);
+	if (!atomic_load(&c->ready) || c->dead) {
+		pthread_rwlock_unlock(&c->lock);
+		return E_UNAVAILABLE;
+	}
+	if (at_rv <= 0)
+		at_rv = rev;
+	/* before the last full list only a loaded history could tell, and it may lack prev states */
+	if (at_rv > rev || at_rv < c->hist_start || at_rv < c->list_rev) {
+		pthread_rwlock_unlock(&c->lock);
+		return E_GONE;
+	}
+	size_t np = 0, pi = 0;
+	struct past *pv = at_rv < rev ? past_states(c, at_rv, &np) : NULL;
+	if (match_prefix(c, &m, &prefix) && m.name)
+		buf_adds(&prefix, m.name); /* keys of that name (and longer ones wmatch_test drops) */
+	const char *p = buf_cstr(&prefix);
+	const char *from = after && strcmp(after, p) > 0 ? after : p;
+	while (pi < np && strcmp(pv[pi].key, from) < 0)
+		pi++;
+	struct omap *map = c->store;
+	if (m.node)
+		map = nidx_get(&c->nidx, m.node);
+	struct omap_node *x = map ? omap_lower_bound(map, from) : NULL;
+	for (;;) {
+		if (limit && a.n > limit)
+			break;
+		const char *xk = x && strncmp(x->key, p, prefix.len) == 0 ? x->key : NULL;
+		const char *pk = pi < np && strncmp(pv[pi].key, p, prefix.len) == 0 ? pv[pi].key : NULL;
+		if (!xk && !pk)
+			break;
+		struct cobj *o;
+		int cmp = !xk ? 1 : !pk ? -1 : strcmp(xk, pk);
+		if (cmp < 0) { /* untouched since at_rv: its current state is the one at at_rv */
+			o = x->val;
+			x = omap_next(x);
+		} else { /* touched since: pv has its state at at_rv (the current one is skipped) */
+			o = pv[pi++].obj;
+			if (cmp == 0)
+				x = omap_next(x);
+		}
+		if (!o || (after && strcmp(o->key, after) <= 0))
+			continue;
+		if (wmatch_test(c, &m, o))
+			collect_one(&a, o);
+	}
+	pthread_rwlock_unlock(&c->lock);
+	free(pv);
+	buf_release(&prefix);
+	*ret_objs = a.v ? a.v : xcalloc(1, sizeof(*a.v));
+	*ret_n = a.n;
+	*ret_rv = at_rv;
+	return 0;
 }

@@ -1,6 +1,11 @@
 /* The etcd side of a watch cache: one thread per cache lists the prefix (pages of 10,000 pinned
- * to the first page's revision), starts a watch from the list revision + 1 (without prev_kv: the store holds every previous state), and
- * relists when etcd reports the watch's revision compacted. A mux (wcache_mux_new) does the same
+ * to the first page's revision, at etcd's current one), starts a watch from the list revision + 1
+ * (without prev_kv: the store holds every previous state), and relists when etcd reports the
+ * watch's revision compacted. After the first list a second watch, with prev_kv, loads the events
+ * of history_back_revs revisions before the list into the ring (not the objects), so watches from
+ * before a restart resume; it ends at its first event after the list revision, which the driver
+ * makes sure comes by writing the cache's progress marker. Progress markers are written here
+ * (put_marker) for wcache_wait_current. A mux (wcache_mux_new) does the same
  * for many caches under one prefix with one thread and one watch. This is the only place that
  * calls etcd, so caches built with wcache_new_detached (the unit tests) never link the client in. */
 #include <pthread.h>
@@ -15,6 +20,9 @@
 
 _Atomic long wcache_list_page_size = 10000;
 #define RETRY_MS 1000
+#define DEF_HISTORY_BACK 10000
+/* The marker's value: not JSON, so even a reader that forgot to skip it parses no object. */
+#define MARKER_VALUE "ursa watch cache progress marker"
 
 struct wdriver {
 	struct wcache *c;
@@ -26,7 +34,18 @@ struct wdriver {
 	bool stop;    /* under mu */
 	bool relist;  /* under mu: the watch was compacted */
 	struct etcd_watch *watch; /* driver thread only */
+	int64_t back;             /* history_back_revs, resolved */
+	bool listed;              /* driver thread only: the first list was installed */
+	struct etcd_watch *hist;  /* driver thread only: the history watch, while it runs */
+	int64_t hist_until;       /* the first list's revision: the history ends after it */
+	bool hist_done;           /* under mu: the history watch passed hist_until */
+	int64_t hist_compacted;   /* under mu: the history watch's start was compacted (to this) */
 };
+
+static int put_marker(void *ud, const char *key, int64_t *ret_rev)
+{
+	return etcd_put(ud, key, MARKER_VALUE, strlen(MARKER_VALUE), 0, ret_rev);
+}
 
 static void on_events(void *ud, const struct etcd_event *ev, size_t n)
 {
@@ -72,14 +91,19 @@ static void objvec_release(struct objvec *a)
 	memset(a, 0, sizeof(*a));
 }
 
-static void add_page(const struct api_resource *r, struct objvec *a, const struct etcd_range_result *res)
+static void add_page(struct wcache *c, struct objvec *a, const struct etcd_range_result *res, int64_t *marker)
 {
+	const struct api_resource *r = wcache_resource(c);
 	if (a->n + res->n > a->alloc) {
 		a->alloc = a->n + res->n + (a->alloc / 2);
 		a->v = xrealloc(a->v, a->alloc * sizeof(*a->v));
 	}
 	for (size_t i = 0; i < res->n; i++) {
 		const struct etcd_kv *kv = &res->kvs[i];
+		if (wcache_is_marker(c, kv->key)) {
+			*marker = kv->create_rev;
+			continue;
+		}
 		struct cobj *o = cobj_new(r, kv->key, kv->value, kv->value_len, kv->mod_rev);
 		if (o)
 			a->v[a->n++] = o;
@@ -87,10 +111,11 @@ static void add_page(const struct api_resource *r, struct objvec *a, const struc
 }
 
 /* One consistent listing of [prefix, range_end) at the first page's revision, objects built for
- * r. E_GONE if that revision got compacted between pages, E_UNAVAILABLE when stop(ud) says so
+ * c (progress markers skipped: *ret_marker gets the create revision of c's, 0 if absent).
+ * E_GONE if that revision got compacted between pages, E_UNAVAILABLE when stop(ud) says so
  * (stop may be NULL), or the client's error. */
-static int list_range(struct etcd *etcd, const struct api_resource *r, const char *prefix, const char *range_end,
-		      bool (*stop)(void *ud), void *ud, struct objvec *a, int64_t *ret_rev)
+static int list_range(struct etcd *etcd, struct wcache *c, const char *prefix, const char *range_end,
+		      bool (*stop)(void *ud), void *ud, struct objvec *a, int64_t *ret_rev, int64_t *ret_marker)
 {
 	struct buf start = BUF_INIT;
 	int64_t rev = 0;
@@ -103,7 +128,7 @@ static int list_range(struct etcd *etcd, const struct api_resource *r, const cha
 			goto out;
 		if (rev == 0)
 			rev = res.revision;
-		add_page(r, a, &res);
+		add_page(c, a, &res, ret_marker);
 		bool more = res.more && res.n > 0;
 		if (more) {
 			/* the next key after K is K"\0", which a C string cannot carry; keys never hold
@@ -132,33 +157,112 @@ static bool driver_stopping(void *ud)
 }
 
 
-/* A whole listing installed into c (retried once when compacted between pages). 0 or an error. */
+/* A whole listing at etcd's current revision installed into c (retried once when compacted
+ * between pages). back > 0: the history of the back revisions before it is to be loaded
+ * (wcache_history_begin, before the cache is ready, so no watch misses the wait). 0 or an error. */
 static int list_install(struct etcd *etcd, struct wcache *c, const char *prefix, const char *range_end,
-			bool (*stop)(void *ud), void *ud)
+			bool (*stop)(void *ud), void *ud, int64_t back)
 {
 	struct objvec a = { NULL, 0, 0 };
-	int64_t rev = 0;
-	int rc = list_range(etcd, wcache_resource(c), prefix, range_end, stop, ud, &a, &rev);
+	int64_t rev = 0, marker = 0;
+	int rc = list_range(etcd, c, prefix, range_end, stop, ud, &a, &rev, &marker);
 	if (rc == E_GONE) { /* compacted between pages: start over at the newest revision */
 		objvec_release(&a);
-		rc = list_range(etcd, wcache_resource(c), prefix, range_end, stop, ud, &a, &rev);
+		marker = 0;
+		rc = list_range(etcd, c, prefix, range_end, stop, ud, &a, &rev, &marker);
 	}
 	if (rc != 0) {
 		objvec_release(&a);
 		return rc;
 	}
+	if (back > 0 && rev > 1)
+		wcache_history_begin(c, rev - back > 0 ? rev - back : 0);
+	wcache_set_marker_created(c, marker);
 	wcache_install(c, a.v, a.n, rev);
 	free(a.v);
 	return 0;
 }
 
+/* The history watch: events up to the list revision go to the ring's history; the first one
+ * after it ends the load. */
+static void on_hist_events(void *ud, const struct etcd_event *ev, size_t n)
+{
+	struct wdriver *d = ud;
+	pthread_mutex_lock(&d->mu);
+	bool done = d->hist_done;
+	pthread_mutex_unlock(&d->mu);
+	if (done)
+		return;
+	size_t k = 0;
+	while (k < n && ev[k].kv.mod_rev <= d->hist_until)
+		k++;
+	if (k)
+		wcache_history_add(d->c, ev, k);
+	if (k == n)
+		return;
+	wcache_history_end(d->c, true);
+	pthread_mutex_lock(&d->mu);
+	d->hist_done = true;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->mu);
+}
+
+static void on_hist_compacted(void *ud, int64_t compact_rev)
+{
+	struct wdriver *d = ud;
+	pthread_mutex_lock(&d->mu);
+	d->hist_compacted = compact_rev > 0 ? compact_rev : 1;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->mu);
+}
+
+static const struct etcd_watch_handlers hist_handlers = { on_hist_events, on_hist_compacted, on_state };
+
+/* Starts the history watch from start_rev (driver thread; wcache_history_begin done), and writes
+ * the marker so that an event after the list revision comes to end it. */
+static void hist_watch_start(struct wdriver *d, int64_t start_rev)
+{
+	if (start_rev < 1)
+		start_rev = 1;
+	d->hist = etcd_watch_start(d->etcd, d->prefix, d->range_end, start_rev, true, &hist_handlers, d);
+	if (!d->hist) {
+		wcache_history_end(d->c, false);
+		return;
+	}
+	int64_t mrev;
+	put_marker(d->etcd, wcache_marker(d->c), &mrev); /* failing, a later write of the kind ends it */
+}
+
+static void hist_stop(struct wdriver *d)
+{
+	etcd_watch_stop(d->hist); /* joins: no handler of it runs after this */
+	d->hist = NULL;
+	pthread_mutex_lock(&d->mu);
+	d->hist_done = false;
+	d->hist_compacted = 0;
+	pthread_mutex_unlock(&d->mu);
+	if (wcache_history_loading(d->c))
+		wcache_history_end(d->c, false);
+}
+
 static int list_and_watch(struct wdriver *d)
 {
-	int rc = list_install(d->etcd, d->c, d->prefix, d->range_end, driver_stopping, d);
+	/* only the first list gets a history: a relist follows a compaction, which took it */
+	int rc = list_install(d->etcd, d->c, d->prefix, d->range_end, driver_stopping, d, d->listed ? 0 : d->back);
 	if (rc != 0)
 		return rc;
-	d->watch = etcd_watch_start(d->etcd, d->prefix, d->range_end, wcache_revision(d->c) + 1, false, &handlers, d);
-	return d->watch ? 0 : E_UNAVAILABLE;
+	bool first = !d->listed;
+	d->listed = true;
+	d->hist_until = wcache_revision(d->c);
+	d->watch = etcd_watch_start(d->etcd, d->prefix, d->range_end, d->hist_until + 1, false, &handlers, d);
+	if (!d->watch) {
+		if (wcache_history_loading(d->c))
+			wcache_history_end(d->c, false);
+		return E_UNAVAILABLE;
+	}
+	if (first && wcache_history_loading(d->c))
+		hist_watch_start(d, d->hist_until - d->back);
+	return 0;
 }
 
 static void wait_ms(struct wdriver *d, long ms)
@@ -178,6 +282,27 @@ static void *run(void *arg)
 			d->relist = false;
 			need_list = true;
 		}
+		if (d->hist && (d->hist_done || d->hist_compacted || need_list)) {
+			int64_t from = d->hist_compacted;
+			bool done = d->hist_done;
+			pthread_mutex_unlock(&d->mu);
+			etcd_watch_stop(d->hist);
+			d->hist = NULL;
+			pthread_mutex_lock(&d->mu);
+			d->hist_done = false;
+			d->hist_compacted = 0;
+			pthread_mutex_unlock(&d->mu);
+			if (!done && (need_list || from >= d->hist_until)) {
+				wcache_history_end(d->c, false); /* nothing left of it to load */
+			} else if (!done) {
+				/* compacted: what is left starts after the compaction revision, whose events
+				 * etcd can no longer give a previous state for */
+				wcache_history_begin(d->c, from);
+				hist_watch_start(d, from + 1);
+			}
+			pthread_mutex_lock(&d->mu);
+			continue;
+		}
 		if (!need_list) {
 			pthread_cond_wait(&d->cond, &d->mu);
 			continue;
@@ -195,6 +320,7 @@ static void *run(void *arg)
 			wait_ms(d, RETRY_MS);
 	}
 	pthread_mutex_unlock(&d->mu);
+	hist_stop(d);
 	etcd_watch_stop(d->watch);
 	d->watch = NULL;
 	return NULL;
@@ -223,6 +349,8 @@ struct wcache *wcache_new(const struct api_resource *r, struct etcd *etcd, const
 	d->etcd = etcd;
 	d->prefix = xstrdup(opts && opts->watch_prefix ? opts->watch_prefix : wcache_key_prefix(c));
 	d->range_end = etcd_prefix_end(d->prefix);
+	d->back = !opts || opts->history_back_revs == 0 ? DEF_HISTORY_BACK : opts->history_back_revs;
+	wcache_set_progress(c, put_marker, etcd, NULL);
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -249,6 +377,7 @@ struct mchild {
 struct wcache_mux {
 	struct etcd *etcd;
 	char *prefix, *range_end;
+	char *marker;            /* prefix + WCACHE_MARKER: the progress marker of every child */
 	pthread_t th;
 	pthread_mutex_t mu;      /* children, dispatch; held while events are applied */
 	pthread_cond_t cond;
@@ -276,6 +405,13 @@ static void mux_dispatch(struct wcache_mux *m, const struct etcd_event *ev)
 	size_t plen = strlen(m->prefix);
 	if (!key || strncmp(key, m->prefix, plen) != 0)
 		return;
+	if (strcmp(key, m->marker) == 0) { /* progress for every child (in revision order like the rest) */
+		size_t it = 0;
+		for (struct strmap_ent *e = strmap_next(&m->by_prefix, NULL, &it); e; e = strmap_next(&m->by_prefix, e, &it))
+			for (struct mchild *ch = e->val; ch; ch = ch->next)
+				wcache_apply_events(ch->c, ev, 1);
+		return;
+	}
 	struct buf b = BUF_INIT;
 	for (const char *p = key + plen; (p = strchr(p, '/')); p++) {
 		buf_reset(&b);
@@ -313,7 +449,7 @@ static const struct etcd_watch_handlers mux_handlers = { mux_on_events, mux_on_c
  * ignored by the cache, later ones applied, so nothing is missed or applied twice. */
 static int mux_list_child(struct wcache_mux *m, struct mchild *ch)
 {
-	int rc = list_install(m->etcd, ch->c, ch->prefix, ch->range_end, NULL, NULL);
+	int rc = list_install(m->etcd, ch->c, ch->prefix, ch->range_end, NULL, NULL, 0);
 	if (rc)
 		return rc;
 	struct strmap_ent *e = strmap_put(&m->by_prefix, ch->prefix, NULL);
@@ -334,7 +470,7 @@ static int mux_restart(struct wcache_mux *m)
 	size_t it = 0;
 	for (struct strmap_ent *e = strmap_next(&m->by_prefix, NULL, &it); e && !rc; e = strmap_next(&m->by_prefix, e, &it))
 		for (struct mchild *ch = e->val; ch && !rc; ch = ch->next)
-			rc = list_install(m->etcd, ch->c, ch->prefix, ch->range_end, NULL, NULL);
+			rc = list_install(m->etcd, ch->c, ch->prefix, ch->range_end, NULL, NULL, 0);
 	if (rc)
 		return rc;
 	m->watch = etcd_watch_start(m->etcd, m->prefix, m->range_end, rev + 1, false, &mux_handlers, m);
@@ -419,6 +555,7 @@ struct wcache_mux *wcache_mux_new(struct etcd *etcd, const char *prefix)
 	m->etcd = etcd;
 	m->prefix = xstrdup(prefix);
 	m->range_end = etcd_prefix_end(prefix);
+	m->marker = xasprintf("%s" WCACHE_MARKER, prefix);
 	strmap_init(&m->by_prefix);
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_condattr_t ca;
@@ -445,6 +582,7 @@ void wcache_mux_free(struct wcache_mux *m)
 	pthread_cond_destroy(&m->cond);
 	free(m->prefix);
 	free(m->range_end);
+	free(m->marker);
 	free(m);
 }
 
@@ -456,6 +594,7 @@ struct wcache *wcache_new_muxed(struct wcache_mux *m, const struct api_resource 
 	ch->c = c;
 	ch->prefix = xstrdup(opts && opts->watch_prefix ? opts->watch_prefix : wcache_key_prefix(c));
 	ch->range_end = etcd_prefix_end(ch->prefix);
+	wcache_set_progress(c, put_marker, m->etcd, m->marker);
 	wcache_set_driver(c, ch, mux_child_stop);
 	pthread_mutex_lock(&m->mu);
 	ch->next = m->pending;

@@ -20,7 +20,8 @@ struct ev_rec {
 	int64_t rv;
 	int64_t ts_ms;           /* when applied, for the history window */
 	struct cobj *obj;        /* new state; for DELETED the last state at the deletion revision */
-	struct cobj *prev;       /* MODIFIED: the state before (ref); NULL otherwise */
+	struct cobj *prev;       /* MODIFIED and DELETED: the state before (ref); NULL for ADDED (and
+				    for a loaded history event etcd sent no previous state for) */
 	struct cobj *prev_at_rv; /* MODIFIED: prev's content at revision rv, built on first need: a
 				    watcher whose selector stops matching gets it as DELETED */
 };
@@ -76,6 +77,7 @@ struct wcache {
 
 	_Atomic int64_t rev;
 	atomic_bool ready;
+	_Atomic int64_t marker_created; /* create revision of the progress marker seen, 0: none */
 	atomic_int refs;    /* 1 for the owner + 1 per open watcher */
 
 	pthread_mutex_t rev_mu;
@@ -84,6 +86,23 @@ struct wcache {
 	int64_t (*now_ms)(void);
 	void *driver;
 	void (*driver_stop)(void *driver);
+
+	/* Progress markers (wcache_wait_current): key prefix + WCACHE_MARKER, or the mux's. */
+	char *marker_key;
+	int (*progress)(void *ud, const char *key, int64_t *ret_rev); /* writes the marker */
+	void *progress_ud;
+	pthread_mutex_t prog_mu;
+	pthread_cond_t prog_cond;
+	bool prog_inflight;       /* under prog_mu: a marker write is in flight */
+	int64_t prog_rev;         /* under prog_mu: revision of the newest marker written */
+
+	/* History before the first list, being loaded (wcache_history_*; under lock). While
+	 * hist_loading, watches from hist_from .. hist_start wait for it (rev_cond is broadcast when
+	 * it ends). */
+	atomic_bool hist_loading;
+	int64_t hist_from;
+	struct ev_rec *hist;
+	size_t nhist, hist_cap;
 
 	pthread_mutex_t hint_mu;
 	struct strmap hints;   /* key -> struct hint * */
@@ -138,6 +157,9 @@ struct watcher {
 /* wcache.c */
 void wcache_unref(struct wcache *c);
 struct cobj *ev_prev_at_rv(struct wcache *c, struct ev_rec *e);
+/* Waits (up to WCACHE_HISTORY_WAIT_MS, no lock held) while from_rv lies in the history being
+ * loaded. */
+void wcache_history_wait(struct wcache *c, int64_t from_rv);
 /* Calls fn on each object matching m, in key order (lock held by the caller). */
 void wcache_scan(struct wcache *c, const struct wmatch *m, void (*fn)(void *ud, struct cobj *o), void *ud);
 

@@ -826,6 +826,369 @@ static void test_fanout(void **state)
 	wcache_free(c);
 }
 
+/* "t/ns/name@rv,..." of a page (wcache_list_page), or "GONE"/"UNAVAILABLE". */
+static char *page_str(struct wcache *c, const char *lsel, const char *fsel, const char *after, int64_t at,
+		      size_t limit)
+{
+	struct label_selector *ls = NULL;
+	struct field_selector *fs = NULL;
+	if (lsel)
+		assert_int_equal(label_selector_parse(lsel, &ls, NULL), 0);
+	if (fsel)
+		assert_int_equal(field_selector_parse(fsel, &fs, NULL), 0);
+	struct wfilter f = { NULL, NULL, NULL, ls, fs };
+	struct cobj **objs;
+	size_t n;
+	int64_t rv;
+	char *akey = after ? xasprintf("/registry/pods/%s", after) : NULL;
+	int rc = wcache_list_page(c, &f, akey, at, limit, &objs, &n, &rv);
+	free(akey);
+	label_selector_free(ls);
+	field_selector_free(fs);
+	if (rc)
+		return xstrdup(rc == E_GONE ? "GONE" : "UNAVAILABLE");
+	assert_int_equal(rv, at ? at : wcache_revision(c));
+	struct buf b = BUF_INIT;
+	for (size_t i = 0; i < n; i++) {
+		buf_addf(&b, "%s%s/%s/%s@%lld", i ? "," : "", objs[i]->tenant, objs[i]->ns, objs[i]->name,
+			 (long long)objs[i]->rv);
+		cobj_unref(objs[i]);
+	}
+	free(objs);
+	return buf_detach(&b, NULL);
+}
+
+#define assert_page(c, ls, fs, after, at, limit, want)                     \
+	do {                                                               \
+		char *_got = page_str(c, ls, fs, after, at, limit);        \
+		assert_string_equal(_got, want);                           \
+		free(_got);                                                \
+	} while (0)
+
+/* Pages at the current revision and at a past one rebuilt from the ring: deleted objects come
+ * back, added ones vanish, changed ones show their old state (also under selectors and the node
+ * index); revisions outside the ring, or before the list, are GONE. */
+static void test_list_page(void **state)
+{
+	(void)state;
+	struct wcache *c = wcache_new_detached(&test_pods, NULL);
+	struct cobj **objs;
+	size_t n;
+	int64_t rv;
+	assert_int_equal(wcache_list_page(c, &(struct wfilter){ 0 }, NULL, 0, 0, &objs, &n, &rv), E_UNAVAILABLE);
+	wcache_free(c);
+	c = seeded(NULL, 100);
+	assert_page(c, NULL, NULL, NULL, 0, 2, "t1/a/p1@3,t1/a/p3@2,t1/ab/p9@7");
+	assert_page(c, NULL, NULL, "t1/a/p3", 0, 2, "t1/ab/p9@7,t1/b/p2@4,t10/a/p0@6");
+	assert_page(c, NULL, NULL, "t10/a/p0", 100, 0, "t2/a/p1@5");
+	apply1(c, pod_key("t1", "a", "p3"), NULL, 101);
+	apply1(c, pod_key("t1", "a", "p2"), pod_json("t1", "a", "p2", "x", "n1", "Pending", 1), 102);
+	apply1(c, pod_key("t1", "b", "p2"), pod_json("t1", "b", "p2", "y", "n1", "Pending", 1), 103);
+	apply1(c, pod_key("t1", "b", "p2"), pod_json("t1", "b", "p2", "x", "n2", "Pending", 2), 104);
+	assert_page(c, NULL, NULL, NULL, 0, 0, "t1/a/p1@3,t1/a/p2@102,t1/ab/p9@7,t1/b/p2@104,t10/a/p0@6,t2/a/p1@5");
+	assert_page(c, NULL, NULL, NULL, 100, 0, "t1/a/p1@3,t1/a/p3@2,t1/ab/p9@7,t1/b/p2@4,t10/a/p0@6,t2/a/p1@5");
+	assert_page(c, NULL, NULL, "t1/a/p1", 100, 2, "t1/a/p3@2,t1/ab/p9@7,t1/b/p2@4");
+	assert_page(c, NULL, NULL, NULL, 102, 0, "t1/a/p1@3,t1/a/p2@102,t1/ab/p9@7,t1/b/p2@4,t10/a/p0@6,t2/a/p1@5");
+	assert_page(c, NULL, NULL, NULL, 103, 0,
+		    "t1/a/p1@3,t1/a/p2@102,t1/ab/p9@7,t1/b/p2@103,t10/a/p0@6,t2/a/p1@5");
+	assert_page(c, "app=x", NULL, NULL, 100, 0, "t1/a/p3@2,t1/b/p2@4,t10/a/p0@6,t2/a/p1@5");
+	assert_page(c, "app=x", NULL, NULL, 103, 0, "t1/a/p2@102,t10/a/p0@6,t2/a/p1@5");
+	assert_page(c, NULL, "spec.nodeName=n1", NULL, 100, 0, "t1/a/p3@2,t2/a/p1@5");
+	assert_page(c, NULL, "spec.nodeName=n1", NULL, 103, 0, "t1/a/p2@102,t1/b/p2@103,t2/a/p1@5");
+	assert_page(c, NULL, "spec.nodeName=n1", NULL, 0, 0, "t1/a/p2@102,t2/a/p1@5");
+	assert_page(c, NULL, "spec.nodeName=n2", "t1/a/p1", 100, 1, "t10/a/p0@6");
+	assert_page(c, NULL, "spec.nodeName=n2", NULL, 100, 1, "t1/a/p1@3,t10/a/p0@6");
+	assert_page(c, NULL, NULL, NULL, 99, 0, "GONE");
+	assert_page(c, NULL, NULL, NULL, 105, 0, "GONE");
+	wcache_free(c);
+}
+
+/* Which keys are markers; a marker's events move the revision but are never objects, ring
+ * events or watch events; a listed marker is skipped and its creation noted. */
+static void test_markers(void **state)
+{
+	(void)state;
+	assert_true(wcache_marker_key("/registry/pods/", "/registry/pods/~progress"));
+	assert_false(wcache_marker_key("/registry/pods/", "/registry/pods/t1/~progress")); /* a role's name */
+	assert_false(wcache_marker_key("/registry/pods/", "/registry/pods/~progressx"));
+	assert_false(wcache_marker_key("/registry/pods/", "/registry/pod/~progress"));
+	assert_false(wcache_marker_key("/registry/pods/", "/registry/nodes/~progress"));
+
+	struct wcache *c = seeded(NULL, 100);
+	assert_string_equal(wcache_marker(c), "/registry/pods/~progress");
+	struct wctx x = { 0 };
+	struct watcher *w = watch(c, NULL, NULL, NULL, NULL, 100, 100, &x);
+	assert_int_equal(wcache_marker_created(c), 0);
+	struct evbuild eb = { 0 };
+	eb_put(&eb, xstrdup("/registry/pods/~progress"), xstrdup("{\"metadata\":{\"name\":\"~progress\"}}"), 105);
+	eb.v[0].kv.create_rev = 105;
+	wcache_apply_events(c, eb.v, eb.n);
+	eb_release(&eb);
+	assert_int_equal(wcache_revision(c), 105);
+	assert_int_equal(wcache_marker_created(c), 105);
+	assert_int_equal(wcache_size(c), 6);
+	assert_int_equal(wcache_history_len(c), 0);
+	assert_null(wcache_get(c, "/registry/pods/~progress"));
+	assert_drain(w, "");
+	assert_int_equal(watcher_revision(w), 105);
+	apply1(c, pod_key("t1", "a", "p1"), NULL, 106);
+	apply1(c, xstrdup("/registry/pods/~progress"), NULL, 107); /* someone deleted it */
+	assert_int_equal(wcache_revision(c), 107);
+	assert_int_equal(wcache_marker_created(c), 0);
+	assert_drain(w, "DELETED:t1/a/p1@106");
+	assert_list(c, NULL, NULL, NULL, NULL, NULL, "t1/a/p3,t1/ab/p9,t1/b/p2,t10/a/p0,t2/a/p1");
+	watcher_close(w);
+	wcache_free(c);
+
+	/* in a list */
+	c = wcache_new_detached(&test_pods, NULL);
+	struct etcd_kv kvs[2] = {
+		{ .key = "/registry/pods/t1/a/p1", .value = "{\"metadata\":{\"name\":\"p1\",\"namespace\":\"a\","
+							  "\"tenant\":\"t1\"}}",
+		  .mod_rev = 3 },
+		{ .key = "/registry/pods/~progress", .value = "{\"metadata\":{\"name\":\"~progress\"}}",
+		  .create_rev = 4, .mod_rev = 9 },
+	};
+	kvs[0].value_len = strlen(kvs[0].value);
+	kvs[1].value_len = strlen(kvs[1].value);
+	wcache_apply_list(c, kvs, 2, 10);
+	assert_list(c, NULL, NULL, NULL, NULL, NULL, "t1/a/p1");
+	assert_int_equal(wcache_marker_created(c), 4);
+	wcache_free(c);
+}
+
+/* A fake etcd for progress: each marker "put" gets the next revision of a shared counter, and
+ * its event reaches the cache (unless dropped) from another thread a moment later. */
+struct fake_etcd {
+	struct wcache *c;
+	atomic_int puts;
+	_Atomic int64_t next_rev;
+	bool fail, drop;
+};
+
+static void *marker_event_thread(void *arg)
+{
+	struct fake_etcd *fe = arg;
+	struct timespec ts = { 0, 2000000 };
+	nanosleep(&ts, NULL);
+	int64_t rev = atomic_load(&fe->next_rev);
+	struct evbuild eb = { 0 };
+	eb_put(&eb, xstrdup(wcache_marker(fe->c)), xstrdup("marker"), rev);
+	wcache_apply_events(fe->c, eb.v, eb.n);
+	eb_release(&eb);
+	return NULL;
+}
+
+static int fake_put(void *ud, const char *key, int64_t *ret_rev)
+{
+	struct fake_etcd *fe = ud;
+	assert_string_equal(key, "/registry/pods/~progress");
+	atomic_fetch_add(&fe->puts, 1);
+	struct timespec ts = { 0, 3000000 }; /* a write takes a while: waiters pile up */
+	nanosleep(&ts, NULL);
+	if (fe->fail)
+		return E_UNAVAILABLE;
+	*ret_rev = atomic_fetch_add(&fe->next_rev, 1) + 1;
+	if (!fe->drop) {
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, marker_event_thread, fe), 0);
+		pthread_detach(th);
+	}
+	return 0;
+}
+
+struct cur_arg {
+	struct wcache *c;
+	int64_t rv;
+	int rc;
+};
+
+static void *wait_current_thread(void *arg)
+{
+	struct cur_arg *a = arg;
+	a->rc = wcache_wait_current(a->c, a->rv, 2000);
+	return NULL;
+}
+
+/* wcache_wait_current: a current cache writes nothing; a quiet one behind etcd writes its
+ * marker and is current once its event comes; concurrent readers share marker writes; a
+ * failed write or a lost event ends the wait with an error (the caller reads etcd). */
+static void test_wait_current(void **state)
+{
+	(void)state;
+	struct wcache *c = seeded(NULL, 100);
+	struct fake_etcd fe = { .c = c };
+	atomic_init(&fe.puts, 0);
+	atomic_init(&fe.next_rev, 200); /* other kinds were written: etcd is at 200 */
+	wcache_set_progress(c, fake_put, &fe, NULL);
+	assert_int_equal(wcache_wait_current(c, 100, 1000), 0);
+	assert_int_equal(atomic_load(&fe.puts), 0);
+	assert_int_equal(wcache_wait_current(c, 200, 1000), 0);
+	assert_int_equal(atomic_load(&fe.puts), 1);
+	assert_int_equal(wcache_revision(c), 201);
+	assert_int_equal(wcache_size(c), 6);
+	assert_int_equal(wcache_history_len(c), 0);
+
+	/* 16 readers at once, all at etcd's revision 230: one or two marker writes serve them all */
+	atomic_store(&fe.next_rev, 230);
+	struct cur_arg args[16];
+	pthread_t th[16];
+	for (int i = 0; i < 16; i++) {
+		args[i] = (struct cur_arg){ c, 230, -1 };
+		assert_int_equal(pthread_create(&th[i], NULL, wait_current_thread, &args[i]), 0);
+	}
+	for (int i = 0; i < 16; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(args[i].rc, 0);
+	}
+	assert_in_range(atomic_load(&fe.puts), 2, 3);
+	assert_true(wcache_revision(c) >= 230);
+
+	fe.fail = true;
+	int64_t r = wcache_revision(c);
+	assert_int_equal(wcache_wait_current(c, r + 5, 1000), E_UNAVAILABLE);
+	fe.fail = false;
+	fe.drop = true; /* the event never comes: bounded */
+	atomic_store(&fe.next_rev, r + 10);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(wcache_wait_current(c, r + 10, 100), E_TIMEOUT);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 1000);
+	/* a cache without a marker writer only waits */
+	struct wcache *d = seeded(NULL, 100);
+	assert_int_equal(wcache_wait_current(d, 101, 20), E_TIMEOUT);
+	wcache_free(d);
+	struct timespec ts = { 0, 20000000 };
+	nanosleep(&ts, NULL); /* the detached event threads are done */
+	wcache_free(c);
+}
+
+/* A watch event with prev_kv, as the history watch brings them (key and values taken). */
+static void eb_hist(struct evbuild *eb, char *key, char *json, char *prev, int64_t prev_rev, int64_t rev)
+{
+	eb_put(eb, key, json, rev);
+	struct etcd_event *e = &eb->v[eb->n - 1];
+	if (prev) {
+		e->prev_kv.key = xstrdup(key);
+		e->prev_kv.value = prev;
+		e->prev_kv.value_len = strlen(prev);
+		e->prev_kv.mod_rev = prev_rev;
+	}
+}
+
+static void eb_hist_release(struct evbuild *eb)
+{
+	for (size_t i = 0; i < eb->n; i++) {
+		free(eb->v[i].prev_kv.key);
+		free(eb->v[i].prev_kv.value);
+	}
+	eb_release(eb);
+}
+
+struct watch_arg {
+	struct wcache *c;
+	int64_t from;
+	int rc;
+	struct watcher *w;
+	struct wctx x;
+};
+
+static void *watch_thread(void *arg)
+{
+	struct watch_arg *a = arg;
+	a->rc = wcache_watch(a->c, &(struct wfilter){ 0 }, a->from, 100, on_notify, &a->x, &a->w);
+	return NULL;
+}
+
+/* The history before the first list: the cache is ready and current at the list at once (the
+ * history never shows in lists or objects); a watch from inside the history waits for it and
+ * then gets exactly the events after its revision; one from before it gets GONE; a history that
+ * fails to load leaves 410s. */
+static void test_history(void **state)
+{
+	(void)state;
+	struct wcache *c = wcache_new_detached(&test_pods, NULL);
+	wcache_history_begin(c, 90);
+	struct etcd_kv kv = { .key = "/registry/pods/t1/a/p1", .mod_rev = 98 };
+	kv.value = pod_json("t1", "a", "p1", "x", "n1", "Running", 3);
+	kv.value_len = strlen(kv.value);
+	wcache_apply_list(c, &kv, 1, 100);
+	free(kv.value);
+	assert_true(wcache_ready(c));
+	assert_int_equal(wcache_revision(c), 100);
+	assert_true(wcache_history_loading(c));
+	/* the current state only: p2 (deleted at 97) is not back */
+	assert_list(c, NULL, NULL, NULL, NULL, NULL, "t1/a/p1");
+	apply1(c, pod_key("t1", "a", "p3"), pod_json("t1", "a", "p3", "x", "n1", "Running", 1), 101);
+	assert_int_equal(wcache_history_start(c), 100);
+
+	struct watch_arg wa = { .c = c, .from = 95 };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, watch_thread, &wa), 0);
+	/* a watch from before the history's start does not wait */
+	struct watcher *w = NULL;
+	assert_int_equal(wcache_watch(c, &(struct wfilter){ 0 }, 89, 100, nop_notify, NULL, &w), E_GONE);
+
+	struct evbuild eb = { 0 };
+	eb_hist(&eb, pod_key("t1", "a", "p2"), pod_json("t1", "a", "p2", "x", "", "Pending", 1), NULL, 0, 91);
+	eb_hist(&eb, pod_key("t1", "a", "p1"), pod_json("t1", "a", "p1", "x", "", "Pending", 1), NULL, 0, 94);
+	eb_hist(&eb, pod_key("t1", "a", "p2"), pod_json("t1", "a", "p2", "x", "n1", "Pending", 2),
+		pod_json("t1", "a", "p2", "x", "", "Pending", 1), 91, 96);
+	eb_hist(&eb, xstrdup("/registry/pods/~progress"), xstrdup("m"), NULL, 0, 96);
+	eb_hist(&eb, pod_key("t1", "a", "p2"), NULL, pod_json("t1", "a", "p2", "x", "n1", "Pending", 2), 96, 97);
+	eb_hist(&eb, pod_key("t1", "a", "p1"), pod_json("t1", "a", "p1", "x", "n1", "Running", 3),
+		pod_json("t1", "a", "p1", "x", "", "Pending", 1), 94, 98);
+	wcache_history_add(c, eb.v, 2);
+	struct timespec ts = { 0, 30000000 };
+	nanosleep(&ts, NULL);
+	assert_null(wa.w); /* still waiting */
+	wcache_history_add(c, eb.v + 2, eb.n - 2);
+	assert_list(c, NULL, NULL, NULL, NULL, NULL, "t1/a/p1,t1/a/p3");
+	wcache_history_end(c, true);
+	pthread_join(th, NULL);
+	assert_int_equal(wa.rc, 0);
+	assert_drain(wa.w, "MODIFIED:t1/a/p2@96,DELETED:t1/a/p2@97,MODIFIED:t1/a/p1@98,ADDED:t1/a/p3@101");
+	watcher_close(wa.w);
+	assert_false(wcache_history_loading(c));
+	assert_int_equal(wcache_history_start(c), 90);
+	assert_int_equal(wcache_history_len(c), 6);
+	w = watch(c, NULL, NULL, NULL, "spec.nodeName=n1", 90, 100, &wa.x);
+	assert_drain(w, "ADDED:t1/a/p2@96,DELETED:t1/a/p2@97,ADDED:t1/a/p1@98,ADDED:t1/a/p3@101");
+	watcher_close(w);
+	assert_int_equal(wcache_watch(c, &(struct wfilter){ 0 }, 89, 100, nop_notify, NULL, &w), E_GONE);
+	/* pages are not served from before the list: the history may lack previous states */
+	assert_page(c, NULL, NULL, NULL, 99, 0, "GONE");
+	assert_page(c, NULL, NULL, NULL, 100, 0, "t1/a/p1@98");
+	assert_list(c, NULL, NULL, NULL, NULL, NULL, "t1/a/p1,t1/a/p3");
+	wcache_free(c);
+	eb_hist_release(&eb);
+
+	/* a failed load: watches from before the list get 410 at once */
+	c = wcache_new_detached(&test_pods, &(struct wcache_options){ .history_max = 3, .history_min = 3 });
+	wcache_history_begin(c, 50);
+	wcache_apply_list(c, NULL, 0, 100);
+	wcache_history_end(c, false);
+	assert_int_equal(wcache_watch(c, &(struct wfilter){ 0 }, 60, 100, nop_notify, NULL, &w), E_GONE);
+	/* a history longer than the ring keeps its newest events, and the start moves with them */
+	wcache_history_begin(c, 50);
+	wcache_apply_list(c, NULL, 0, 100);
+	for (int i = 0; i < 5; i++)
+		eb_hist(&eb, pod_key("t1", "a", "q"), pod_json("t1", "a", "q", "x", "", "Pending", (size_t)i),
+			i ? pod_json("t1", "a", "q", "x", "", "Pending", (size_t)i - 1) : NULL, 60 + i - 1, 60 + i);
+	wcache_history_add(c, eb.v, eb.n);
+	apply1(c, pod_key("t1", "a", "r"), pod_json("t1", "a", "r", "x", "", "Pending", 1), 101);
+	wcache_history_end(c, true);
+	assert_int_equal(wcache_history_len(c), 3);
+	assert_int_equal(wcache_history_start(c), 62);
+	assert_int_equal(wcache_watch(c, &(struct wfilter){ 0 }, 61, 100, nop_notify, NULL, &w), E_GONE);
+	w = watch(c, NULL, NULL, NULL, NULL, 62, 100, &wa.x);
+	assert_drain(w, "MODIFIED:t1/a/q@63,MODIFIED:t1/a/q@64,ADDED:t1/a/r@101");
+	watcher_close(w);
+	wcache_free(c);
+	eb_hist_release(&eb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -834,6 +1197,8 @@ int main(void)
 		cmocka_unit_test(test_write_hints),    cmocka_unit_test(test_trees),
 		cmocka_unit_test(test_node_delivery),
 		cmocka_unit_test(test_list_filters),
+		cmocka_unit_test(test_list_page),       cmocka_unit_test(test_markers),
+		cmocka_unit_test(test_wait_current),    cmocka_unit_test(test_history),
 		cmocka_unit_test(test_node_index),
 		cmocka_unit_test(test_watch_initial_and_live),
 		cmocka_unit_test(test_watch_replay),
