@@ -26,6 +26,8 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include "benchutil.h"
+#include "ursa/timeutil.h"
 
 #define MAX_PIDS 4
 #define LINE_CAP (1u << 20)
@@ -60,78 +62,27 @@ static atomic_int creates_done;
 
 static int64_t now_us(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+	return mono_us();
 }
 
 static void die(const char *msg)
 {
-	fprintf(stderr, "ursa-watchers: %s\n", msg);
-	exit(1);
+	bench_die("ursa-watchers", msg);
 }
 
 static int num(const char *v)
 {
-	char *end;
-	long x = strtol(v, &end, 10);
-	if (*end || end == v || x < 0 || x > 1000000)
+	long x = bench_num(v, 1000000);
+	if (x < 0)
 		die("a numeric option is not a number in range");
 	return (int)x;
 }
 
 /* --- /proc ------------------------------------------------------------------------------- */
-struct pstat {
-	long rss_kb, hwm_kb;
-	double cpu_s;
-};
-
-static struct pstat proc_stat(int pid)
-{
-	struct pstat p = { -1, -1, -1 };
-	char path[64], line[512];
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	FILE *f = fopen(path, "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "VmRSS:", 6) == 0)
-			p.rss_kb = strtol(line + 6, NULL, 10);
-		else if (strncmp(line, "VmHWM:", 6) == 0)
-			p.hwm_kb = strtol(line + 6, NULL, 10);
-	}
-	if (f)
-		fclose(f);
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "r");
-	char buf[2048];
-	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	if (f)
-		fclose(f);
-	buf[n] = '\0';
-	char *rp = strrchr(buf, ')');
-	if (rp) {
-		/* fields after the command: state is 3rd; utime 14th, stime 15th overall */
-		unsigned long ut = 0, st = 0;
-		char *s = rp + 2;
-		int field = 3;
-		for (char *tok = s; *tok && field <= 15; field++) {
-			if (field == 14)
-				ut = strtoul(tok, NULL, 10);
-			if (field == 15)
-				st = strtoul(tok, NULL, 10);
-			tok = strchr(tok, ' ');
-			if (!tok)
-				break;
-			tok++;
-		}
-		p.cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-	}
-	return p;
-}
-
-static void print_procs(const char *when, struct pstat *ret)
+static void print_procs(const char *when, struct bench_pstat *ret)
 {
 	for (int i = 0; i < opt.npids; i++) {
-		struct pstat p = proc_stat(opt.pid[i]);
+		struct bench_pstat p = bench_proc_stat(opt.pid[i]);
 		if (ret)
 			ret[i] = p;
 		printf("%-10s %-14s rss=%ld MiB hwm=%ld MiB cpu=%.2f s\n", opt.pid_name[i], when, p.rss_kb / 1024,
@@ -465,7 +416,7 @@ int main(int argc, char **argv)
 
 	printf("# %d watches on %s%s (nofile limit %llu), then %d creates %d ms apart\n", opt.n, opt.server, opt.path,
 	       (unsigned long long)rl.rlim_cur, opt.m, opt.interval_ms);
-	struct pstat before[MAX_PIDS], holding[MAX_PIDS], after[MAX_PIDS];
+	struct bench_pstat before[MAX_PIDS], holding[MAX_PIDS], after[MAX_PIDS];
 	print_procs("before", before);
 	int64_t t0 = now_us();
 	for (int i = 0; i < opt.n; i++) {

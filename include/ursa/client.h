@@ -51,6 +51,9 @@ int rest_do_raw(struct rest_client *c, const char *method, const char *path, con
  * or E_TIMEOUT... The stream also ends within ~200 ms once *stop becomes true. */
 int rest_stream(struct rest_client *c, const char *path, int (*on_data)(void *ud, const char *data, size_t len),
 		void *ud, const atomic_bool *stop);
+/* The same as a POST of a JSON body (a multiplexed watch: POST /ursa/v1/watches). */
+int rest_stream_post(struct rest_client *c, const char *path, const char *body, size_t len,
+		     int (*on_data)(void *ud, const char *data, size_t len), void *ud, const atomic_bool *stop);
 
 /* Asynchronous requests: one thread of their own drives every request submitted, on one
  * libcurl multi handle with at most max_conns connections (0: 64; further requests wait for
@@ -91,6 +94,14 @@ struct informer;
  * ("fieldSelector=spec.nodeName%3Dn1") or NULL. */
 struct informer *informer_start(struct rest_client *c, const char *path, const char *query,
 				const struct informer_handlers *h, void *ud);
+/* As informer_start, but the watch is one multiplexed watch (POST /ursa/v1/watches,
+ * docs/architecture.md) holding a watch of path for each field selector in fields (such as
+ * "spec.nodeName=n-1"; 1 to 10,000 of them), each resumed from its own last resourceVersion: the
+ * server sends what the selectors match (a hollow process's nodes' pods), not all that query
+ * lists. The list is path?query, as informer_start's. */
+struct informer *informer_start_mux(struct rest_client *c, const char *path, const char *query,
+				    const char *const *fields, size_t nfields, const struct informer_handlers *h,
+				    void *ud);
 void informer_stop(struct informer *inf); /* joins; no handler runs after it returns */
 bool informer_synced(struct informer *inf);
 /* Object by key: new reference or NULL. */

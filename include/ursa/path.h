@@ -48,6 +48,10 @@ int path_parse(const char *path, struct path_info *ret);
  * rest of path ("/" when nothing follows); else NULL (and *ret_rest = path). The caller checks
  * that t is the caller's tenant. */
 char *path_client_prefix(const char *path, const char **ret_rest);
+
+/* Many watches on one connection (POST, docs/architecture.md "Multiplexed watches"): served by
+ * every API server (src/common/apiserver/watchmux.c), used by informer_start_mux. */
+#define WATCHMUX_PATH "/ursa/v1/watches"
 void path_info_release(struct path_info *p);
 
 #endif

@@ -71,8 +71,8 @@ static bool skip_foreign(void *ud, const char *line, size_t len)
 static const struct informer_handlers pod_handlers = {
 	.on_add = on_pod_add, .on_update = on_pod_update, .on_delete = on_pod_delete, .on_synced = on_pod_synced,
 };
-/* A hollow process's watch has every bound pod; events about other processes' nodes are
- * dropped unparsed. */
+/* A hollow process's watch has every bound pod (unless multiplexed per node: partition_start);
+ * events about other processes' nodes are dropped unparsed. */
 static const struct informer_handlers hollow_pod_handlers = {
 	.on_add = on_pod_add, .on_update = on_pod_update, .on_delete = on_pod_delete, .on_synced = on_pod_synced,
 	.skip_event = skip_foreign,
@@ -100,10 +100,27 @@ static struct kl_partition *partition_new(struct kubelet *k, const char *name, c
 	return p;
 }
 
+/* A hollow process of up to this many nodes watches a partition's pods as one watch per node,
+ * multiplexed on one connection: the partition sends each node's pods only, through its node
+ * index, instead of every bound pod to every hollow process. */
+#define HOLLOW_MUX_MAX_NODES 10000
+
 static void partition_start(struct kl_partition *p)
 {
-	char *q = pod_query(p->k);
-	p->inf = informer_start(p->rc, p->pods_path, q, p->k->hollow ? &hollow_pod_handlers : &pod_handlers, p);
+	struct kubelet *k = p->k;
+	char *q = pod_query(k);
+	if (k->hollow && k->nnodes <= HOLLOW_MUX_MAX_NODES) {
+		char **fields = xcalloc(k->nnodes, sizeof(*fields));
+		for (size_t i = 0; i < k->nnodes; i++)
+			fields[i] = xasprintf("spec.nodeName=%s", k->nodes[i].name);
+		p->inf = informer_start_mux(p->rc, p->pods_path, q, (const char *const *)fields, k->nnodes,
+					    &hollow_pod_handlers, p);
+		for (size_t i = 0; i < k->nnodes; i++)
+			free(fields[i]);
+		free(fields);
+	} else {
+		p->inf = informer_start(p->rc, p->pods_path, q, k->hollow ? &hollow_pod_handlers : &pod_handlers, p);
+	}
 	free(q);
 }
 

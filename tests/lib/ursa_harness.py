@@ -338,12 +338,13 @@ class Client:
     def delete(self, path, body=None, **kw):
         return self.request("DELETE", path, body, **kw)
 
-    def watch(self, path, headers=None, timeout=120):
-        return Watch(self, path, headers, timeout)
+    def watch(self, path, headers=None, timeout=120, method="GET", body=None):
+        return Watch(self, path, headers, timeout, method, body)
 
 
 class Watch:
-    """A streaming GET read by a background thread, one JSON event per line.
+    """A streaming GET (or a POST: multiplexed watches) read by a background thread, one JSON
+    event per line.
 
     If the server answers with anything but 200, .status and .response hold the answer and no
     event will come. next(timeout) returns an event dict, None on timeout, or raises EOFError
@@ -351,13 +352,15 @@ class Watch:
 
     _EOF = object()
 
-    def __init__(self, client, path, headers, timeout):
+    def __init__(self, client, path, headers, timeout, method="GET", body=None):
         self.path = path
         self.events = []          # every event received so far
         self.bad_lines = []
         self._q = queue.Queue()
         self._conn = client.connect(timeout)
-        self._conn.request("GET", path, headers=client._headers(headers, None, False))
+        data = client.encode(body)
+        self._conn.request(method, path, body=data,
+                           headers=client._headers(headers, "application/json", data is not None))
         r = self._conn.getresponse()
         self.status = r.status
         self.headers = {k.lower(): v for k, v in r.getheaders()}

@@ -114,6 +114,7 @@ struct req {
 	int fv_mode;       /* fieldval.c: enum fv_mode of a create, update or patch (0: not validated) */
 	json_t *fv_msgs;   /* fieldval.c: strict decoding messages met so far (owned; NULL: none) */
 	const json_t *cr_pruned; /* fieldval.c: a custom resource it pruned already (write.c skips it) */
+	json_t **capture;  /* no reply: a Status reply is kept here instead (new ref; a sub-request's) */
 };
 
 /* status.c: Status error replies. kind_plural/name fill details when not NULL. */
@@ -159,6 +160,12 @@ void store_encode(json_t *obj, struct buf *out);
  * cancels it (wcache_expect_cancel). */
 void store_encode_expect(struct served *sv, const char *key, json_t *obj, struct buf *out);
 void set_resource_version(json_t *obj, int64_t rev);
+/* jsonenc.c: obj as compact JSON in insertion order, appended to out: the bytes json_dump_buf
+ * gives, several times faster. */
+void store_dump(const json_t *obj, struct buf *out);
+/* jsondec.c: the object in s as json_loadb(JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL) parses it,
+ * for the plain JSON it handles fast; NULL for anything else (parse with jansson then). */
+json_t *json_parse_fast(const char *s, size_t n, int max_depth);
 
 /* write.c: the shared update loop. mutate gets the current object (read-only: it must not
  * change cur nor return it or parts of it; build *ret_new from a copy) and returns 0 with
@@ -229,6 +236,8 @@ struct req_filter {
 	struct field_selector *fields;
 };
 int parse_filter(struct req *q, struct req_filter *f);
+/* The same from the two selectors' text (either may be NULL). */
+int parse_filter_text(struct req *q, const char *label_selector, const char *field_selector, struct req_filter *f);
 void req_filter_release(struct req_filter *f);
 bool filter_matches_cobj(const struct served *sv, const struct req_filter *f, const struct cobj *o);
 const char *cobj_field_value(const struct served *sv, const struct cobj *o, const char *label);
@@ -393,6 +402,59 @@ bool openapi_wants_protobuf(const char *accept);
 /* watch.c */
 void watch_ticker_start(struct apiserver *s);
 void watch_ticker_stop(struct apiserver *s);
+#define BOOKMARK_EVERY_MS 60000
+#define DEFAULT_TIMEOUT_MIN_S 1800 /* a watch without timeoutSeconds: 30 to 60 minutes */
+#define IDLE_NEWLINE_MS 10000
+/* A watch stream's timers, which the ticker thread checks every 250 ms, waking the stream when
+ * its deadline, its next bookmark or an idle newline is due (a suspended connection is not read:
+ * a client that left is noticed only when a write fails). */
+struct wtick {
+	struct http_stream *hs;
+	int64_t deadline_ms, next_bookmark_ms;
+	bool bookmarks;
+	atomic_llong quiet_since_ms; /* the last write (read by the ticker) */
+	struct wtick *prev, *next;
+};
+void wtick_init(struct wtick *t, int64_t timeout_s, bool bookmarks);
+void wtick_add(struct wtick *t);    /* once t->hs is set */
+void wtick_remove(struct wtick *t); /* in the stream's done */
+/* The end of a stream's fill: out grew from start (or gets the idle newline when due): 1 (and t
+ * is no longer quiet), else -1 when ended, else 0. */
+int wtick_filled(struct wtick *t, struct buf *out, size_t start, bool ended, int64_t now);
+/* timeoutSeconds asked (0: none) -> the stream's timeout. */
+int64_t watch_timeout_s(long long asked);
+/* A watcher for q (scoped and authorized; f parsed) from resourceVersion rv (-1: now), calling
+ * notify(ud) when events are queued: 0, or E_GONE (rv older than the cache holds) or another
+ * error, which watch_open_status turns into the Status to send as an ERROR event (new ref). */
+int watch_open(struct req *q, const struct req_filter *f, long long rv, void (*notify)(void *ud), void *ud,
+	       struct watcher **ret_w);
+json_t *watch_open_status(int rc, long long rv, const struct served *sv);
+json_t *watch_expired_status(int64_t rv, int64_t cur);
+/* Event lines, with `"id":id` first when id is not NULL (a multiplexed watch's). */
+void watch_event_line(const struct served *sv, const char *id, enum wev_type type, const struct cobj *o,
+		      struct buf *out);
+void watch_bookmark_line(const struct served *sv, const char *id, int64_t rv, struct buf *out);
+void watch_error_line(const char *id, const json_t *status, struct buf *out);
+
+/* watchmux.c: POST /ursa/v1/watches, many watches on one connection (see docs/architecture.md,
+ * "Multiplexed watches"). q is authenticated; the reply is a stream or a Status. */
+void handle_watch_mux(struct req *q);
+/* One watch of the request's body, and the body's parser (pure): 0, or -1 with a message in err
+ * (nothing returned). Release with wm_specs_free. */
+struct wm_spec {
+	char *id, *path, *label_selector, *field_selector;
+	long long rv; /* -1: from now */
+	bool bookmarks;
+};
+int wm_parse(const char *body, size_t len, struct wm_spec **ret, size_t *ret_n, long long *ret_timeout,
+	     struct buf *err);
+void wm_specs_free(struct wm_spec *v, size_t n);
+/* server.c: resolves a request made inside another (a multiplexed watch): path to a resource,
+ * its scope and the caller's right to verb it, as on_http does. q->s, http, id and capture are
+ * set, reply is NULL. 0, or -1 with the refusal's Status in *q->capture. Release with
+ * req_sub_release (q->id stays the caller's). */
+int req_sub_begin(struct req *q, const char *path, const char *verb);
+void req_sub_release(struct req *q);
 
 /* metrics.c */
 struct metrics *metrics_new(size_t nres);

@@ -22,11 +22,16 @@ static bool is_marker(const struct req *q, const char *key)
 
 int parse_filter(struct req *q, struct req_filter *f)
 {
+	return parse_filter_text(q, http_query(q->http, "labelSelector"), http_query(q->http, "fieldSelector"), f);
+}
+
+int parse_filter_text(struct req *q, const char *label_selector, const char *field_selector, struct req_filter *f)
+{
 	struct buf err = BUF_INIT;
 	const struct api_strategy *st = q->res->r->strategy;
-	int rc = label_selector_parse(http_query(q->http, "labelSelector"), &f->labels, &err);
+	int rc = label_selector_parse(label_selector, &f->labels, &err);
 	if (rc == 0)
-		rc = field_selector_parse(http_query(q->http, "fieldSelector"), &f->fields, &err);
+		rc = field_selector_parse(field_selector, &f->fields, &err);
 	if (rc == 0)
 		rc = field_selector_check(f->fields, st->fields, st->nfields, &err);
 	if (rc < 0)

@@ -266,6 +266,27 @@ static void dispatch(struct req *q)
 		}
 }
 
+int req_sub_begin(struct req *q, const char *path, const char *verb)
+{
+	if (path_parse(path, &q->path) < 0 || q->path.kind != PATH_RESOURCE || q->path.subresource ||
+	    !(q->res = find_resource(q->s, &q->path, &q->id))) {
+		reply_status(q, E_NOT_FOUND, "the server could not find the requested resource");
+		return -1;
+	}
+	q->verb = verb;
+	return scope_request(q) < 0 || authorize(q) < 0 ? -1 : 0;
+}
+
+void req_sub_release(struct req *q)
+{
+	served_unref(q->res);
+	q->res = NULL;
+	path_info_release(&q->path);
+	free(q->tenant);
+	free(q->ns);
+	q->tenant = q->ns = NULL;
+}
+
 static void on_http(void *ud, struct http_request *hr, struct http_reply *rp)
 {
 	struct apiserver *s = ud;
@@ -286,6 +307,10 @@ static void on_http(void *ud, struct http_request *hr, struct http_reply *rp)
 	if (prefix && strcmp(prefix, q.id.tenant) != 0) {
 		reply_status(&q, E_FORBIDDEN, "the server URL names tenant \"%s\", the credential is of tenant \"%s\"",
 			     prefix, q.id.tenant);
+		goto out;
+	}
+	if (strcmp(http_path(hr), WATCHMUX_PATH) == 0) {
+		handle_watch_mux(&q);
 		goto out;
 	}
 	if (strncmp(http_path(hr), "/openapi/", 9) == 0 || strncmp(http_path(hr), "/swagger", 8) == 0) {

@@ -46,6 +46,8 @@ static void reply_status_v(struct req *q, int err, const char *name, json_t *cau
 		json_object_set_new(json_object_get(st, "details"), "group", json_string(q->res->r->group));
 	if ((err == E_UNAVAILABLE || err == E_TOO_MANY) && q->reply)
 		http_reply_header(q->reply, "Retry-After", "1");
+	if (q->capture && !*q->capture)
+		*q->capture = json_incref(st);
 	reply_json(q, err_http_code(err), st);
 	json_decref(st);
 	buf_release(&msg);

@@ -16,46 +16,54 @@
 #include <unistd.h>
 
 #define WATCH_QUEUE_MAX 20000
-#define BOOKMARK_EVERY_MS 60000
-#define DEFAULT_TIMEOUT_MIN_S 1800
-#define IDLE_NEWLINE_MS 10000
 
 struct wstream {
-	struct apiserver *s;
 	struct served *sv;
 	struct watcher *w;
-	struct http_stream *hs;
+	struct wtick tick;
 	struct req_filter filter;
-	bool table, columns_sent, bookmarks, ended;
+	bool table, columns_sent, ended;
 	json_t *error;            /* a Status to send as an ERROR event, then end */
-	int64_t deadline_ms, next_bookmark_ms;
-	atomic_llong quiet_since_ms; /* the last write (read by the ticker) */
-	struct wstream *prev, *next;
 };
 
-static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct wstream *streams;
+static pthread_mutex_t ticks_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct wtick *ticks;
 
-static void streams_add(struct wstream *ws)
+void wtick_add(struct wtick *t)
 {
-	pthread_mutex_lock(&streams_lock);
-	ws->next = streams;
-	if (streams)
-		streams->prev = ws;
-	streams = ws;
-	pthread_mutex_unlock(&streams_lock);
+	pthread_mutex_lock(&ticks_lock);
+	t->prev = NULL;
+	t->next = ticks;
+	if (ticks)
+		ticks->prev = t;
+	ticks = t;
+	pthread_mutex_unlock(&ticks_lock);
 }
 
-static void streams_remove(struct wstream *ws)
+void wtick_remove(struct wtick *t)
 {
-	pthread_mutex_lock(&streams_lock);
-	if (ws->prev)
-		ws->prev->next = ws->next;
+	pthread_mutex_lock(&ticks_lock);
+	if (t->prev)
+		t->prev->next = t->next;
 	else
-		streams = ws->next;
-	if (ws->next)
-		ws->next->prev = ws->prev;
-	pthread_mutex_unlock(&streams_lock);
+		ticks = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	pthread_mutex_unlock(&ticks_lock);
+}
+
+void wtick_init(struct wtick *t, int64_t timeout_s, bool bookmarks)
+{
+	int64_t now = mono_ms();
+	t->deadline_ms = now + timeout_s * 1000;
+	t->next_bookmark_ms = now + BOOKMARK_EVERY_MS;
+	t->bookmarks = bookmarks;
+	atomic_init(&t->quiet_since_ms, now);
+}
+
+int64_t watch_timeout_s(long long asked)
+{
+	return asked > 0 ? asked : DEFAULT_TIMEOUT_MIN_S + (long long)(random() % DEFAULT_TIMEOUT_MIN_S);
 }
 
 static const char *type_name(enum wev_type t)
@@ -64,12 +72,31 @@ static const char *type_name(enum wev_type t)
 	return names[t];
 }
 
-static void add_event_object(struct wstream *ws, struct buf *out, const struct cobj *o)
+/* `"id":<id>,` for a multiplexed watch's lines; nothing for a plain watch's. */
+static void add_id(struct buf *out, const char *id)
 {
-	if (!ws->table) {
-		crd_object_text(ws->sv, o->json, o->json_len, out);
+	if (!id)
 		return;
-	}
+	json_t *s = json_string(id);
+	buf_adds(out, "\"id\":");
+	json_dump_buf(s, out);
+	buf_addch(out, ',');
+	json_decref(s);
+}
+
+void watch_event_line(const struct served *sv, const char *id, enum wev_type type, const struct cobj *o,
+		      struct buf *out)
+{
+	buf_addch(out, '{');
+	add_id(out, id);
+	buf_addf(out, "\"type\":\"%s\",\"object\":", type_name(type));
+	crd_object_text(sv, o->json, o->json_len, out);
+	buf_adds(out, "}\n");
+}
+
+static void add_table_event(struct wstream *ws, enum wev_type type, struct buf *out, const struct cobj *o)
+{
+	buf_addf(out, "{\"type\":\"%s\",\"object\":", type_name(type));
 	json_t *obj = json_loadb(o->json, o->json_len, 0, NULL);
 	json_t *t = table_new(ws->sv->r, &obj, 1, !ws->columns_sent);
 	ws->columns_sent = true;
@@ -79,25 +106,30 @@ static void add_event_object(struct wstream *ws, struct buf *out, const struct c
 	json_dump_buf(t, out);
 	json_decref(t);
 	json_decref(obj);
+	buf_adds(out, "}\n");
 }
 
-static void add_bookmark(struct wstream *ws, struct buf *out, int64_t rv)
+void watch_bookmark_line(const struct served *sv, const char *id, int64_t rv, struct buf *out)
 {
 	struct buf av = BUF_INIT;
-	api_version_of(ws->sv->r, &av);
-	buf_addf(out, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"}}}\n",
-		 ws->sv->r->kind, buf_cstr(&av), (long long)rv);
+	api_version_of(sv->r, &av);
+	buf_addch(out, '{');
+	add_id(out, id);
+	buf_addf(out, "\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"}}}\n",
+		 sv->r->kind, buf_cstr(&av), (long long)rv);
 	buf_release(&av);
 }
 
-static void add_error(struct buf *out, const json_t *status)
+void watch_error_line(const char *id, const json_t *status, struct buf *out)
 {
-	buf_adds(out, "{\"type\":\"ERROR\",\"object\":");
+	buf_addch(out, '{');
+	add_id(out, id);
+	buf_adds(out, "\"type\":\"ERROR\",\"object\":");
 	json_dump_buf(status, out);
 	buf_adds(out, "}\n");
 }
 
-static json_t *expired_status(int64_t rv, int64_t cur)
+json_t *watch_expired_status(int64_t rv, int64_t cur)
 {
 	struct buf m = BUF_INIT;
 	buf_addf(&m, "too old resource version: %lld (%lld)", (long long)rv, (long long)cur);
@@ -112,7 +144,7 @@ static int on_fill(void *ud, struct buf *out, size_t max)
 	if (ws->ended)
 		return -1;
 	if (ws->error) {
-		add_error(out, ws->error);
+		watch_error_line(NULL, ws->error, out);
 		json_decref(ws->error);
 		ws->error = NULL;
 		ws->ended = true;
@@ -123,17 +155,17 @@ static int on_fill(void *ud, struct buf *out, size_t max)
 	int r = 0;
 	while (out->len - start < max && (r = watcher_next(ws->w, &ev)) == 1) {
 		if (ev.type == WEV_ERROR) {
-			json_t *st = expired_status(ev.rv, wcache_revision(ws->sv->cache));
-			add_error(out, st);
+			json_t *st = watch_expired_status(ev.rv, wcache_revision(ws->sv->cache));
+			watch_error_line(NULL, st, out);
 			json_decref(st);
 			ws->ended = true;
 		} else if (ev.type == WEV_BOOKMARK) {
-			if (ws->bookmarks)
-				add_bookmark(ws, out, ev.rv);
+			if (ws->tick.bookmarks)
+				watch_bookmark_line(ws->sv, NULL, ev.rv, out);
+		} else if (ev.obj && ws->table) {
+			add_table_event(ws, ev.type, out, ev.obj);
 		} else if (ev.obj) {
-			buf_addf(out, "{\"type\":\"%s\",\"object\":", type_name(ev.type));
-			add_event_object(ws, out, ev.obj);
-			buf_adds(out, "}\n");
+			watch_event_line(ws->sv, NULL, ev.type, ev.obj, out);
 		}
 		wevent_release(&ev);
 		if (ws->ended)
@@ -143,28 +175,33 @@ static int on_fill(void *ud, struct buf *out, size_t max)
 		ws->ended = true;
 	int64_t now = mono_ms();
 	if (out->len == start && !ws->ended) {
-		if (now >= ws->deadline_ms) {
-			if (ws->bookmarks)
-				add_bookmark(ws, out, watcher_revision(ws->w));
+		if (now >= ws->tick.deadline_ms) {
+			if (ws->tick.bookmarks)
+				watch_bookmark_line(ws->sv, NULL, watcher_revision(ws->w), out);
 			ws->ended = true;
-		} else if (ws->bookmarks && now >= ws->next_bookmark_ms) {
-			add_bookmark(ws, out, watcher_revision(ws->w));
-			ws->next_bookmark_ms = now + BOOKMARK_EVERY_MS;
+		} else if (ws->tick.bookmarks && now >= ws->tick.next_bookmark_ms) {
+			watch_bookmark_line(ws->sv, NULL, watcher_revision(ws->w), out);
+			ws->tick.next_bookmark_ms = now + BOOKMARK_EVERY_MS;
 		}
 	}
-	if (out->len == start && !ws->ended && now - atomic_load(&ws->quiet_since_ms) >= IDLE_NEWLINE_MS)
+	return wtick_filled(&ws->tick, out, start, ws->ended, now);
+}
+
+int wtick_filled(struct wtick *t, struct buf *out, size_t start, bool ended, int64_t now)
+{
+	if (out->len == start && !ended && now - atomic_load(&t->quiet_since_ms) >= IDLE_NEWLINE_MS)
 		buf_addch(out, '\n');
 	if (out->len > start) {
-		atomic_store(&ws->quiet_since_ms, now);
+		atomic_store(&t->quiet_since_ms, now);
 		return 1;
 	}
-	return ws->ended ? -1 : 0;
+	return ended ? -1 : 0;
 }
 
 static void on_done(void *ud)
 {
 	struct wstream *ws = ud;
-	streams_remove(ws);
+	wtick_remove(&ws->tick);
 	watcher_close(ws->w);
 	served_unref(ws->sv);
 	req_filter_release(&ws->filter);
@@ -175,13 +212,31 @@ static void on_done(void *ud)
 static void on_notify(void *ud)
 {
 	struct wstream *ws = ud;
-	http_stream_wake(ws->hs);
+	http_stream_wake(ws->tick.hs);
+}
+
+int watch_open(struct req *q, const struct req_filter *f, long long rv, void (*notify)(void *ud), void *ud,
+	       struct watcher **ret_w)
+{
+	const char *name = q->path.name ? q->path.name : (f->fields ? field_selector_exact(f->fields, "metadata.name") : NULL);
+	bool all = strcmp(q->tenant, TENANT_ALL) == 0 || q->res->r->scope == SCOPE_CLUSTER;
+	struct wfilter wf = {
+		.tenant = all ? NULL : q->tenant, .ns = q->ns, .name = name,
+		.labels = f->labels, .fields = f->fields,
+	};
+	return wcache_watch(q->res->cache, &wf, rv, WATCH_QUEUE_MAX, notify, ud, ret_w);
+}
+
+json_t *watch_open_status(int rc, long long rv, const struct served *sv)
+{
+	if (rc == E_GONE)
+		return watch_expired_status(rv, wcache_revision(sv->cache));
+	return status_object(E_UNAVAILABLE, "the watch cache is not ready yet; please retry", NULL, NULL, NULL);
 }
 
 void handle_watch(struct req *q)
 {
 	struct wstream *ws = xcalloc(1, sizeof(*ws));
-	ws->s = q->s;
 	ws->sv = q->res;
 	if (parse_filter(q, &ws->filter) < 0) {
 		free(ws);
@@ -202,31 +257,18 @@ void handle_watch(struct req *q)
 		free(ws);
 		return;
 	}
-	if (timeout == 0)
-		timeout = DEFAULT_TIMEOUT_MIN_S + (long long)(random() % DEFAULT_TIMEOUT_MIN_S);
 	const char *bm = http_query(q->http, "allowWatchBookmarks");
-	ws->bookmarks = bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0 || strcmp(bm, "True") == 0);
+	wtick_init(&ws->tick, watch_timeout_s(timeout),
+		   bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0 || strcmp(bm, "True") == 0));
 	ws->table = q->table;
-	ws->deadline_ms = mono_ms() + timeout * 1000;
-	ws->next_bookmark_ms = mono_ms() + BOOKMARK_EVERY_MS;
-	atomic_init(&ws->quiet_since_ms, mono_ms());
-	const char *name = q->path.name ? q->path.name
-					: (ws->filter.fields ? field_selector_exact(ws->filter.fields, "metadata.name") : NULL);
-	bool all = strcmp(q->tenant, TENANT_ALL) == 0 || q->res->r->scope == SCOPE_CLUSTER;
-	struct wfilter wf = {
-		.tenant = all ? NULL : q->tenant, .ns = q->ns, .name = name,
-		.labels = ws->filter.labels, .fields = ws->filter.fields,
-	};
 	served_ref(ws->sv); /* a custom resource's entry outlives a CRD change until the stream ends */
-	ws->hs = http_reply_stream(q->reply, 200, ws->table ? "application/json;as=Table;v=v1;g=meta.k8s.io"
-							     : "application/json",
-				   on_fill, on_done, ws);
-	streams_add(ws);
-	int rc = wcache_watch(q->res->cache, &wf, rv, WATCH_QUEUE_MAX, on_notify, ws, &ws->w);
-	if (rc == E_GONE)
-		ws->error = expired_status(rv, wcache_revision(q->res->cache));
-	else if (rc < 0)
-		ws->error = status_object(E_UNAVAILABLE, "the watch cache is not ready yet; please retry", NULL, NULL, NULL);
+	ws->tick.hs = http_reply_stream(q->reply, 200, ws->table ? "application/json;as=Table;v=v1;g=meta.k8s.io"
+								  : "application/json",
+					on_fill, on_done, ws);
+	wtick_add(&ws->tick);
+	int rc = watch_open(q, &ws->filter, rv, on_notify, ws, &ws->w);
+	if (rc < 0)
+		ws->error = watch_open_status(rc, rv, q->res);
 	metrics_request(q->s->metrics, "watch", q->res->index, 200, 0);
 }
 
@@ -236,12 +278,12 @@ static void *ticker_main(void *arg)
 	int64_t next_health = 0;
 	while (!atomic_load(&s->stopping)) {
 		int64_t now = mono_ms();
-		pthread_mutex_lock(&streams_lock);
-		for (struct wstream *ws = streams; ws; ws = ws->next)
-			if (now >= ws->deadline_ms || (ws->bookmarks && now >= ws->next_bookmark_ms) ||
-			    now - atomic_load(&ws->quiet_since_ms) >= IDLE_NEWLINE_MS)
-				http_stream_wake(ws->hs);
-		pthread_mutex_unlock(&streams_lock);
+		pthread_mutex_lock(&ticks_lock);
+		for (struct wtick *t = ticks; t; t = t->next)
+			if (now >= t->deadline_ms || (t->bookmarks && now >= t->next_bookmark_ms) ||
+			    now - atomic_load(&t->quiet_since_ms) >= IDLE_NEWLINE_MS)
+				http_stream_wake(t->hs);
+		pthread_mutex_unlock(&ticks_lock);
 		if (now >= next_health) {
 			bool ok = etcd_healthy(s->etcd);
 			if (ok != atomic_load(&s->etcd_ok))

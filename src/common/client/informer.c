@@ -7,6 +7,7 @@
 #include "client/client_internal.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
+#include "ursa/path.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
@@ -36,6 +37,10 @@ struct informer {
 
 	/* Used by the informer thread only. */
 	char *rv;
+	/* A multiplexed watch (informer_start_mux): a watch of path per field selector, each
+	 * resumed from its own resourceVersion (events of two watches are not in one order). */
+	char **mux_fields, **mux_rv;
+	size_t nmux;
 	struct watch_lines wl;
 	bool need_relist;
 	bool watch_events;
@@ -59,6 +64,31 @@ static void set_rv(struct informer *inf, const char *rv)
 		return;
 	free(inf->rv);
 	inf->rv = xstrdup(rv);
+}
+
+/* An event line of a multiplexed watch starts with its watch's id, our index: that index, or
+ * -1 (a plain watch's line, or not one of ours). */
+static long mux_line_id(const struct informer *inf, const char *line, size_t len)
+{
+	static const char head[] = "{\"id\":\"";
+	if (!inf->nmux || len < sizeof(head) || memcmp(line, head, sizeof(head) - 1) != 0)
+		return -1;
+	size_t i = sizeof(head) - 1;
+	long v = 0;
+	for (; i < len && line[i] >= '0' && line[i] <= '9' && v < 1000000; i++)
+		v = v * 10 + (line[i] - '0');
+	return i < len && line[i] == '"' && i > sizeof(head) - 1 && (size_t)v < inf->nmux ? v : -1;
+}
+
+/* The resourceVersion the line's watch resumes from moves on to rv. */
+static void set_line_rv(struct informer *inf, long sub, const char *rv)
+{
+	if (sub < 0) {
+		set_rv(inf, rv);
+	} else if (rv && *rv) {
+		free(inf->mux_rv[sub]);
+		inf->mux_rv[sub] = xstrdup(rv);
+	}
 }
 
 /* Secondary indexes --------------------------------------------------------------------------- */
@@ -365,6 +395,8 @@ static int relist(struct informer *inf)
 		return rc;
 	replace_store(inf, &fresh);
 	set_rv(inf, rv);
+	for (size_t i = 0; i < inf->nmux; i++)
+		set_line_rv(inf, (long)i, rv);
 	free(rv);
 	atomic_fetch_add(&inf->lists, 1);
 	return 0;
@@ -386,21 +418,22 @@ static int on_watch_line(void *ud, const char *line, size_t len)
 	}
 	if (watch_event_parse(line, len, &ev))
 		return LINE_BAD;
+	long sub = mux_line_id(inf, line, len);
 	switch (ev.type) {
 	case WEV_ADDED:
 	case WEV_MODIFIED:
-		set_rv(inf, obj_rv(ev.object));
+		set_line_rv(inf, sub, obj_rv(ev.object));
 		store_upsert(inf, json_incref(ev.object));
 		break;
 	case WEV_DELETED: {
 		char *key = object_key(ev.object);
-		set_rv(inf, obj_rv(ev.object));
+		set_line_rv(inf, sub, obj_rv(ev.object));
 		store_delete(inf, key, ev.object);
 		free(key);
 		break;
 	}
 	case WEV_BOOKMARK:
-		set_rv(inf, obj_rv(ev.object));
+		set_line_rv(inf, sub, obj_rv(ev.object));
 		break;
 	case WEV_ERROR:
 		rc = watch_status_expired(ev.object) ? LINE_EXPIRED : LINE_ERROR;
@@ -420,11 +453,42 @@ static int on_watch_data(void *ud, const char *data, size_t len)
 	return watch_lines_feed(&inf->wl, data, len, on_watch_line, inf) ? 1 : 0;
 }
 
-/* One watch from inf->rv. Returns the HTTP status or an E_* code; sets need_relist on 410. */
+/* The body of a multiplexed watch: every selector's watch from its resourceVersion. */
+static char *mux_body(const struct informer *inf, size_t *ret_len)
+{
+	json_t *ws = json_array();
+	for (size_t i = 0; i < inf->nmux; i++) {
+		char id[24];
+		snprintf(id, sizeof(id), "%zu", i);
+		json_array_append_new(ws, json_pack("{s:s, s:s, s:s, s:s, s:b}", "id", id, "path", inf->path, "fieldSelector",
+						    inf->mux_fields[i], "resourceVersion", inf->mux_rv[i] ? inf->mux_rv[i] : "",
+						    "allowWatchBookmarks", 1));
+	}
+	json_t *doc = json_pack("{s:i, s:o}", "timeoutSeconds", INF_WATCH_TIMEOUT_S, "watches", ws);
+	char *body = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	*ret_len = strlen(body);
+	return body;
+}
+
+/* One watch from inf->rv (or a multiplexed one from each watch's). Returns the HTTP status or
+ * an E_* code; sets need_relist on 410. */
 static int watch_once(struct informer *inf)
 {
 	struct buf p = BUF_INIT;
 	int rc;
+
+	if (inf->nmux) {
+		size_t len;
+		char *body = mux_body(inf, &len);
+		inf->need_relist = false;
+		inf->watch_events = false;
+		buf_reset(&inf->wl.partial);
+		atomic_fetch_add(&inf->watches, 1);
+		rc = rest_stream_post(inf->c, WATCHMUX_PATH, body, len, on_watch_data, inf, &inf->stop);
+		free(body);
+		return rc;
+	}
 
 	buf_addf(&p, "%s?watch=true&resourceVersion=", inf->path);
 	buf_add_query_escaped(&p, inf->rv ? inf->rv : "");
@@ -493,8 +557,23 @@ static void *informer_main(void *arg)
 struct informer *informer_start(struct rest_client *c, const char *path, const char *query,
 				const struct informer_handlers *h, void *ud)
 {
+	return informer_start_mux(c, path, query, NULL, 0, h, ud);
+}
+
+struct informer *informer_start_mux(struct rest_client *c, const char *path, const char *query,
+				    const char *const *fields, size_t nfields, const struct informer_handlers *h,
+				    void *ud)
+{
 	struct informer *inf = xcalloc(1, sizeof(*inf));
 	pthread_condattr_t ca;
+
+	if (nfields) {
+		inf->nmux = nfields;
+		inf->mux_fields = xcalloc(nfields, sizeof(*inf->mux_fields));
+		inf->mux_rv = xcalloc(nfields, sizeof(*inf->mux_rv));
+		for (size_t i = 0; i < nfields; i++)
+			inf->mux_fields[i] = xstrdup(fields[i]);
+	}
 
 	inf->c = c;
 	inf->path = xstrdup(path);
@@ -538,6 +617,12 @@ void informer_stop(struct informer *inf)
 	pthread_cond_destroy(&inf->sleep_cond);
 	pthread_mutex_destroy(&inf->sleep_lock);
 	free(inf->rv);
+	for (size_t i = 0; i < inf->nmux; i++) {
+		free(inf->mux_fields[i]);
+		free(inf->mux_rv[i]);
+	}
+	free(inf->mux_fields);
+	free(inf->mux_rv);
 	free(inf->path);
 	free(inf->query);
 	free(inf);

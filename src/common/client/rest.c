@@ -365,6 +365,12 @@ static CURLcode run_multi(CURLM *m, CURL *h, const atomic_bool *stop)
 int rest_stream(struct rest_client *c, const char *path, int (*on_data)(void *ud, const char *data, size_t len),
 		void *ud, const atomic_bool *stop)
 {
+	return rest_stream_post(c, path, NULL, 0, on_data, ud, stop);
+}
+
+int rest_stream_post(struct rest_client *c, const char *path, const char *body, size_t len,
+		     int (*on_data)(void *ud, const char *data, size_t len), void *ud, const atomic_bool *stop)
+{
 	CURL *h = rest_pool_get(c);
 	CURLM *m = curl_multi_init();
 	size_t start = atomic_load(&c->preferred) % c->nservers;
@@ -376,8 +382,8 @@ int rest_stream(struct rest_client *c, const char *path, int (*on_data)(void *ud
 		char *url = rest_make_url(c, idx, path);
 		CURLcode rc;
 
-		rest_setup_request(h, url, c->hdr_plain, 0, on_stream, &s);
-		rest_set_method(h, "GET", NULL, 0);
+		rest_setup_request(h, url, body ? c->hdr_json : c->hdr_plain, 0, on_stream, &s);
+		rest_set_method(h, body ? "POST" : "GET", body, len);
 		rc = run_multi(m, h, stop);
 		free(url);
 		if (!s.status)
