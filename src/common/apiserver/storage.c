@@ -65,7 +65,7 @@ void store_encode(json_t *obj, struct buf *out)
 	json_t *meta = json_object_get(obj, "metadata");
 	json_t *rv = json_incref(json_object_get(meta, "resourceVersion"));
 	json_object_del(meta, "resourceVersion");
-	json_dump_buf(obj, out);
+	store_dump(obj, out);
 	if (rv)
 		json_object_set_new(meta, "resourceVersion", rv);
 }
@@ -73,6 +73,6 @@ void store_encode(json_t *obj, struct buf *out)
 void store_encode_expect(struct served *sv, const char *key, json_t *obj, struct buf *out)
 {
 	json_object_del(json_object_get(obj, "metadata"), "resourceVersion");
-	json_dump_buf(obj, out);
+	store_dump(obj, out);
 	wcache_expect(sv->cache, key, out->ptr, out->len, obj);
 }

@@ -104,13 +104,18 @@ struct scan {
 
 static bool skip_string(struct scan *c)
 {
-	for (c->i++; c->i < c->n; c->i++) {
-		if (c->s[c->i] == '\\')
-			c->i++;
-		else if (c->s[c->i] == '"') {
-			c->i++;
+	for (c->i++; c->i < c->n;) {
+		/* to the next quote at memchr's pace (values run to hundreds of bytes), then count the
+		 * backslashes before it: an odd number escapes it */
+		const char *q = memchr(c->s + c->i, '"', c->n - c->i);
+		if (!q)
+			return false;
+		size_t at = (size_t)(q - c->s), bs = 0;
+		while (at - bs > c->i && c->s[at - bs - 1] == '\\')
+			bs++;
+		c->i = at + 1;
+		if (bs % 2 == 0)
 			return true;
-		}
 	}
 	return false;
 }
@@ -191,6 +196,7 @@ bool cobj_splice_rv(const char *value, size_t len, int64_t rv, struct buf *out)
 	size_t close = cobj_metadata_close(value, len);
 	if (!close)
 		return false;
+	buf_grow(out, len + 48); /* one allocation: the text, the member, the revision */
 	buf_add(out, value, close);
 	buf_addf(out, "%s\"resourceVersion\":\"%lld\"", value[close - 1] == '{' ? "" : ",", (long long)rv);
 	buf_add(out, value + close, len - close);

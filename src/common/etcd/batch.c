@@ -41,15 +41,15 @@ struct gc_op {
 	int64_t expect; /* < 0: create */
 	int rc;
 	int64_t rev;
-	bool done;
+	bool done;             /* rc and rev are final: its writer may go (under the lock) */
 	bool lazy;             /* under a lazy prefix */
+	pthread_cond_t cond;   /* its writer waits here: done, or its turn to commit */
 	struct timespec since; /* queued at (CLOCK_MONOTONIC) */
 	struct gc_op *next;
 };
 
 struct etcd_gc {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;   /* writers: a txn ended */
 	pthread_cond_t wake;   /* a lingering committer: an urgent write came, or enough lazy ones */
 	struct gc_op *head, *tail;
 	size_t queued, urgent; /* ops in the queue; those not lazy */
@@ -73,7 +73,6 @@ struct etcd_gc *etcd_gc_new(const struct etcd_options *o)
 	pthread_mutex_init(&gc->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&gc->cond, &ca);
 	pthread_cond_init(&gc->wake, &ca);
 	pthread_condattr_destroy(&ca);
 	return gc;
@@ -87,7 +86,6 @@ void etcd_gc_free(struct etcd_gc *gc)
 		free(*p);
 	free(gc->lazy_prefixes);
 	pthread_mutex_destroy(&gc->lock);
-	pthread_cond_destroy(&gc->cond);
 	pthread_cond_destroy(&gc->wake);
 	free(gc);
 }
@@ -154,7 +152,6 @@ static size_t settle_failures(const struct etcd_pb_txn_result *t, struct gc_op *
 		if (i >= t->n || t->ops[i].kind != ETCD_OP_RANGE ||
 		    etcd_pb_decode_range(t->ops[i].data, t->ops[i].len, &r) < 0) {
 			ops[i]->rc = E_INTERNAL;
-			ops[i]->done = true;
 			continue;
 		}
 		bool exists = r.n > 0;
@@ -170,12 +167,12 @@ static size_t settle_failures(const struct etcd_pb_txn_result *t, struct gc_op *
 			ops[left++] = ops[i]; /* innocent: goes again */
 			continue;
 		}
-		ops[i]->done = true;
 	}
 	return left;
 }
 
-/* Commits ops (n > 0) until each is settled. Runs without the queue lock. */
+/* Commits ops (n > 0) until each has its rc (and rev). Runs without the queue lock; ops stay
+ * the committer's to touch until it marks them done under the lock (settle_batch). */
 static void commit(struct etcd *e, struct gc_op **ops, size_t n)
 {
 	while (n) {
@@ -198,13 +195,13 @@ static void commit(struct etcd *e, struct gc_op **ops, size_t n)
 		}
 		if (rc < 0) {
 			for (size_t i = 0; i < n; i++)
-				ops[i]->rc = rc, ops[i]->done = true;
+				ops[i]->rc = rc;
 			buf_release(&resp);
 			return;
 		}
 		if (t.succeeded) {
 			for (size_t i = 0; i < n; i++)
-				ops[i]->rc = 0, ops[i]->rev = t.revision, ops[i]->done = true;
+				ops[i]->rc = 0, ops[i]->rev = t.revision;
 			n = 0;
 		} else {
 			n = settle_failures(&t, ops, n);
@@ -280,15 +277,30 @@ static void linger(struct etcd_gc *gc)
 	}
 }
 
+/* The writers of a committed batch go, each woken alone; then the writer first in the queue, if
+ * a txn may start, becomes the next committer. Lock held. (A broadcast to every writer would
+ * wake each queued one at every txn's end only to wait again: at 8 concurrent creates, futex
+ * traffic of ~20 µs of CPU per write.) */
+static void settle_batch(struct etcd_gc *gc, struct gc_op **batch, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		batch[i]->done = true;
+		pthread_cond_signal(&batch[i]->cond);
+	}
+	if (gc->head && gc->committing < GC_MAX_INFLIGHT)
+		pthread_cond_signal(&gc->head->cond);
+}
+
 int etcd_gc_put(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease, int64_t expect_rev,
 		int64_t *ret_rev)
 {
 	struct etcd_gc *gc = e->gc;
 	struct gc_op op = { .key = key, .value = value, .len = len, .lease = lease, .expect = expect_rev };
-	struct gc_op *batch[GC_MAX_OPS];
+	struct gc_op *batch[GC_MAX_OPS], *work[GC_MAX_OPS]; /* commit reorders work (retries) */
 	op.lazy = is_lazy(gc, key);
 	if (gc->lazy_ms)
 		clock_gettime(CLOCK_MONOTONIC, &op.since);
+	pthread_cond_init(&op.cond, NULL);
 	pthread_mutex_lock(&gc->lock);
 	gc->queued++;
 	if (!op.lazy)
@@ -302,19 +314,21 @@ int etcd_gc_put(struct etcd *e, const char *key, const char *value, size_t len, 
 	gc->tail = &op;
 	while (!op.done) {
 		if (gc->committing >= GC_MAX_INFLIGHT || !gc->head) {
-			pthread_cond_wait(&gc->cond, &gc->lock);
+			pthread_cond_wait(&op.cond, &gc->lock);
 			continue;
 		}
 		gc->committing++;
 		linger(gc);
 		size_t n = take_batch(gc, batch);
 		pthread_mutex_unlock(&gc->lock);
-		commit(e, batch, n);
+		memcpy(work, batch, n * sizeof(batch[0]));
+		commit(e, work, n);
 		pthread_mutex_lock(&gc->lock);
 		gc->committing--;
-		pthread_cond_broadcast(&gc->cond);
+		settle_batch(gc, batch, n);
 	}
 	pthread_mutex_unlock(&gc->lock);
+	pthread_cond_destroy(&op.cond);
 	if (op.rc == 0 && ret_rev)
 		*ret_rev = op.rev;
 	return op.rc;

@@ -91,9 +91,12 @@ static void default_tolerations(json_t *spec)
 			tols = json_array();
 			json_object_set_new(spec, "tolerations", tols);
 		}
-		json_array_append_new(tols, json_pack("{s:s, s:s, s:s, s:I}", "key", keys[i], "operator", "Exists",
-						      "effect", "NoExecute", "tolerationSeconds",
-						      (json_int_t)DEFAULT_TOLERATION_SECONDS));
+		json_t *t = json_object(); /* not json_pack: every pod create comes here twice */
+		json_object_set_new(t, "key", json_string(keys[i]));
+		json_object_set_new(t, "operator", json_string("Exists"));
+		json_object_set_new(t, "effect", json_string("NoExecute"));
+		json_object_set_new(t, "tolerationSeconds", json_integer(DEFAULT_TOLERATION_SECONDS));
+		json_array_append_new(tols, t);
 	}
 }
 
@@ -432,10 +435,12 @@ static void validate_env(const json_t *env, const char *path, struct field_error
 	json_t *e;
 	json_array_foreach(env, i, e) {
 		const char *name = json_str(e, "name");
+		if (name && *name && valid_env_name(name))
+			continue; /* the path only for an error: a pod may have dozens of variables */
 		char *f = xasprintf("%s[%zu].name", path, i);
 		if (!name || !*name)
 			field_error_required(errs, f);
-		else if (!valid_env_name(name))
+		else
 			field_error_invalid(errs, f, name,
 					    "a valid environment variable name must consist of alphabetic characters, "
 					    "digits, '_', '-', or '.', and must not start with a digit (e.g. "
