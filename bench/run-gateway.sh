@@ -135,7 +135,7 @@ OTHERS=$(ps -eo pcpu=,comm= --sort=-pcpu | awk '$1 > 5 {printf "%s%s (%s%%)", se
 # ---- throughput -------------------------------------------------------------------------------
 if [ "$DO_TP" = 1 ]; then
 	make_pki
-	printf '%s,admin,uid1,"system:masters",system\n%s,alice,uid2,"system:masters",bench\n' \
+	printf '%s,admin,uid1,"system:masters",system\n%s,alice,uid2,"ursa:tenant-admins",bench\n' \
 		"$TOKEN" "$USER_TOKEN" >"$TMP/tokens.csv"
 	printf '%s\n' "$TOKEN" >"$TMP/admin.token"
 

@@ -15,7 +15,7 @@ URSA_PIDS=$URSA_STATE/pids
 
 # Debian packages needed to build, run and test Ursa (systemd: systemd-analyze verifies the units).
 URSA_PACKAGES=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev
-	libcurl4-openssl-dev libuv1-dev libyaml-dev libcmocka-dev libssl-dev
+	libcurl4-openssl-dev libuv1-dev libyaml-dev libcmocka-dev libssl-dev libhttp-parser-dev
 	etcd-server etcd-client haproxy python3-kubernetes openssl curl systemd
 	containerd runc containernetworking-plugins docker-registry umoci skopeo busybox-static
 	protobuf-c-compiler libprotobuf-c-dev libwslay-dev zlib1g-dev tmux)

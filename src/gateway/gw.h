@@ -200,7 +200,7 @@ long upstream_connections_made(void);
  * answers. */
 int upstream_partition(struct partition *p, const struct upstream_req *rq, struct upstream_resp *ret);
 
-/* Internal to upstream.c, plain.c and stream.c: sets up c for rq to base (URL, TLS, headers, method,
+/* Internal to upstream.c and stream.c (libcurl): sets up c for rq to base (URL, TLS, headers, method,
  * body). Returns the header list (free after the transfer) and the URL in *ret_url (free).
  * upstream_setup = upstream_setup_handle (options every partition handle has, set once per
  * handle) + upstream_setup_request (what changes per request; rq's strings must outlive the
@@ -208,10 +208,10 @@ int upstream_partition(struct partition *p, const struct upstream_req *rq, struc
 struct curl_slist *upstream_setup(CURL *c, const char *base, const struct upstream_req *rq, char **ret_url);
 void upstream_setup_handle(CURL *c);
 struct curl_slist *upstream_setup_request(CURL *c, const char *base, const struct upstream_req *rq, char **ret_url);
-/* The request headers rq asks for (Authorization, IDENTITY_HEADER, Accept, X-Forwarded-For,
- * If-None-Match, an empty Expect, Content-Type for methods other than GET and HEAD), appended to b as
- * NUL-terminated "Name: value" strings whose offsets go to offs; returns how many. Values
- * holding CR or LF are left out. */
+/* The request headers rq asks for, libcurl's and h1_request_head's (Authorization,
+ * IDENTITY_HEADER, Accept, X-Forwarded-For, If-None-Match, an empty Expect, Content-Type for
+ * methods other than GET and HEAD), appended to b as NUL-terminated "Name: value" strings whose
+ * offsets go to offs; returns how many. Values holding CR or LF are left out. */
 #define UPSTREAM_HEADERS_MAX 7
 size_t upstream_header_lines(const struct upstream_req *rq, struct buf *b, size_t offs[UPSTREAM_HEADERS_MAX]);
 /* Sets c's method options for rq (every one of them, whatever the handle did before); for a
@@ -223,15 +223,19 @@ void upstream_setup_method(CURL *c, const struct upstream_req *rq);
 size_t upstream_on_body(char *data, size_t size, size_t n, void *ud);
 /* Adds the connections c's last transfer opened to upstream_connections_made. */
 void upstream_count_connections(CURL *c);
+/* Adds one (a connection plain.c's client opened). */
+void upstream_connection_opened(void);
+/* The CA file given to upstream_init (borrowed, NULL: the system's store). */
+const char *upstream_ca_file(void);
 /* Hands every finished transfer of m to done(priv, result), priv being the handle's
- * CURLOPT_PRIVATE. For the multi loops of plain.c and stream.c. */
+ * CURLOPT_PRIVATE. For stream.c's multi loop. */
 void upstream_multi_finished(CURLM *m, void (*done)(void *priv, CURLcode rc));
 /* E_UNAVAILABLE for failures where nothing reached the partition, E_TIMEOUT otherwise. */
 int upstream_curl_err(CURLcode rc);
 
 /* --- plain requests (plain.c): one loop thread sends every forwarded request that is not a
- * stream with libcurl's multi socket interface over its epoll set (HTTP/1.1 over kept-alive
- * connections in the multi's cache, TLS verified against upstream_ca_file); the client's reply
+ * stream with the gateway's own HTTP/1.1 client (h1.h) over its epoll set (kept-alive
+ * connections pooled per endpoint, TLS verified against upstream_ca_file); the client's reply
  * is deferred (http_reply_defer) meanwhile, so no thread blocks on a partition. The process
  * must ignore or block SIGPIPE (ursa-gateway blocks it). */
 /* Outcome of plain_forward, on the loop thread: err 0 with *resp filled (the callback may take

@@ -1,7 +1,7 @@
 /* Forwarding to partitions with libcurl: the blocking form for requests that stay on an HTTP
  * worker (fan-out, discovery, tenant creation), on a per-thread keep-alive handle, and the
- * helpers the event-driven forms share (plain.c: single-partition requests; stream.c: watch,
- * log -f). */
+ * helpers the event-driven forms share (plain.c: single-partition requests, over the gateway's
+ * own HTTP/1.1 client h1conn.c; stream.c: watch, log -f, over libcurl). */
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +199,16 @@ static CURL *thread_handle(void)
 long upstream_connections_made(void)
 {
 	return atomic_load(&connections_made);
+}
+
+void upstream_connection_opened(void)
+{
+	atomic_fetch_add(&connections_made, 1);
+}
+
+const char *upstream_ca_file(void)
+{
+	return ca_file;
 }
 
 void upstream_count_connections(CURL *c)
