@@ -487,6 +487,16 @@ static int watch_once(struct informer *inf)
 		atomic_fetch_add(&inf->watches, 1);
 		rc = rest_stream_post(inf->c, WATCHMUX_PATH, body, len, on_watch_data, inf, &inf->stop);
 		free(body);
+		if (rc == 404 || rc == 405) {
+			/* a server from before multiplexed watches: relist, then one plain watch of
+			 * path?query (its handlers' skip_event drops what is not ours) */
+			for (size_t i = 0; i < inf->nmux; i++) {
+				free(inf->mux_fields[i]);
+				free(inf->mux_rv[i]);
+			}
+			inf->nmux = 0;
+			inf->need_relist = true;
+		}
 		return rc;
 	}
 
