@@ -73,61 +73,6 @@ TOKEN="admin-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 USER_TOKEN="user-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 CA=$TMP/pki/ca.crt
 
-# ---- certificates (the recipe of deploy/lib/common.sh) ------------------------------------
-make_pki() {
-	local d=$TMP/pki
-	mkdir -p "$d"
-	openssl genrsa -out "$d/ca.key" 2048 2>/dev/null
-	openssl req -x509 -new -key "$d/ca.key" -sha256 -days 2 -subj "/CN=ursa-bench-ca" \
-		-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-		-addext "subjectKeyIdentifier=hash" -out "$d/ca.crt" 2>/dev/null
-	cat >"$d/ext" <<-EOF
-		basicConstraints=critical,CA:FALSE
-		keyUsage=critical,digitalSignature
-		extendedKeyUsage=serverAuth,clientAuth
-		subjectKeyIdentifier=hash
-		authorityKeyIdentifier=keyid,issuer
-		subjectAltName=IP:127.0.0.1,DNS:localhost
-	EOF
-	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/server.key" 2>/dev/null
-	openssl req -new -key "$d/server.key" -subj "/CN=127.0.0.1" -out "$d/server.csr" 2>/dev/null
-	openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
-		-sha256 -extfile "$d/ext" -out "$d/server.crt" 2>/dev/null
-	cat "$d/server.crt" "$d/server.key" >"$d/haproxy.pem"
-}
-
-# wait_https URL NAME PID LOG: until URL/healthz answers.
-wait_up() {
-	local url=$1 name=$2 pid=$3 log=$4 i
-	for i in $(seq 150); do
-		"$LOAD" request --server "$url" --cacert "$CA" --token "$TOKEN" --path /healthz --expect 200 \
-			>/dev/null 2>&1 && return 0
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.2
-	done
-	tail -20 "$log" >&2
-	die "$name did not come up"
-}
-
-api() { # api BASE METHOD PATH BODY EXPECT
-	local i
-	for i in $(seq 25); do
-		"$LOAD" request --server "$1" --cacert "$CA" --token "$TOKEN" --method "$2" --path "$3" \
-			${4:+--data "$4"} --expect "$5" >"$TMP/last.out" 2>&1 && return 0
-		sleep 0.2
-	done
-	cat "$TMP/last.out" >&2
-	return 1
-}
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-
-field() { # field FILE KEY
-	sed -n "s/^RESULT .*\"$2\":\([^,}]*\).*/\1/p" "$1" | tail -1
-}
-
-median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
-
 START_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 OTHERS=$(ps -eo pcpu=,comm= --sort=-pcpu | awk '$1 > 5 {printf "%s%s (%s%%)", sep, $2, $1; sep=", "}' | head -c 300)
@@ -209,12 +154,12 @@ if [ "$DO_TP" = 1 ]; then
 	wait_up "$HA_URL" haproxy "$HA_PID" "$TMP/haproxy.log"
 
 	# The tenant is created through the gateway (placed on tp-1, recorded in the gateway's etcd).
-	api "$GW_URL" POST /api/v1/tenants '{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"bench"}}' 201,409 \
+	bench_api "$GW_URL" POST /api/v1/tenants '{"apiVersion":"v1","kind":"Tenant","metadata":{"name":"bench"}}' 201,409 \
 		|| die "cannot create tenant bench"
-	api "$TP_URL" GET /api/v1/tenants/bench/namespaces/default "" 200 || die "namespace bench/default missing"
+	bench_api "$TP_URL" GET /api/v1/tenants/bench/namespaces/default "" 200 || die "namespace bench/default missing"
 	NS=/api/v1/tenants/bench/namespaces/default
 	for i in $(seq "$PODS"); do
-		api "$TP_URL" POST "$NS/pods" "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p$i\",\"labels\":{\"app\":\"bench\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"registry.k8s.io/pause:3.9\"}]}}" 201,409 \
+		bench_api "$TP_URL" POST "$NS/pods" "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p$i\",\"labels\":{\"app\":\"bench\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"registry.k8s.io/pause:3.9\"}]}}" 201,409 \
 			|| die "cannot create pod p$i"
 	done
 	GET_PATH="$NS/pods/p1"
@@ -245,7 +190,7 @@ if [ "$DO_TP" = 1 ]; then
 				RUN_PID=""
 				dc=$(( $(cpu_ticks "${TPID[$t]}") - c0 ))
 				CPU_T[$t]=$(( CPU_T[$t] + dc )); CPU_T[$w-$t]=$(( CPU_T[$w-$t] + dc ))
-				n=$(field "$TMP/r$r-$w-$t.out" ok); NREQ[$t]=$(( NREQ[$t] + ${n:-0} )); NREQ[$w-$t]=$(( NREQ[$w-$t] + ${n:-0} ))
+				n=$(bench_result_field "$TMP/r$r-$w-$t.out" ok); NREQ[$t]=$(( NREQ[$t] + ${n:-0} )); NREQ[$w-$t]=$(( NREQ[$w-$t] + ${n:-0} ))
 				grep -v '^RESULT' "$TMP/r$r-$w-$t.out" >&2 || true
 				head -3 "$TMP/r$r-$w-$t.err" >&2 || true
 			done
@@ -267,16 +212,16 @@ if [ "$DO_TP" = 1 ]; then
 	declare -A RPS P50 P99 ERR
 	for w in get list; do
 		for t in $TARGETS; do
-			RPS[$w-$t]=$(for r in $(seq "$ROUNDS"); do field "$TMP/r$r-$w-$t.out" ok_per_s; done | median)
-			P50[$w-$t]=$(for r in $(seq "$ROUNDS"); do field "$TMP/r$r-$w-$t.out" p50_ms; done | median)
-			P99[$w-$t]=$(for r in $(seq "$ROUNDS"); do field "$TMP/r$r-$w-$t.out" p99_ms; done | median)
-			ERR[$w-$t]=$(for r in $(seq "$ROUNDS"); do field "$TMP/r$r-$w-$t.out" errors; done | awk '{s+=$1} END {print s+0}')
+			RPS[$w-$t]=$(for r in $(seq "$ROUNDS"); do bench_result_field "$TMP/r$r-$w-$t.out" ok_per_s; done | median)
+			P50[$w-$t]=$(for r in $(seq "$ROUNDS"); do bench_result_field "$TMP/r$r-$w-$t.out" p50_ms; done | median)
+			P99[$w-$t]=$(for r in $(seq "$ROUNDS"); do bench_result_field "$TMP/r$r-$w-$t.out" p99_ms; done | median)
+			ERR[$w-$t]=$(for r in $(seq "$ROUNDS"); do bench_result_field "$TMP/r$r-$w-$t.out" errors; done | awk '{s+=$1} END {print s+0}')
 		done
 	done
 	# Per-round ratios (same round, adjacent in time), then their median.
 	ratio() { # ratio W A B: median over rounds of A/B req/s
 		for r in $(seq "$ROUNDS"); do
-			a=$(field "$TMP/r$r-$1-$2.out" ok_per_s); b=$(field "$TMP/r$r-$1-$3.out" ok_per_s)
+			a=$(bench_result_field "$TMP/r$r-$1-$2.out" ok_per_s); b=$(bench_result_field "$TMP/r$r-$1-$3.out" ok_per_s)
 			[ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" 'BEGIN {if (b > 0) printf "%.3f\n", a / b}'
 		done | median
 	}
@@ -297,7 +242,7 @@ if [ "$DO_MAP" = 1 ]; then
 		echo $(( $(cpu_ticks "$MAP_ETCD_PID") - c0 )) >"$TMP/load$i.etcdcpu"
 		grep -v '^RESULT' "$TMP/load$i.out" >&2
 	done
-	mfield() { for i in 1 2 3; do field "$TMP/load$i.out" "$1"; done | median; }
+	mfield() { for i in 1 2 3; do bench_result_field "$TMP/load$i.out" "$1"; done | median; }
 	LOAD_S=$(mfield load_s); LOAD_CPU=$(mfield load_cpu_s); RSS_MB=$(mfield rss_growth_mb); HWM_MB=$(mfield hwm_growth_mb)
 	NS1=$(mfield lookup_ns_1); NS2=$(mfield lookup_ns_2); PAGES=$(mfield pages)
 	ETCD_CPU=$(for i in 1 2 3; do cat "$TMP/load$i.etcdcpu"; done | median)

@@ -7,11 +7,12 @@
  *
  * Watches: --node-watches N, each `spec.nodeName=mw-node-<i>` on every tenant's pods (a node's
  * kubelet's watch), and --ns-watches M, each on the pods of namespace mw-ns-<j> of --tenant
- * (idle: nothing is written there); spread over --conns K connections, one thread each.
+ * (idle: nothing is written there); spread over --conns K connections, one thread each. The pods
+ * written are named <--pod-prefix><k> (a name must be new: a bound pod deleted waits for a kubelet).
  *
  * usage: ursa-muxwatch --server URL --token TOKEN --tenant T [--cacert FILE] [--node-watches 90000]
  *          [--ns-watches 10000] [--conns 10] [--idle 0] [--hold 0] [--writes-per-s 1000] [--write-seconds 10]
- *          [--writers 8] [--pid NAME=PID]...
+ *          [--writers 8] [--pod-prefix mw-] [--pid NAME=PID]...
  * The last line is machine-readable: RESULT key=value pairs. Exit status 3 when a watch was
  * refused, a connection ended early or an event was missing. */
 #define _GNU_SOURCE
@@ -34,11 +35,11 @@
 #define LINE_CAP (1u << 20)
 
 static struct {
-	const char *server, *token, *tenant, *cacert;
+	const char *server, *token, *tenant, *cacert, *pod_prefix;
 	long nodes, nss, conns, idle_s, hold_s, rate, write_s, writers;
 	const char *pid_name[MAX_PIDS];
 	int pid[MAX_PIDS], npids;
-} opt = { .nodes = 90000, .nss = 10000, .conns = 10, .rate = 1000, .write_s = 10, .writers = 8 };
+} opt = { .pod_prefix = "mw-", .nodes = 90000, .nss = 10000, .conns = 10, .rate = 1000, .write_s = 10, .writers = 8 };
 
 static atomic_long opened, failed, ended_early, received, stray;
 static atomic_bool stopping;
@@ -84,12 +85,16 @@ static void on_line(const char *l, size_t len)
 {
 	if (len < 10 || !memmem(l, len, "\"type\":\"ADDED\"", 14))
 		return;
-	const char *p = memmem(l, len, "\"name\":\"mw-", 11);
+	static char key[64];
+	static size_t klen;
+	if (!klen)
+		klen = (size_t)snprintf(key, sizeof(key), "\"name\":\"%s", opt.pod_prefix);
+	const char *p = memmem(l, len, key, klen);
 	if (!p) {
 		atomic_fetch_add(&stray, 1);
 		return;
 	}
-	long k = strtol(p + 11, NULL, 10);
+	long k = strtol(p + klen, NULL, 10);
 	if (k < 0 || k >= npods || !created_us[k])
 		return;
 	int64_t lag = now_us() - created_us[k];
@@ -214,9 +219,9 @@ static void *writer_main(void *arg)
 			usleep((useconds_t)(at - now));
 		char body[400];
 		snprintf(body, sizeof(body),
-			 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"mw-%ld\"},\"spec\":{\"nodeName\":\"mw-node-%ld\","
+			 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s%ld\"},\"spec\":{\"nodeName\":\"mw-node-%ld\","
 			 "\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}",
-			 k, opt.nodes ? k % opt.nodes : 0);
+			 opt.pod_prefix, k, opt.nodes ? k % opt.nodes : 0);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
 		created_us[k] = now_us();
 		long code = 0;
@@ -250,6 +255,8 @@ static void parse_args(int argc, char **argv)
 			opt.tenant = v;
 		else if (!strcmp(a, "--cacert"))
 			opt.cacert = v;
+		else if (!strcmp(a, "--pod-prefix") && strlen(v) < 32 && !strpbrk(v, "\"\\%"))
+			opt.pod_prefix = v;
 		else if (!strcmp(a, "--node-watches"))
 			opt.nodes = num(v);
 		else if (!strcmp(a, "--ns-watches"))
