@@ -185,7 +185,8 @@ struct watcher;
  *                           state;
  *   from_rv > 0: only changes after from_rv; E_GONE if from_rv is older than the ring's history.
  *                While the history before the first list is being loaded (history_back_revs), a
- *                from_rv inside it waits for it (up to WCACHE_HISTORY_WAIT_MS, then E_GONE).
+ *                from_rv inside it waits for it (until WCACHE_HISTORY_WAIT_MS after the load
+ *                began, for every watch alike; then E_GONE).
  * notify(ud) is called (from any thread, possibly with internal locks held: it must only
  * signal, e.g. resume a connection) whenever events become available or the watcher is closed.
  * Returns the watcher in *ret. A watcher whose queue overflows (slow reader; cap

@@ -758,6 +758,13 @@ void wcache_history_begin(struct wcache *c, int64_t from_rv)
 	pthread_rwlock_wrlock(&c->lock);
 	hist_drop(c);
 	c->hist_from = from_rv;
+	clock_gettime(CLOCK_MONOTONIC, &c->hist_wait_until);
+	c->hist_wait_until.tv_sec += WCACHE_HISTORY_WAIT_MS / 1000;
+	c->hist_wait_until.tv_nsec += (WCACHE_HISTORY_WAIT_MS % 1000) * 1000000;
+	if (c->hist_wait_until.tv_nsec >= 1000000000) {
+		c->hist_wait_until.tv_sec++;
+		c->hist_wait_until.tv_nsec -= 1000000000;
+	}
 	atomic_store(&c->hist_loading, true);
 	pthread_rwlock_unlock(&c->lock);
 }
@@ -877,24 +884,18 @@ void wcache_history_end(struct wcache *c, bool ok)
 	hist_wake(c);
 }
 
-/* Waits (bounded) while from_rv is in the history being loaded. */
+/* Waits while from_rv is in the history being loaded, at most until WCACHE_HISTORY_WAIT_MS after
+ * the load began (not after the call: a multiplexed watch's thousands of watches share it). */
 void wcache_history_wait(struct wcache *c, int64_t from_rv)
 {
 	if (from_rv <= 0 || !atomic_load(&c->hist_loading))
 		return;
 	pthread_rwlock_rdlock(&c->lock);
 	bool inside = from_rv >= c->hist_from && from_rv < c->hist_start;
+	struct timespec dl = c->hist_wait_until; /* one budget for every wait on this load */
 	pthread_rwlock_unlock(&c->lock);
 	if (!inside)
 		return;
-	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += WCACHE_HISTORY_WAIT_MS / 1000;
-	dl.tv_nsec += (WCACHE_HISTORY_WAIT_MS % 1000) * 1000000;
-	if (dl.tv_nsec >= 1000000000) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&c->rev_mu);
 	while (atomic_load(&c->hist_loading))
 		if (pthread_cond_timedwait(&c->rev_cond, &c->rev_mu, &dl) == ETIMEDOUT)

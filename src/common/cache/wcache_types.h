@@ -101,6 +101,8 @@ struct wcache {
 	 * it ends). */
 	atomic_bool hist_loading;
 	int64_t hist_from;
+	struct timespec hist_wait_until; /* CLOCK_MONOTONIC: every wait for this load ends by then
+					    (one budget for all: a multiplexed watch opens thousands) */
 	struct ev_rec *hist;
 	size_t nhist, hist_cap;
 
@@ -157,8 +159,8 @@ struct watcher {
 /* wcache.c */
 void wcache_unref(struct wcache *c);
 struct cobj *ev_prev_at_rv(struct wcache *c, struct ev_rec *e);
-/* Waits (up to WCACHE_HISTORY_WAIT_MS, no lock held) while from_rv lies in the history being
- * loaded. */
+/* Waits (no lock held) while from_rv lies in the history being loaded, until
+ * WCACHE_HISTORY_WAIT_MS after the load began. */
 void wcache_history_wait(struct wcache *c, int64_t from_rv);
 /* Calls fn on each object matching m, in key order (lock held by the caller). */
 void wcache_scan(struct wcache *c, const struct wmatch *m, void (*fn)(void *ud, struct cobj *o), void *ud);
