@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "../support/testcert.h"
 #include "../support/testnet.h"
 #include "h1.h"
 #include "ursa/errors.h"
@@ -216,38 +217,15 @@ static void server_start(struct server *s, SSL_CTX *tls)
 	pthread_detach(t);
 }
 
-/* --- a certificate for 127.0.0.1, its own CA --------------------------------------------------- */
-static char ca_path[64];
+/* --- a certificate for 127.0.0.1, its own CA (support/testcert.h) ------------------------------ */
+static char ca_path[64], key_path[64];
 static SSL_CTX *server_tls(void)
 {
-	EVP_PKEY *key = EVP_EC_gen("P-256");
-	assert_non_null(key);
-	X509 *x = X509_new();
-	X509_set_version(x, 2);
-	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-	X509_gmtime_adj(X509_getm_notBefore(x), -60);
-	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-	X509_set_pubkey(x, key);
-	X509_NAME *n = X509_get_subject_name(x);
-	X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"tp-test", -1, -1, 0);
-	X509_set_issuer_name(x, n);
-	X509V3_CTX v3;
-	X509V3_set_ctx_nodb(&v3);
-	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
-	X509_EXTENSION *e = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, "IP:127.0.0.1");
-	X509_add_ext(x, e, -1);
-	X509_EXTENSION_free(e);
-	assert_true(X509_sign(x, key, EVP_sha256()) > 0);
-	snprintf(ca_path, sizeof(ca_path), "/tmp/ursa-h1test-%d.crt", (int)getpid());
-	FILE *f = fopen(ca_path, "w");
-	assert_non_null(f);
-	PEM_write_X509(f, x);
-	fclose(f);
+	test_cert_write("ursa-h1test", ca_path, key_path);
 	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-	assert_int_equal(SSL_CTX_use_certificate(ctx, x), 1);
-	assert_int_equal(SSL_CTX_use_PrivateKey(ctx, key), 1);
-	X509_free(x);
-	EVP_PKEY_free(key);
+	assert_int_equal(SSL_CTX_use_certificate_file(ctx, ca_path, SSL_FILETYPE_PEM), 1);
+	assert_int_equal(SSL_CTX_use_PrivateKey_file(ctx, key_path, SSL_FILETYPE_PEM), 1);
+	unlink(key_path);
 	return ctx;
 }
 
