@@ -21,6 +21,8 @@ void age_add(struct buf *out, time_t since, time_t now);
 
 /* The CLOCK_MONOTONIC time ms from now, for pthread_cond_timedwait on a monotonic cond. */
 void mono_deadline(struct timespec *ret, int64_t ms);
+/* The same on CLOCK_REALTIME, for a cond created with the default clock. */
+void wall_deadline(struct timespec *ret, int64_t ms);
 /* Sleeps up to ms on cond (created with CLOCK_MONOTONIC) and lock, returning early once *stop is
  * true: whoever sets it broadcasts cond under lock. */
 void cond_sleep_ms(pthread_mutex_t *lock, pthread_cond_t *cond, const atomic_bool *stop, int64_t ms);

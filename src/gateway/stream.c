@@ -684,13 +684,7 @@ static void stream_answer(struct stream *s, struct http_reply *reply)
 {
 	struct timespec until;
 	long wait_ms = atomic_load(&header_wait_ms);
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += wait_ms / 1000;
-	until.tv_nsec += (wait_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
+	mono_deadline(&until, wait_ms);
 	struct leg *bad = NULL;
 	pthread_mutex_lock(&s->lock);
 	while (!all_headers(s) && !(bad = refused_leg(s)) && !s->ended)

@@ -368,13 +368,7 @@ static void collect(struct img_gc *g)
 static bool gc_sleep(struct img_gc *g, int64_t ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	wall_deadline(&ts, ms);
 	pthread_mutex_lock(&g->lock);
 	while (!g->stopping && pthread_cond_timedwait(&g->cond, &g->lock, &ts) == 0)
 		;

@@ -71,14 +71,7 @@ static bool sleep_until(struct kl_heartbeat *hb, int64_t due_ms)
 		if (now >= due_ms)
 			break;
 		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		int64_t wait = due_ms - now;
-		ts.tv_sec += wait / 1000;
-		ts.tv_nsec += (wait % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		mono_deadline(&ts, due_ms - now);
 		pthread_cond_timedwait(&hb->cv, &hb->mu, &ts);
 	}
 	bool go = !hb->stopping;

@@ -226,12 +226,7 @@ static void *ticker_main(void *arg)
 	pthread_mutex_lock(&l->lock);
 	while (!l->stopping) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += TICK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		wall_deadline(&ts, TICK_MS);
 		pthread_cond_timedwait(&l->cond, &l->lock, &ts);
 		for (struct follower *f = l->followers; f && !l->stopping; f = f->next) {
 			struct stat st;

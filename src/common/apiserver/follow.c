@@ -188,16 +188,8 @@ bool follower_catch_up(struct follower *f, int64_t timeout_ms)
 	if (behind)
 		notify(f); /* the caches' events may not have woken it yet */
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	int64_t left = deadline - mono_ms();
-	if (left < 0)
-		left = 0;
-	ts.tv_sec += left / 1000;
-	ts.tv_nsec += (left % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	wall_deadline(&ts, left < 0 ? 0 : left);
 	bool ok;
 	pthread_mutex_lock(&f->applied_mu);
 	for (;;) {

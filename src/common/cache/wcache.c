@@ -8,6 +8,7 @@
 #include <time.h>
 #include "cache/wcache_types.h"
 #include "ursa/errors.h"
+#include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 
 #define DEF_HISTORY_MIN 1024
@@ -17,13 +18,6 @@
 /* A consistent read first gives the cache this long to catch up by itself (a busy kind's watch
  * is a moment behind) before it writes the progress marker (a quiet kind's never catches up). */
 #define PROGRESS_GRACE_MS 2
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* spec.nodeName index ------------------------------------------------------------------------ */
 
@@ -368,10 +362,10 @@ const struct api_resource *wcache_resource(const struct wcache *c)
 	return c->r;
 }
 
-void wcache_set_clock(struct wcache *c, int64_t (*now_ms)(void))
+void wcache_set_clock(struct wcache *c, int64_t (*clock_ms)(void))
 {
 	pthread_rwlock_wrlock(&c->lock);
-	c->now_ms = now_ms ? now_ms : mono_ms;
+	c->now_ms = clock_ms ? clock_ms : mono_ms;
 	pthread_rwlock_unlock(&c->lock);
 }
 
@@ -412,15 +406,7 @@ static void publish_rev(struct wcache *c, int64_t rev)
 int wcache_wait_for(struct wcache *c, int64_t rv, int64_t timeout_ms)
 {
 	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	if (timeout_ms < 0)
-		timeout_ms = 0;
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (timeout_ms % 1000) * 1000000;
-	if (dl.tv_nsec >= 1000000000) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000;
-	}
+	mono_deadline(&dl, timeout_ms < 0 ? 0 : timeout_ms);
 	int rc = 0;
 	pthread_mutex_lock(&c->rev_mu);
 	while (atomic_load(&c->rev) < rv) {
@@ -710,13 +696,7 @@ int wcache_wait_current(struct wcache *c, int64_t rv, int64_t timeout_ms)
 	if (!c->progress || wcache_wait_for(c, rv, grace) == 0)
 		return c->progress ? 0 : wcache_wait_for(c, rv, timeout_ms);
 	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (timeout_ms % 1000) * 1000000;
-	if (dl.tv_nsec >= 1000000000) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000;
-	}
+	mono_deadline(&dl, timeout_ms);
 	int rc = 0;
 	pthread_mutex_lock(&c->prog_mu);
 	for (;;) {
@@ -758,13 +738,7 @@ void wcache_history_begin(struct wcache *c, int64_t from_rv)
 	pthread_rwlock_wrlock(&c->lock);
 	hist_drop(c);
 	c->hist_from = from_rv;
-	clock_gettime(CLOCK_MONOTONIC, &c->hist_wait_until);
-	c->hist_wait_until.tv_sec += WCACHE_HISTORY_WAIT_MS / 1000;
-	c->hist_wait_until.tv_nsec += (WCACHE_HISTORY_WAIT_MS % 1000) * 1000000;
-	if (c->hist_wait_until.tv_nsec >= 1000000000) {
-		c->hist_wait_until.tv_sec++;
-		c->hist_wait_until.tv_nsec -= 1000000000;
-	}
+	mono_deadline(&c->hist_wait_until, WCACHE_HISTORY_WAIT_MS);
 	atomic_store(&c->hist_loading, true);
 	pthread_rwlock_unlock(&c->lock);
 }

@@ -299,16 +299,8 @@ void wq_forget(struct workqueue *q, const char *key)
 static void wait_until(struct workqueue *q, int64_t due_mono_ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	int64_t wait = due_mono_ms - mono_ms();
-	if (wait < 1)
-		wait = 1;
-	ts.tv_sec += wait / 1000;
-	ts.tv_nsec += (wait % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	mono_deadline(&ts, wait < 1 ? 1 : wait);
 	pthread_cond_timedwait(&q->cond, &q->lock, &ts);
 }
 

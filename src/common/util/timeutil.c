@@ -104,15 +104,25 @@ void age_add(struct buf *out, time_t since, time_t now)
 		buf_addf(out, "%ldy", h / 24 / 365);
 }
 
-void mono_deadline(struct timespec *ret, int64_t ms)
+static void deadline(clockid_t clock, struct timespec *ret, int64_t ms)
 {
-	clock_gettime(CLOCK_MONOTONIC, ret);
+	clock_gettime(clock, ret);
 	ret->tv_sec += ms / 1000;
 	ret->tv_nsec += (ms % 1000) * 1000000L;
 	if (ret->tv_nsec >= 1000000000L) {
 		ret->tv_sec++;
 		ret->tv_nsec -= 1000000000L;
 	}
+}
+
+void mono_deadline(struct timespec *ret, int64_t ms)
+{
+	deadline(CLOCK_MONOTONIC, ret, ms);
+}
+
+void wall_deadline(struct timespec *ret, int64_t ms)
+{
+	deadline(CLOCK_REALTIME, ret, ms);
 }
 
 void cond_sleep_ms(pthread_mutex_t *lock, pthread_cond_t *cond, const atomic_bool *stop, int64_t ms)
