@@ -99,15 +99,12 @@ h.APISERVER_BIN = TP_BINS["A"]
 
 
 def load_tool():
-    """bench/ursa-restart from the client build, or compiled from source into a temporary directory."""
+    """bench/ursa-restart from the client build or the build dir (built with the tree)."""
     for d in (CB, E["URSA_BUILD_DIR"]):
         p = os.path.join(d, "bench", "ursa-restart")
         if os.access(p, os.X_OK):
             return p
-    out = os.path.join(h.make_tmpdir("restart-tool"), "ursa-restart")
-    h.must_run(["gcc", "-std=gnu11", "-O2", os.path.join(ROOT, "bench", "ursa-restart.c"), "-o", out,
-                "-lcurl", "-lpthread"], timeout=120)
-    return out
+    raise SystemExit("run-restart.sh: missing bench/ursa-restart (cmake --build <dir> --target ursa-restart)")
 
 
 TOOL = load_tool()

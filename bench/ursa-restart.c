@@ -24,12 +24,13 @@
 #include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "ursa/timeutil.h"
+#include "ursa/xalloc.h"
 
 #define MAX_COUNT 10000000L
 #define MAX_CLIENTS 256L
@@ -52,35 +53,12 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static double mono_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)mono_us() / 1e6;
 }
 
 static double real_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* A heap string from a format (exits on allocation failure, like xalloc). */
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-	va_list ap;
-	va_start(ap, f);
-	int n = vsnprintf(NULL, 0, f, ap);
-	va_end(ap);
-	char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-	if (!s) {
-		fputs("ursa-restart: out of memory\n", stderr);
-		exit(1);
-	}
-	va_start(ap, f);
-	vsnprintf(s, (size_t)n + 1, f, ap);
-	va_end(ap);
-	return s;
+	return (double)now_ms() / 1e3;
 }
 
 static size_t discard(char *data, size_t size, size_t n, void *ud)
@@ -111,7 +89,7 @@ static long post(CURL *h, const struct opts *o, const char *url, struct curl_sli
 
 static struct curl_slist *headers(const struct opts *o)
 {
-	char *auth = fmt("Authorization: Bearer %s", o->token);
+	char *auth = xasprintf("Authorization: Bearer %s", o->token);
 	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
 	hdr = curl_slist_append(hdr, auth);
 	hdr = curl_slist_append(hdr, "Expect:");
@@ -123,7 +101,7 @@ static struct curl_slist *headers(const struct opts *o)
 
 static char *pod_body(const struct opts *o, long i)
 {
-	return fmt("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-p-%ld\",\"labels\":"
+	return xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s-p-%ld\",\"labels\":"
 		   "{\"app\":\"fill\"}},\"spec\":{\"nodeName\":\"%s%ld-%ld\",\"tolerations\":[{\"key\":\"ursa.io/hollow\","
 		   "\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}],\"containers\":[{\"name\":\"c\",\"image\":\"x\","
 		   "\"resources\":{\"requests\":{\"cpu\":\"1m\",\"memory\":\"1Mi\"}}}]}}",
@@ -132,7 +110,7 @@ static char *pod_body(const struct opts *o, long i)
 
 static char *cm_body(const char *prefix, const char *kind, long i)
 {
-	return fmt("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s-%s-%ld\"},\"data\":"
+	return xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s-%s-%ld\"},\"data\":"
 		   "{\"k\":\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}}",
 		   prefix, kind, i);
 }
@@ -142,8 +120,8 @@ static void *fill_work(void *arg)
 	struct worker *w = arg;
 	const struct opts *o = w->o;
 	CURL *h = curl_easy_init();
-	char *pods = fmt("%s/api/v1/tenants/%s/namespaces/%s/pods", o->server, o->tenant, o->ns);
-	char *cms = fmt("%s/api/v1/tenants/%s/namespaces/%s/configmaps", o->server, o->tenant, o->ns);
+	char *pods = xasprintf("%s/api/v1/tenants/%s/namespaces/%s/pods", o->server, o->tenant, o->ns);
+	char *cms = xasprintf("%s/api/v1/tenants/%s/namespaces/%s/configmaps", o->server, o->tenant, o->ns);
 	struct curl_slist *hdr = headers(o);
 	long total = o->pods + o->configmaps;
 
@@ -169,7 +147,7 @@ static void *steady_work(void *arg)
 	struct worker *w = arg;
 	const struct opts *o = w->o;
 	CURL *h = curl_easy_init();
-	char *url = fmt("%s/api/v1/tenants/%s/namespaces/%s/configmaps", o->server, o->tenant, o->ns);
+	char *url = xasprintf("%s/api/v1/tenants/%s/namespaces/%s/configmaps", o->server, o->tenant, o->ns);
 	struct curl_slist *hdr = headers(o);
 	double period = (double)o->clients / (double)o->rate;
 	double t0 = mono_s(), end = t0 + (double)o->duration;
