@@ -41,18 +41,6 @@ def partition_args(tp, binary, etcd, pid, port):
             "--identity-key-file", S["idkey"], "--log-level", "info"]
 
 
-def wait_ok(client, path, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if client.get(path).status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise h.HarnessError("%s%s not ready" % (client, path))
-
-
 def register(pid, kind, url, zone=None):
     """`ursactl register --gateway-etcd`: the partition goes into a region file, the registries of
     the partitions of the other kind, and the gateway's etcd (what the gateway follows)."""
@@ -87,8 +75,8 @@ def test_start_region():
     S["rm"] = h.spawn(partition_args(tp, RM_BIN, etcds["rm"], "rm-az-1", S["rm_port"]), os.path.join(d, "rm.log"))
     h._logs.extend([("tp-2", os.path.join(d, "tp2.log")), ("rm-az-1", os.path.join(d, "rm.log")),
                     ("gateway", os.path.join(d, "gw.log"))])
-    wait_ok(h.Client("https://127.0.0.1:%d" % S["tp2_port"], tp.ca_file, tp.admin_token), "/readyz")
-    wait_ok(h.Client("https://127.0.0.1:%d" % S["rm_port"], tp.ca_file, tp.admin_token), "/readyz")
+    h.wait_ok(h.Client("https://127.0.0.1:%d" % S["tp2_port"], tp.ca_file, tp.admin_token), "/readyz")
+    h.wait_ok(h.Client("https://127.0.0.1:%d" % S["rm_port"], tp.ca_file, tp.admin_token), "/readyz")
     register("tp-1", "tp", tp.url)
     register("tp-2", "tp", "https://127.0.0.1:%d" % S["tp2_port"])
     register("rm-az-1", "rm", "https://127.0.0.1:%d" % S["rm_port"], "az-1")
@@ -104,7 +92,7 @@ def test_start_region():
     S["gw"] = h.spawn(S["gw_args"] + ["--listen", "127.0.0.1:%d" % S["gw_port"]], os.path.join(d, "gw.log"))
     S["gw_url"] = "https://127.0.0.1:%d" % S["gw_port"]
     S["admin"] = h.Client(S["gw_url"], tp.ca_file, tp.admin_token)
-    wait_ok(S["admin"], "/readyz")
+    h.wait_ok(S["admin"], "/readyz")
     assert S["admin"].get("/api/v1/namespaces/default/pods").status == 200
 
 
@@ -283,7 +271,7 @@ def test_second_rm_gives_composite_list_rv():
     S["rm2_etcd"], S["rm2_port"] = e, h.free_port()
     S["rm2"] = h.spawn(partition_args(S["tp1"], RM_BIN, e, "rm-az-2", S["rm2_port"]), os.path.join(d, "rm2.log"))
     h._logs.append(("rm-az-2", os.path.join(d, "rm2.log")))
-    wait_ok(h.Client("https://127.0.0.1:%d" % S["rm2_port"], S["tp1"].ca_file, S["tp1"].admin_token), "/readyz")
+    h.wait_ok(h.Client("https://127.0.0.1:%d" % S["rm2_port"], S["tp1"].ca_file, S["tp1"].admin_token), "/readyz")
     register("rm-az-2", "rm", "https://127.0.0.1:%d" % S["rm2_port"], "az-2")
     deadline = time.monotonic() + 20
     rv = ""

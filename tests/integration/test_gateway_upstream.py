@@ -102,18 +102,6 @@ class Relay:
             return self.accepted
 
 
-def wait_ok(client, path, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if client.get(path).status == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise h.HarnessError("%s%s not ready" % (client, path))
-
-
 def etcdctl(*args):
     rc, out, err = h.run_cmd(["etcdctl", "--endpoints", S["gw_etcd"].endpoints] + list(args), 30,
                              env=dict(os.environ, ETCDCTL_API="3"))
@@ -168,9 +156,9 @@ def test_start_region():
                             "--partition-ca-file", tp.ca_file, "--partition-token-file", token,
                             "--identity-key-file", idkey, "--log-level", "info"], log)
     S["gw"] = h.Client("https://127.0.0.1:%d" % port, tp.ca_file, tp.admin_token)
-    wait_ok(S["gw"], "/readyz")
+    h.wait_ok(S["gw"], "/readyz")
     create_tenant("t1")
-    wait_ok(S["gw"], CM)
+    h.wait_ok(S["gw"], CM)
 
 
 def test_sequential_requests_share_one_connection():

@@ -859,6 +859,16 @@ def wait_until(pred, timeout, what, interval=0.2):
     raise AssertionError("%s: not true after %ss (last: %r)" % (what, timeout, last))
 
 
+def wait_ok(client, path, timeout=60):
+    """Waits until client's GET of path answers 200 (connection errors count as not yet)."""
+    def ok():
+        try:
+            return client.get(path).status == 200
+        except OSError:
+            return False
+    wait_until(ok, timeout, "%s%s answering 200" % (client.base_url, path))
+
+
 def names(list_obj):
     return sorted(((i.get("metadata") or {}).get("name") for i in (list_obj or {}).get("items") or []))
 
