@@ -453,6 +453,20 @@ static int on_watch_data(void *ud, const char *data, size_t len)
 	return watch_lines_feed(&inf->wl, data, len, on_watch_line, inf) ? 1 : 0;
 }
 
+/* Frees the multiplexed watch's selectors and resourceVersions: from then on the informer
+ * watches path?query plainly. */
+static void mux_drop(struct informer *inf)
+{
+	for (size_t i = 0; i < inf->nmux; i++) {
+		free(inf->mux_fields[i]);
+		free(inf->mux_rv[i]);
+	}
+	free(inf->mux_fields);
+	free(inf->mux_rv);
+	inf->mux_fields = inf->mux_rv = NULL;
+	inf->nmux = 0;
+}
+
 /* The body of a multiplexed watch: every selector's watch from its resourceVersion. */
 static char *mux_body(const struct informer *inf, size_t *ret_len)
 {
@@ -490,11 +504,7 @@ static int watch_once(struct informer *inf)
 		if (rc == 404 || rc == 405) {
 			/* a server from before multiplexed watches: relist, then one plain watch of
 			 * path?query (its handlers' skip_event drops what is not ours) */
-			for (size_t i = 0; i < inf->nmux; i++) {
-				free(inf->mux_fields[i]);
-				free(inf->mux_rv[i]);
-			}
-			inf->nmux = 0;
+			mux_drop(inf);
 			inf->need_relist = true;
 		}
 		return rc;
@@ -627,12 +637,7 @@ void informer_stop(struct informer *inf)
 	pthread_cond_destroy(&inf->sleep_cond);
 	pthread_mutex_destroy(&inf->sleep_lock);
 	free(inf->rv);
-	for (size_t i = 0; i < inf->nmux; i++) {
-		free(inf->mux_fields[i]);
-		free(inf->mux_rv[i]);
-	}
-	free(inf->mux_fields);
-	free(inf->mux_rv);
+	mux_drop(inf);
 	free(inf->path);
 	free(inf->query);
 	free(inf);
