@@ -55,11 +55,52 @@ static void write_rules(void *ud, const char *name, const json_t *rules)
 		log_debug("aggregated role's rules written", "tenant=\"%s\" clusterrole=\"%s\"", w->tenant, name);
 }
 
-static void write_aggregates(void *ud, const char *tenant)
+static void write_aggregates(struct authz *z, const char *tenant)
 {
-	struct authz *z = ud;
 	struct writeback w = { z->s, tenant };
 	rbac_each_stale_aggregate(z->rbac, tenant, write_rules, &w);
+}
+
+/* The write-back has a thread of its own, a moment after a tenant's ClusterRoles changed: the
+ * follower never waits on etcd. (It did: a burst of new tenants, whose default roles arrive one by
+ * one and leave admin, edit and view stale after each, held every later RBAC event, and so every
+ * new tenant's first requests, behind those writes: tens of seconds of 403s after 100 tenants.)
+ * Waiting AGG_SETTLE_MS lets a tenant's roles land first, so each aggregate is written once. */
+#define AGG_SETTLE_MS 100
+
+static void mark_aggregates(void *ud, const char *tenant)
+{
+	struct authz *z = ud;
+	pthread_mutex_lock(&z->agg_mu);
+	strmap_put(&z->agg_pending, tenant, NULL);
+	pthread_cond_signal(&z->agg_cond);
+	pthread_mutex_unlock(&z->agg_mu);
+}
+
+static void *aggregate_writer(void *ud)
+{
+	struct authz *z = ud;
+	pthread_mutex_lock(&z->agg_mu);
+	while (!z->agg_stop) {
+		if (z->agg_pending.n == 0) {
+			pthread_cond_wait(&z->agg_cond, &z->agg_mu);
+			continue;
+		}
+		struct timespec settle;
+		wall_deadline(&settle, AGG_SETTLE_MS);
+		while (!z->agg_stop && pthread_cond_timedwait(&z->agg_cond, &z->agg_mu, &settle) != ETIMEDOUT)
+			;
+		struct strmap batch = z->agg_pending;
+		strmap_init(&z->agg_pending);
+		pthread_mutex_unlock(&z->agg_mu);
+		size_t it = 0;
+		for (struct strmap_ent *e = strmap_next(&batch, NULL, &it); e && !z->agg_stop; e = strmap_next(&batch, e, &it))
+			write_aggregates(z, e->key);
+		strmap_release(&batch, NULL);
+		pthread_mutex_lock(&z->agg_mu);
+	}
+	pthread_mutex_unlock(&z->agg_mu);
+	return NULL;
 }
 
 static void feed_event(void *ud, size_t i, enum wev_type type, struct cobj *o)
@@ -75,7 +116,7 @@ static void feed_event(void *ud, size_t i, enum wev_type type, struct cobj *o)
 	}
 	/* only once every ClusterRole is known: before, a union would be partial */
 	if (feeds[i].kind == RBAC_CLUSTER_ROLE && atomic_load(&z->ready) && !z->resyncing[i])
-		write_aggregates(z, o->tenant);
+		mark_aggregates(z, o->tenant);
 }
 
 /* A relist: what is held keeps deciding while the new state arrives; what it does not bring
@@ -87,8 +128,6 @@ static void feed_reset(void *ud, size_t i)
 	rbac_resync_begin(z->rbac, feeds[i].kind);
 }
 
-static void write_aggregates(void *ud, const char *tenant);
-
 static void feed_listed(void *ud, size_t i)
 {
 	struct authz *z = ud;
@@ -97,7 +136,7 @@ static void feed_listed(void *ud, size_t i)
 	z->resyncing[i] = false;
 	rbac_resync_end(z->rbac, feeds[i].kind);
 	if (feeds[i].kind == RBAC_CLUSTER_ROLE && atomic_load(&z->ready))
-		rbac_each_tenant(z->rbac, write_aggregates, z);
+		rbac_each_tenant(z->rbac, mark_aggregates, z);
 }
 
 static void bootstrap_missing(struct apiserver *s);
@@ -112,7 +151,25 @@ static void feed_synced(void *ud)
 	for (int i = 0; i < 600 && tenants && tenants->cache && !wcache_ready(tenants->cache); i++)
 		usleep(50000);
 	bootstrap_missing(z->s);
-	rbac_each_tenant(z->rbac, write_aggregates, z);
+	rbac_each_tenant(z->rbac, mark_aggregates, z);
+}
+
+static void stop_aggregate_writer(struct authz *z)
+{
+	pthread_mutex_lock(&z->agg_mu);
+	z->agg_stop = true;
+	pthread_cond_signal(&z->agg_cond);
+	pthread_mutex_unlock(&z->agg_mu);
+	pthread_join(z->agg_thread, NULL);
+}
+
+static void authz_free(struct authz *z)
+{
+	strmap_release(&z->agg_pending, NULL);
+	pthread_cond_destroy(&z->agg_cond);
+	pthread_mutex_destroy(&z->agg_mu);
+	rbac_free(z->rbac);
+	free(z);
 }
 
 int authz_start(struct apiserver *s)
@@ -124,12 +181,19 @@ int authz_start(struct apiserver *s)
 	struct authz *z = xcalloc(1, sizeof(*z));
 	z->s = s;
 	z->rbac = rbac_new();
+	pthread_mutex_init(&z->agg_mu, NULL);
+	pthread_cond_init(&z->agg_cond, NULL);
+	strmap_init(&z->agg_pending);
+	if (pthread_create(&z->agg_thread, NULL, aggregate_writer, z) != 0) {
+		authz_free(z);
+		return -1;
+	}
 	static const struct follower_ops ops = { feed_event, feed_reset, feed_listed, feed_synced };
 	s->authz = z; /* before the follower starts: its first sync bootstraps tenants through it */
 	if (!(z->follower = follower_start(sv, NFEEDS, &ops, z))) {
 		s->authz = NULL;
-		rbac_free(z->rbac);
-		free(z);
+		stop_aggregate_writer(z);
+		authz_free(z);
 		return -1;
 	}
 	return 0;
@@ -140,9 +204,9 @@ void authz_stop(struct apiserver *s)
 	struct authz *z = s->authz;
 	if (!z)
 		return;
-	follower_stop(z->follower);
-	rbac_free(z->rbac);
-	free(z);
+	follower_stop(z->follower); /* first: it marks tenants for the writer */
+	stop_aggregate_writer(z);
+	authz_free(z);
 	s->authz = NULL;
 }
 

@@ -13,6 +13,7 @@
 #include "ursa/http.h"
 #include "ursa/path.h"
 #include "ursa/selector.h"
+#include "ursa/strmap.h"
 #include "ursa/wcache.h"
 
 #define MAX_JSON_DEPTH 64
@@ -66,6 +67,12 @@ struct authz {
 	struct follower *follower;
 	atomic_bool ready;
 	bool resyncing[4]; /* per RBAC kind, on the follower's thread: a relist is being applied */
+	/* aggregated ClusterRoles to write back: tenants marked by the follower, written by agg_thread */
+	pthread_t agg_thread;
+	pthread_mutex_t agg_mu;
+	pthread_cond_t agg_cond;
+	struct strmap agg_pending; /* tenant names (no values), under agg_mu */
+	bool agg_stop;             /* under agg_mu */
 };
 
 struct apiserver {
