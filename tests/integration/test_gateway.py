@@ -625,5 +625,30 @@ def test_client_leaves_while_its_request_is_at_the_partition():
         slow.stop()
 
 
+def test_tenant_rate_limit_spares_the_region_admins():
+    """--tenant-qps: a tenant's user over its budget gets 429 with Retry-After; the region's
+    administrators (system:masters) are exempt, as Kubernetes' priority and fairness exempts them."""
+    port = h.free_port()
+    log = os.path.join(S["tp1"].dir, "gw-qps.log")
+    h._logs.append(("gateway --tenant-qps 1", log))
+    p = h.spawn(S["gw_args"] + ["--listen", "127.0.0.1:%d" % port, "--tenant-qps", "1", "--tenant-burst", "3"], log)
+    try:
+        url = "https://127.0.0.1:%d" % port
+        admin = h.Client(url, S["tp1"].ca_file, S["tp1"].admin_token)
+        h.wait_ok(admin, "/readyz")
+        codes = [admin.get("/api/v1/tenants/ta/namespaces/default/configmaps").status for _ in range(20)]
+        h.check(codes == [200] * 20, "the region's admin is not rate limited: %s" % codes)
+        user = h.kubeconfig_token(kc("ta", "qps-user"))
+        c = h.Client(url, S["tp1"].ca_file, user)
+        rs = [c.get("/api/v1/namespaces/default/configmaps") for _ in range(10)]
+        codes = [r.status for r in rs]
+        h.check(codes[:3] == [200] * 3 and 429 in codes, "a tenant's user meets its budget: %s" % codes)
+        r = [r for r in rs if r.status == 429][0]
+        h.expect_status(r, 429, "over the tenant's rate", "TooManyRequests")
+        h.check(r.header("Retry-After"), "429 carries Retry-After")
+    finally:
+        h.terminate(p)
+
+
 if __name__ == "__main__":
     h.run(globals())
