@@ -153,10 +153,12 @@ start_etcd() {
 # start_apiserver NAME DIR PORT ETCD_URLS BINARY [FLAG...]: a partition's API server over HTTPS
 # with the local CA's server certificate, the static token file and the ursactl signing key. The
 # region token and CA let it reach the other partitions and the kubelets (`kubectl logs`).
+# URSA_APISERVER_LOG, if set, is the log file instead of .ursa/DIR/apiserver.log (a partition
+# with two API servers, bench/run-region.sh).
 start_apiserver() {
 	local name=$1 dir=$2 port=$3 etcd=$4 bin=$5
 	shift 5
-	local log=$URSA_STATE/$dir/apiserver.log url=https://127.0.0.1:$port
+	local log=${URSA_APISERVER_LOG:-$URSA_STATE/$dir/apiserver.log} url=https://127.0.0.1:$port
 	[ -x "$bin" ] || die "$bin is missing: the build did not produce $(basename "$bin")"
 	start_daemon "$name" "$log" "$bin" \
 		--listen "127.0.0.1:$port" \
@@ -216,15 +218,19 @@ start_register() {
 # node leases, pod status and a pod's final delete). With NODE: .ursa/ZONE/NODE.kubeconfig, user
 # system:node:NODE, which writes only that node, its lease and the pods bound to it. Without:
 # .ursa/ZONE/node.kubeconfig, user kubelet-ZONE, for the hollow kubelet that holds many nodes.
-# The kubelets use its token and CA for every tenant partition too. Made once.
+# The kubelets use its token and CA for every tenant partition too. Made once. RM_PORT may also
+# be the server list itself ("https://127.0.0.1:A,https://127.0.0.1:B", a partition's API servers
+# to fail over between; bench/run-region.sh).
 kubelet_kubeconfig() {
 	local zone=$1 port=$2 node=${3:-}
 	local kc=$URSA_STATE/$zone/${node:-node}.kubeconfig user=${node:+system:node:$node}
+	local server=https://127.0.0.1:$port
+	[[ $port == *://* ]] && server=$port
 	if [ ! -s "$kc" ]; then
 		mkdir -p "$URSA_STATE/$zone"
 		( umask 077; URSA_HOME=$URSA_STATE "$URSACTL" kubeconfig --tenant system \
 			--user "${user:-kubelet-$zone}" --groups system:nodes --ttl 0 \
-			--server "https://127.0.0.1:$port" >"$kc.tmp" )
+			--server "$server" >"$kc.tmp" )
 		mv "$kc.tmp" "$kc"
 		rm -f "$URSA_STATE/$zone/kubelet.kubeconfig" # an administrator's, from before node credentials
 	fi
@@ -430,12 +436,14 @@ start_hollow_kubelet() {
 
 # component_kubeconfig DIR USER PORT: .ursa/DIR/USER.kubeconfig, an admin of tenant system
 # (group system:masters) against https://127.0.0.1:PORT, for a control-plane daemon. Made once.
+# PORT may also be the server list itself ("https://127.0.0.1:A,https://127.0.0.1:B").
 component_kubeconfig() {
-	local dir=$1 user=$2 port=$3 kc=$URSA_STATE/$1/$2.kubeconfig
+	local dir=$1 user=$2 port=$3 kc=$URSA_STATE/$1/$2.kubeconfig server=https://127.0.0.1:$3
+	[[ $port == *://* ]] && server=$port
 	if [ ! -s "$kc" ]; then
 		mkdir -p "$URSA_STATE/$dir"
 		( umask 077; URSA_HOME=$URSA_STATE "$URSACTL" kubeconfig --tenant system --user "$user" \
-			--groups system:masters --ttl 0 --server "https://127.0.0.1:$port" >"$kc.tmp" )
+			--groups system:masters --ttl 0 --server "$server" >"$kc.tmp" )
 		mv "$kc.tmp" "$kc"
 	fi
 	printf '%s\n' "$kc"
@@ -443,37 +451,41 @@ component_kubeconfig() {
 
 # start_tp_controller_manager NAME PARTITION PORT HEALTH_PORT: the tenant partition's controllers
 # (tenant, namespace, replicaset, deployment, garbage collector), leader-elected through a Lease;
-# /healthz and /metrics on http://127.0.0.1:HEALTH_PORT.
+# /healthz and /metrics on http://127.0.0.1:HEALTH_PORT. Any FLAG... after them is passed on.
 start_tp_controller_manager() {
 	local name=$1 part=$2 port=$3 health=$4 kc log=$URSA_STATE/$2/controller-manager.log
+	shift 4
 	kc=$(component_kubeconfig "$part" controller-manager "$port")
 	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/tenant-partition/controllers/ursa-tp-controller-manager" \
 		--kubeconfig "$kc" --node-monitor-grace-period "${URSA_NODE_MONITOR_GRACE_SECONDS:-50}" \
-		--health-listen "127.0.0.1:$health" --root-ca-file "$URSA_CA" --log-level info
+		--health-listen "127.0.0.1:$health" --root-ca-file "$URSA_CA" --log-level info "$@"
 	URSA_SUMMARY+=("$name: controller manager of $part, http://127.0.0.1:$health/healthz (log $log)")
 }
 
 # start_scheduler NAME PARTITION PORT HEALTH_PORT: the tenant partition's scheduler
 # (leader-elected), placing its pods on the nodes of every resource manager in the partition's
-# registry; /healthz and /metrics on http://127.0.0.1:HEALTH_PORT.
+# registry; /healthz and /metrics on http://127.0.0.1:HEALTH_PORT. Any FLAG... after them is
+# passed on.
 start_scheduler() {
 	local name=$1 part=$2 port=$3 health=$4 kc log=$URSA_STATE/$2/scheduler.log
+	shift 4
 	kc=$(component_kubeconfig "$part" scheduler "$port")
 	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/scheduler/ursa-scheduler" \
-		--kubeconfig "$kc" --partition-id "$part" --health-listen "127.0.0.1:$health" --log-level info
+		--kubeconfig "$kc" --partition-id "$part" --health-listen "127.0.0.1:$health" --log-level info "$@"
 	URSA_SUMMARY+=("$name: scheduler of $part, http://127.0.0.1:$health/metrics (log $log)")
 }
 
 # start_rm_controller_manager NAME PARTITION PORT HEALTH_PORT: the resource manager's node
 # lifecycle and daemonset controllers; /healthz and /metrics on http://127.0.0.1:HEALTH_PORT.
 # URSA_NODE_MONITOR_GRACE_SECONDS (default 50) is how long a node may go without a heartbeat
-# before it becomes Ready=Unknown and is tainted.
+# before it becomes Ready=Unknown and is tainted. Any FLAG... after the four arguments is passed on.
 start_rm_controller_manager() {
 	local name=$1 part=$2 port=$3 health=$4 kc log=$URSA_STATE/$2/controller-manager.log
+	shift 4
 	kc=$(component_kubeconfig "$part" controller-manager "$port")
 	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/resource-manager/controllers/ursa-rm-controller-manager" \
 		--kubeconfig "$kc" --node-monitor-grace-period "${URSA_NODE_MONITOR_GRACE_SECONDS:-50}" \
-		--health-listen "127.0.0.1:$health" --log-level info
+		--health-listen "127.0.0.1:$health" --log-level info "$@"
 	URSA_SUMMARY+=("$name: controller manager of $part, node grace ${URSA_NODE_MONITOR_GRACE_SECONDS:-50} s, http://127.0.0.1:$health/healthz (log $log)")
 }
 
