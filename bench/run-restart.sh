@@ -30,6 +30,16 @@
 #   SETTLE_TIMEOUT (900 s: all pods Running and the partition quiet), QUIET_PCT (25), QUIET_SECONDS
 #     (35: the API server counts as quiet after this many seconds in a row under QUIET_PCT of a core
 #     serving no LIST; longer than the informers' 30 s back-off cap), TP_LOG_LEVEL (info)
+#   INFORMERS (1): 0 starts no resource manager, hollow kubelets, scheduler nor controller manager
+#     (the pods stay bound to nodes that do not exist): only the new server's own start and the
+#     creates after it are measured, and a round needs no settle for informers (see --start)
+#   PERF_SECONDS (0): > 0 records `perf record -a -g` (system-wide: run as root) for this many
+#     seconds from the new API server's start, one perf.data per round in PERF_DIR (default: the
+#     bench's temporary dir; the log names the file and the server's pid for `perf report --pid`)
+#
+# --start: INFORMERS=0 with short windows (BEFORE 5, AFTER 20, QUIET_SECONDS 3) and rounds
+#   alternating A and B on one data set: start-to-ready and the creates' p99 after the kill, a
+#   few minutes for the fill and about 40 s a round (the full run takes ~40 min)
 #
 # Everything runs on loopback (HTTPS with a fresh CA, as deployed), free ports, temporary
 # directories; every wait is bounded; all processes are killed on exit (tests/lib/ursa_harness.py).
@@ -37,10 +47,12 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD="$ROOT/build"
 QUICK=0
+START=0
 for arg in "$@"; do
 	case "$arg" in
 	--quick) QUICK=1 ;;
-	-h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+	--start) START=1 ;;
+	-h|--help) sed -n '2,44p' "$0"; exit 0 ;;
 	-*) echo "run-restart.sh: unknown option $arg" >&2; exit 2 ;;
 	*) BUILD=$(cd "$arg" && pwd) ;;
 	esac
@@ -49,6 +61,9 @@ if [ "$QUICK" = 1 ]; then
 	: "${PODS:=2000}" "${CONFIGMAPS:=1000}" "${NODES:=100}" "${KUBELETS:=2}" "${BEFORE:=8}" "${AFTER:=20}"
 	: "${RATE:=100}" "${LEASE_SECONDS:=40}" "${QUIET_SECONDS:=5}"
 fi
+if [ "$START" = 1 ]; then
+	: "${INFORMERS:=0}" "${BEFORE:=5}" "${AFTER:=20}" "${QUIET_SECONDS:=3}"
+fi
 BIN_A=${BIN_A:-${BASE_BIN_DIR:-$BUILD}}
 BIN_B=${BIN_B:-${NEW_BIN_DIR:-}}
 export URSA_BUILD_DIR="$BUILD" QUICK PODS="${PODS:-100000}" CONFIGMAPS="${CONFIGMAPS:-50000}" \
@@ -56,7 +71,8 @@ export URSA_BUILD_DIR="$BUILD" QUICK PODS="${PODS:-100000}" CONFIGMAPS="${CONFIG
 	BEFORE="${BEFORE:-30}" AFTER="${AFTER:-60}" P99_MS="${P99_MS:-10}" GOOD_SECONDS="${GOOD_SECONDS:-5}" \
 	BIN_A="$BIN_A" BIN_B="$BIN_B" CLIENT_BIN="${CLIENT_BIN:-$BIN_A}" ROUNDS="${ROUNDS:-1}" \
 	LEASE_SECONDS="${LEASE_SECONDS:-400}" QUIET_SECONDS="${QUIET_SECONDS:-35}" \
-	SETTLE_TIMEOUT="${SETTLE_TIMEOUT:-900}" QUIET_PCT="${QUIET_PCT:-25}" TP_LOG_LEVEL="${TP_LOG_LEVEL:-info}"
+	SETTLE_TIMEOUT="${SETTLE_TIMEOUT:-900}" QUIET_PCT="${QUIET_PCT:-25}" TP_LOG_LEVEL="${TP_LOG_LEVEL:-info}" \
+	INFORMERS="${INFORMERS:-1}" PERF_SECONDS="${PERF_SECONDS:-0}" PERF_DIR="${PERF_DIR:-}"
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 exec python3 - "$ROOT" <<'PY'
 import json, math, os, re, subprocess, sys, threading, time
@@ -69,7 +85,7 @@ PODS, CONFIGMAPS, NODES, KUBELETS = (int(E[k]) for k in ("PODS", "CONFIGMAPS", "
 RATE, LOAD_CLIENTS, BEFORE, AFTER = (int(E[k]) for k in ("RATE", "LOAD_CLIENTS", "BEFORE", "AFTER"))
 P99_MS, GOOD_SECONDS, ROUNDS = float(E["P99_MS"]), int(E["GOOD_SECONDS"]), int(E["ROUNDS"])
 SETTLE_TIMEOUT, QUIET_PCT, LEASE_SECONDS = int(E["SETTLE_TIMEOUT"]), float(E["QUIET_PCT"]), int(E["LEASE_SECONDS"])
-QUIET_SECONDS = int(E["QUIET_SECONDS"])
+QUIET_SECONDS, INFORMERS, PERF_SECONDS = int(E["QUIET_SECONDS"]), int(E["INFORMERS"]), int(E["PERF_SECONDS"])
 HZ = os.sysconf("SC_CLK_TCK")
 TENANT = "bench"
 
@@ -216,6 +232,17 @@ class Sampler(threading.Thread):
 # ---- the region -----------------------------------------------------------------------------
 
 def region():
+    if not INFORMERS:
+        log("starting etcd and the partition (%s); no informers" % TP_BINS["A"])
+        tp_etcd = h.Etcd(name="etcd-tp", extra_args=["--quota-backend-bytes", "8589934592"]).start()
+        tp = Tp(tp_etcd, partition_id="tp-1")
+        tp.start()
+        h.create_tenant(tp.admin(), TENANT)
+        r = tp.admin().post("/api/v1/tenants/%s/namespaces" % TENANT,
+                            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "load"}})
+        if r.status not in (201, 409):
+            raise SystemExit("cannot create namespace load: %s %s" % (r.status, r.text))
+        return None, tp, tp_etcd, []
     log("starting etcds, an RM and the partition (%s)" % TP_BINS["A"])
     rm_etcd = h.Etcd(name="etcd-rm").start()
     rm = Rm(rm_etcd, partition_id="rm-1")
@@ -372,6 +399,7 @@ def one_round(n, side, tp, tp_etcd):
         settle(tp, "after switching to %s" % side, pods=False)
     etcd_pid = tp_etcd.members[0]["proc"].pid
     la0 = loadavg()
+    perf = None
     sampler = Sampler(etcd_pid, tp)
     sampler.start()
     load = Load(tp, "r%d" % n, BEFORE + AFTER + 30)
@@ -382,15 +410,39 @@ def one_round(n, side, tp, tp_etcd):
     h.kill(tp.proc)
     tp.start(wait=False)  # at once, as systemd's Restart=always would
     t_spawn = time.time()
-    ready = None
+    if PERF_SECONDS > 0:
+        pdir = E["PERF_DIR"] or h.make_tmpdir("restart-perf")
+        pout = os.path.join(pdir, "perf-%d-%s.data" % (n, side))
+        # system-wide (root): a -p attached this early misses the threads the server starts next;
+        # `perf report --pid` (printed) picks the server, `--comm etcd` its etcd
+        perf = subprocess.Popen(["perf", "record", "-a", "-g", "-q", "-o", pout, "--", "sleep", str(PERF_SECONDS)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        h._children.append(perf)
+        log("round %d: perf record -a into %s; the new server is pid %d" % (n, pout, tp.proc.pid))
+    ready = ready_cpu = etcd_ready_cpu = None
+    e_kill = ticks(etcd_pid)
     try:
         tp.wait_ready(120)
         ready = time.time() - t_kill
+        # CPU-seconds the new server and etcd spent until ready: on a busy machine these say more
+        # than the seconds
+        tk, ek = ticks(tp.proc.pid), ticks(etcd_pid)
+        ready_cpu = tk / HZ if tk is not None else None
+        etcd_ready_cpu = (ek - e_kill) / HZ if ek is not None and e_kill is not None else None
     except h.HarnessError as e:
         log("not ready: %s" % e)
-    log("round %d: killed %d, restarted as %d; /readyz after %s s" % (n, old_pid, tp.proc.pid,
-        "%.2f" % ready if ready is not None else "-"))
+    log("round %d: killed %d, restarted as %d; /readyz after %s s (%s CPU-s; etcd %s CPU-s)" % (
+        n, old_pid, tp.proc.pid, "%.2f" % ready if ready is not None else "-",
+        "%.2f" % ready_cpu if ready_cpu is not None else "-",
+        "%.2f" % etcd_ready_cpu if etcd_ready_cpu is not None else "-"))
     time.sleep(max(0, t_kill + AFTER - time.time()))
+    if perf is not None:
+        try:
+            perf.wait(max(5, PERF_SECONDS + 10))
+        except subprocess.TimeoutExpired:
+            perf.terminate()
+            perf.wait(10)
     load.finish()
     sampler.stop.set()
     sampler.join(3)
@@ -447,7 +499,8 @@ def one_round(n, side, tp, tp_etcd):
     list_secs = [s for s in range(0, AFTER) if (per.get(s) or {}).get("lists")]
     return {"n": n, "side": side, "bin": TP_BINS[side],
             "lists_first": list_secs[0] if list_secs else None, "lists_last": list_secs[-1] if list_secs else None,
-            "load_before": la0, "load_after": la1, "ready": ready,
+            "load_before": la0, "load_after": la1, "ready": ready, "ready_cpu": ready_cpu,
+            "etcd_ready_cpu": etcd_ready_cpu,
             "first_ok": first_ok, "recovered": recovered, "etcd_30": etcd_30, "etcd_pre30": etcd_pre,
             "tp_30": tp_30 if tp_known else None, "lists": lists_after, "list_by": list_by, "gone": gone,
             "watches": watches, "etcd_ops": etcd_ops,
@@ -489,14 +542,19 @@ seconds with LISTs; AFTER=120 shows the whole storm). Binaries: %s.
        fill_res.get("seconds", 0), fill_res.get("ops_per_s", 0), meta["settle"], QUIET_SECONDS, QUIET_PCT, RATE,
        LOAD_CLIENTS, BEFORE, AFTER, GOOD_SECONDS, P99_MS,
        "; ".join("%s = %s" % kv for kv in TP_BINS.items())))
-    print("| Round | API server | Before: p50 / p99 ms | /readyz after s | First create ok after s | "
+    if not INFORMERS:
+        print("INFORMERS=0: no RM, hollow kubelets, scheduler nor controller manager ran (the pods are bound to "
+              "nodes that do not exist); only the new server's start and the creates are measured.\n")
+    print("| Round | API server | Before: p50 / p99 ms | /readyz after s (its CPU-s / etcd's) | "
+          "First create ok after s | "
           "Recovered after s | p99 ms 0–10 s / 10–30 s after | Errors after | "
           "etcd CPU-s, 30 s after (30 s before) | API server CPU-s, 30 s after | "
           "LISTs served after (seconds with LISTs) | 410s | Load avg |")
     print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in rounds:
-        print("| %d | %s | %s / %s | %s | %s | %s | %s / %s | %d | %s (%s) | %s | %s | %d | %s → %s |" % (
+        print("| %d | %s | %s / %s | %s (%s / %s) | %s | %s | %s / %s | %d | %s (%s) | %s | %s | %d | %s → %s |" % (
             r["n"], r["side"], f(r["before_p50"], "%.2f"), f(r["before_p99"], "%.2f"), f(r["ready"], "%.2f"),
+            f(r["ready_cpu"], "%.2f"), f(r["etcd_ready_cpu"], "%.2f"),
             f(r["first_ok"], "%.2f"), "**%s**" % f(r["recovered"], "%d") if r["recovered"] is not None else
             "**not in %d s**" % AFTER, f(r["p99_0_10"]), f(r["p99_10_30"]), r["err_after"], f(r["etcd_30"]),
             f(r["etcd_pre30"]), f(r["tp_30"]), "%d (%s–%s)" % (r["lists"], f(r["lists_first"], "%d"),
@@ -528,7 +586,9 @@ seconds with LISTs; AFTER=120 shows the whole storm). Binaries: %s.
             v = sorted(r[k] for r in rounds if r["side"] == side and r[k] is not None)
             return v[len(v) // 2] if v else None
         print("\n| Medians | A | B |\n| --- | ---: | ---: |")
-        for k, label in (("recovered", "recovered after s"), ("first_ok", "first create ok after s"),
+        for k, label in (("recovered", "recovered after s"), ("ready", "/readyz after s"),
+                         ("ready_cpu", "API server CPU-s until ready"), ("etcd_ready_cpu", "etcd CPU-s until ready"),
+                         ("first_ok", "first create ok after s"),
                          ("p99_0_10", "create p99 ms, 0–10 s after"), ("p99_10_30", "create p99 ms, 10–30 s after"),
                          ("etcd_30", "etcd CPU-s in the 30 s after"), ("lists", "LISTs served after the restart")):
             print("| %s | %s | %s |" % (label, f(med("A", k), "%.2f"), f(med("B", k), "%.2f")))
@@ -538,7 +598,7 @@ try:
     meta = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "load_start": loadavg()}
     rm, tp, tp_etcd, _ = region()
     fill_res = fill(tp)
-    meta["settle"] = settle(tp, "after the fill")
+    meta["settle"] = settle(tp, "after the fill", pods=bool(INFORMERS))
     sides = [s for _ in range(ROUNDS) for s in sorted(TP_BINS)]
     rounds = []
     try:
@@ -558,9 +618,9 @@ try:
         failed = None
     meta["load_end"] = loadavg()
     report(rounds, fill_res, meta)
-    keys = ("n", "side", "ready", "first_ok", "recovered", "p99_0_10", "p99_10_30", "err_after", "etcd_30",
-            "etcd_pre30", "tp_30", "lists", "lists_first", "lists_last", "list_by", "gone", "watches", "before_p50",
-            "before_p99", "before_ok", "before_err")
+    keys = ("n", "side", "ready", "ready_cpu", "etcd_ready_cpu", "first_ok", "recovered", "p99_0_10", "p99_10_30",
+            "err_after", "etcd_30", "etcd_pre30", "tp_30", "lists", "lists_first", "lists_last", "list_by", "gone",
+            "watches", "before_p50", "before_p99", "before_ok", "before_err")
     print("FIGURES " + json.dumps({"fill": fill_res, "settle_s": meta["settle"], "load_start": meta["load_start"],
                                      "load_end": meta["load_end"],
                                      "rounds": [{k: r[k] for k in keys} for r in rounds]}), file=sys.stderr, flush=True)

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "ursa/api.h"
+#include "ursa/buf.h"
 #include "ursa/etcd.h"
 #include "ursa/selector.h"
 
@@ -34,10 +35,21 @@ struct cobj {
 	 * object is published, always under its cache's lock. */
 	json_t *tree;
 	struct cobj *tprev, *tnext;
+	bool plain;           /* built by cobj_new_fast: json is of its plain form (cobj_text_paths) */
 };
 /* Builds a cobj from an etcd value (the stored JSON) at mod_rev; NULL if it does not parse.
  * The returned reference is new (refs == 1). */
 struct cobj *cobj_new(const struct api_resource *r, const char *key, const char *value, size_t len, int64_t mod_rev);
+/* cobj_new's fast path alone: the object straight from the text when the text is of the plain
+ * form our API servers store (compact, ASCII, no \u escapes, ...), else NULL (not a verdict on
+ * the text: cobj_new then parses it). Equal to what cobj_new's parse would build. */
+struct cobj *cobj_new_fast(const struct api_resource *r, const char *key, const char *value, size_t len,
+			   int64_t mod_rev);
+/* The JSON text of the values at dotted paths (as json_path) in o->json, without parsing it:
+ * spans[i] points into o->json, or is { NULL, 0 } when paths[i] is absent. -1 when o's text is
+ * not of the plain form cobj_new_fast takes (then parse o->json). For a reader that needs a few
+ * members of many objects (the quota tracker's pods at a start). */
+int cobj_text_paths(const struct cobj *o, const char *const *paths, size_t n, struct sv *spans);
 /* The same from a tree known to equal the parsed value (a write hint): no parse. The tree is
  * only read (the cobj keeps a reference to its metadata.labels); a value whose text cannot take
  * the resourceVersion splice is parsed as by cobj_new. */

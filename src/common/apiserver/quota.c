@@ -266,6 +266,35 @@ static json_t *parse_cobj(const struct cobj *o)
 	return json_loadb(o->json, o->json_len, 0, NULL);
 }
 
+/* What quota_pod_usage reads of a pod, as a tree built from those members' text alone: at a
+ * restart the tracker takes in every pod of the partition, and parsing each whole pod cost as
+ * much CPU as listing them. NULL when o's text is not of the plain form (then parse it all). */
+static json_t *pod_usage_tree(const struct cobj *o)
+{
+	static const char *const paths[] = { "spec.containers", "spec.initContainers", "spec.activeDeadlineSeconds",
+					     "status.phase" };
+	static const char *const keys[] = { "containers", "initContainers", "activeDeadlineSeconds", "phase" };
+	struct sv spans[4];
+	if (cobj_text_paths(o, paths, 4, spans) < 0)
+		return NULL;
+	json_t *spec = json_object(), *status = json_object();
+	for (size_t i = 0; i < 4; i++) {
+		if (!spans[i].ptr)
+			continue;
+		json_t *v = json_loadb(spans[i].ptr, spans[i].len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+		if (!v) {
+			json_decref(spec);
+			json_decref(status);
+			return NULL;
+		}
+		json_object_set_new(i < 3 ? spec : status, keys[i], v);
+	}
+	json_t *t = json_object();
+	json_object_set_new(t, "spec", spec);
+	json_object_set_new(t, "status", status);
+	return t;
+}
+
 static void pod_record(const json_t *pod, struct podrec *ret)
 {
 	struct quota_pod qp;
@@ -311,7 +340,8 @@ static void on_event(struct quota *qs, struct served *sv, enum wev_type type, st
 		json_t *t = wcache_get_tree(sv->cache, o->key, &rv);
 		if (!t || rv != o->rv) {
 			json_decref(t);
-			t = parse_cobj(o);
+			if (!(t = pod_usage_tree(o)))
+				t = parse_cobj(o);
 		}
 		pod_record(t, &pr);
 		parsed = true;

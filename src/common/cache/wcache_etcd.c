@@ -110,6 +110,65 @@ static void add_page(struct wcache *c, struct objvec *a, const struct etcd_range
 	}
 }
 
+/* The pages of one listing, fetched by a thread of their own while the caller builds the objects
+ * of the page before (the two took turns: a list of 100,000 pods left etcd and the builder each
+ * idle half the time). At most FETCH_AHEAD pages wait. */
+#define FETCH_AHEAD 2
+
+struct fetcher {
+	struct etcd *etcd;
+	const char *range_end;
+	struct buf start;       /* fetcher thread: the next page's first key */
+	long page;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct etcd_range_result q[FETCH_AHEAD]; /* under mu: pages fetched, oldest first */
+	size_t qn;
+	bool done, stop;        /* under mu: no more pages will come / the caller gave up */
+	int rc;                 /* under mu: the fetch's error, once done */
+	int64_t rev;            /* the first page's revision (later pages are pinned to it) */
+};
+
+static void *fetch_run(void *arg)
+{
+	struct fetcher *f = arg;
+	int rc = 0;
+	for (;;) {
+		pthread_mutex_lock(&f->mu);
+		while (f->qn == FETCH_AHEAD && !f->stop)
+			pthread_cond_wait(&f->cv, &f->mu);
+		bool stop = f->stop;
+		pthread_mutex_unlock(&f->mu);
+		if (stop)
+			break;
+		struct etcd_range_result res;
+		if ((rc = etcd_range(f->etcd, buf_cstr(&f->start), f->range_end, f->rev, f->page, false, &res)))
+			break;
+		if (f->rev == 0)
+			f->rev = res.revision;
+		bool more = res.more && res.n > 0;
+		if (more) {
+			/* the next key after K is K"\0", which a C string cannot carry; keys never hold
+			 * NUL, so K"\x01" is the smallest key that can follow */
+			buf_reset(&f->start);
+			buf_adds(&f->start, res.kvs[res.n - 1].key);
+			buf_addch(&f->start, '\x01');
+		}
+		pthread_mutex_lock(&f->mu);
+		f->q[f->qn++] = res;
+		pthread_cond_signal(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+		if (!more)
+			break;
+	}
+	pthread_mutex_lock(&f->mu);
+	f->rc = rc;
+	f->done = true;
+	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
 /* One consistent listing of [prefix, range_end) at the first page's revision, objects built for
  * c (progress markers skipped: *ret_marker gets the create revision of c's, 0 if absent).
  * E_GONE if that revision got compacted between pages, E_UNAVAILABLE when stop(ud) says so
@@ -117,37 +176,48 @@ static void add_page(struct wcache *c, struct objvec *a, const struct etcd_range
 static int list_range(struct etcd *etcd, struct wcache *c, const char *prefix, const char *range_end,
 		      bool (*stop)(void *ud), void *ud, struct objvec *a, int64_t *ret_rev, int64_t *ret_marker)
 {
-	struct buf start = BUF_INIT;
-	int64_t rev = 0;
-	long page = atomic_load(&wcache_list_page_size);
-	int rc;
-	buf_adds(&start, prefix);
+	struct fetcher f = { .etcd = etcd, .range_end = range_end, .page = atomic_load(&wcache_list_page_size) };
+	pthread_t th;
+	int rc = 0;
+	buf_init(&f.start);
+	buf_adds(&f.start, prefix);
+	pthread_mutex_init(&f.mu, NULL);
+	pthread_cond_init(&f.cv, NULL);
+	if (pthread_create(&th, NULL, fetch_run, &f) != 0)
+		abort(); /* like an allocation failure */
 	for (;;) {
-		struct etcd_range_result res;
-		if ((rc = etcd_range(etcd, buf_cstr(&start), range_end, rev, page, false, &res)))
-			goto out;
-		if (rev == 0)
-			rev = res.revision;
-		add_page(c, a, &res, ret_marker);
-		bool more = res.more && res.n > 0;
-		if (more) {
-			/* the next key after K is K"\0", which a C string cannot carry; keys never hold
-			 * NUL, so K"\x01" is the smallest key that can follow */
-			buf_reset(&start);
-			buf_adds(&start, res.kvs[res.n - 1].key);
-			buf_addch(&start, '\x01');
-		}
-		etcd_range_result_release(&res);
-		if (!more)
+		pthread_mutex_lock(&f.mu);
+		while (f.qn == 0 && !f.done)
+			pthread_cond_wait(&f.cv, &f.mu);
+		if (f.qn == 0) { /* done, everything taken */
+			rc = f.rc;
+			pthread_mutex_unlock(&f.mu);
 			break;
+		}
+		struct etcd_range_result res = f.q[0];
+		memmove(f.q, f.q + 1, (f.qn - 1) * sizeof(f.q[0]));
+		f.qn--;
+		pthread_cond_signal(&f.cv);
+		pthread_mutex_unlock(&f.mu);
+		add_page(c, a, &res, ret_marker);
+		etcd_range_result_release(&res);
 		if (stop && stop(ud)) {
 			rc = E_UNAVAILABLE;
-			goto out;
+			break;
 		}
 	}
-	*ret_rev = rev;
-out:
-	buf_release(&start);
+	pthread_mutex_lock(&f.mu);
+	f.stop = true;
+	pthread_cond_signal(&f.cv);
+	pthread_mutex_unlock(&f.mu);
+	pthread_join(th, NULL);
+	for (size_t i = 0; i < f.qn; i++)
+		etcd_range_result_release(&f.q[i]);
+	pthread_mutex_destroy(&f.mu);
+	pthread_cond_destroy(&f.cv);
+	buf_release(&f.start);
+	if (rc == 0)
+		*ret_rev = f.rev;
 	return rc;
 }
 

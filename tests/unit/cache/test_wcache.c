@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include "cache_testlib.h"
 #include "cache/wcache_types.h"
+#include "ursa/jsonutil.h"
 #include "ursa/timeutil.h"
 #include "ursa/errors.h"
 #include "ursa/selector.h"
@@ -102,6 +103,151 @@ static void test_metadata_close(void **state)
 	assert_int_equal(js[at], '}');
 	assert_memory_equal(js + at - 13, "\"tier\":\"web\"}", 13);
 	free(js);
+}
+
+/* A pod as our API servers store it (hashKey has 19 digits). */
+static const char stored_pod[] =
+	"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\",\"labels\":{\"app\":\"fill\"},"
+	"\"tenant\":\"t1\",\"namespace\":\"a\",\"uid\":\"73621912-82af-4313-837a-d07d1295317b\","
+	"\"hashKey\":6194273067023727192,\"creationTimestamp\":\"2026-11-27T14:07:00Z\"},\"spec\":{"
+	"\"nodeName\":\"h0-1\",\"tolerations\":[{\"key\":\"ursa.io/hollow\",\"operator\":\"Exists\","
+	"\"effect\":\"NoSchedule\"},{\"key\":\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\","
+	"\"effect\":\"NoExecute\",\"tolerationSeconds\":300}],\"containers\":[{\"name\":\"c\",\"image\":\"x\","
+	"\"resources\":{\"requests\":{\"cpu\":\"1m\",\"memory\":\"1Mi\"}},"
+	"\"terminationMessagePath\":\"/dev/termination-log\",\"imagePullPolicy\":\"Always\"}],"
+	"\"restartPolicy\":\"Always\",\"securityContext\":{},\"enableServiceLinks\":true,\"priority\":0},"
+	"\"status\":{\"phase\":\"Pending\",\"qosClass\":\"Burstable\"}}";
+
+static int64_t thread_cpu_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* The object cobj_new_tree builds from the parsed text: what the parse path gives. */
+static struct cobj *parsed_cobj(const char *key, const char *js, int64_t rv)
+{
+	json_t *t = json_loads(js, 0, NULL);
+	assert_non_null(t);
+	struct cobj *o = cobj_new_tree(&test_pods, key, js, strlen(js), rv, t);
+	json_decref(t);
+	return o;
+}
+
+static void assert_same_cobj(const struct cobj *a, const struct cobj *b)
+{
+	assert_int_equal(a->json_len, b->json_len);
+	assert_memory_equal(a->json, b->json, a->json_len);
+	assert_string_equal(a->key, b->key);
+	assert_string_equal(a->tenant, b->tenant);
+	assert_string_equal(a->ns, b->ns);
+	assert_string_equal(a->name, b->name);
+	assert_int_equal(a->nfields, b->nfields);
+	for (size_t i = 0; i < a->nfields; i++)
+		assert_string_equal(a->fields[i], b->fields[i]);
+	assert_true(!a->labels == !b->labels);
+	assert_true(!a->labels || json_equal(a->labels, b->labels));
+}
+
+static void test_cobj_fast(void **state)
+{
+	(void)state;
+	const char *key = "/registry/pods/t1/a/p1";
+	/* what our servers store takes the fast path, and it builds what the parse builds */
+	struct cobj *f = cobj_new_fast(&test_pods, key, stored_pod, strlen(stored_pod), 77);
+	assert_non_null(f);
+	struct cobj *p = parsed_cobj(key, stored_pod, 77);
+	assert_same_cobj(f, p);
+	assert_string_equal(f->fields[0], "h0-1");
+	assert_string_equal(f->fields[1], "Pending");
+	assert_string_equal(json_string_value(json_object_get(f->labels, "app")), "fill");
+	assert_non_null(strstr(f->json, "\"creationTimestamp\":\"2026-11-27T14:07:00Z\",\"resourceVersion\":\"77\"}"));
+	cobj_unref(p);
+	cobj_unref(f);
+
+	/* texts it leaves to the parse: an escape in a field value, an exponent, a \u escape, an
+	 * integer over long long, whitespace, a resourceVersion already there, a short key */
+	static const char *const others[] = {
+		"{\"metadata\":{\"name\":\"p1\"},\"spec\":{\"nodeName\":\"h\\\"1\"},"
+		"\"status\":{\"phase\":\"Running\"}}",
+		"{\"metadata\":{\"name\":\"p1\"},\"spec\":{\"nodeName\":\"h1\",\"x\":1e3}}",
+		"{\"metadata\":{\"name\":\"p1\",\"labels\":{\"a\":\"\\u00e9\"}},\"spec\":{\"nodeName\":\"h1\"}}",
+		"{\"metadata\":{\"name\":\"p1\",\"hashKey\":9223372036854775808}}",
+		"{\"metadata\": {\"name\":\"p1\"}}",
+		"{\"metadata\":{\"name\":\"p1\",\"resourceVersion\":\"3\"}}",
+	};
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		const char *js = others[i];
+		assert_null(cobj_new_fast(&test_pods, key, js, strlen(js), 5));
+		json_t *t = json_loads(js, JSON_REJECT_DUPLICATES, NULL);
+		struct cobj *o = cobj_new(&test_pods, key, js, strlen(js), 5);
+		assert_true(!o == !t); /* the parse decides */
+		if (o) {
+			struct cobj *q = parsed_cobj(key, js, 5);
+			assert_same_cobj(o, q);
+			cobj_unref(q);
+		}
+		cobj_unref(o);
+		json_decref(t);
+	}
+	assert_null(cobj_new_fast(&test_pods, "/registry/pods/p1", stored_pod, strlen(stored_pod), 5));
+	const char *esc = "{\"metadata\":{\"name\":\"p1\"},\"spec\":{\"nodeName\":\"h\\\"1\"}}";
+	struct cobj *o = cobj_new(&test_pods, "/registry/pods/t1/a/p1", esc, strlen(esc), 5);
+	assert_non_null(o);
+	assert_string_equal(o->fields[0], "h\"1");
+	cobj_unref(o);
+	/* invalid: neither path takes it (duplicate key, bad number, trailing bytes) */
+	static const char *const bad[] = {
+		"{\"metadata\":{\"name\":\"p1\",\"name\":\"p2\"}}",
+		"{\"metadata\":{\"name\":\"p1\"},\"n\":01}",
+		"{\"metadata\":{\"name\":\"p1\"}}x",
+		"{\"metadata\":{\"name\":\"p1\"},\"n\":tru}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_null(cobj_new_fast(&test_pods, key, bad[i], strlen(bad[i]), 5));
+		assert_null(cobj_new(&test_pods, key, bad[i], strlen(bad[i]), 5));
+	}
+
+	/* members' text without a parse (the quota tracker's pods) */
+	struct cobj *sp = cobj_new(&test_pods, key, stored_pod, strlen(stored_pod), 9);
+	static const char *const paths[] = { "spec.containers", "status.phase", "spec.initContainers",
+					     "metadata.hashKey", "spec.nodeName.x" };
+	struct sv spans[5];
+	assert_int_equal(cobj_text_paths(sp, paths, 5, spans), 0);
+	assert_non_null(spans[0].ptr);
+	assert_true(spans[0].ptr[0] == '[' && spans[0].ptr[spans[0].len - 1] == ']');
+	json_t *cs = json_loadb(spans[0].ptr, spans[0].len, 0, NULL);
+	json_t *whole = json_loads(sp->json, 0, NULL);
+	assert_true(json_equal(cs, json_object_get(json_object_get(whole, "spec"), "containers")));
+	json_decref(cs);
+	json_decref(whole);
+	assert_int_equal(spans[1].len, 9);
+	assert_memory_equal(spans[1].ptr, "\"Pending\"", 9);
+	assert_null(spans[2].ptr);
+	assert_int_equal(spans[3].len, 19);
+	assert_null(spans[4].ptr);
+	cobj_unref(sp);
+	sp = cobj_new(&test_pods, key, "{\"metadata\":{\"name\":\"p\\u0031\"}}", 31, 9);
+	assert_non_null(sp);
+	assert_int_equal(cobj_text_paths(sp, paths, 5, spans), -1); /* not the plain form: parse it */
+	cobj_unref(sp);
+
+	/* the CPU cost per stored pod of each path */
+	enum { N = 20000 };
+	size_t len = strlen(stored_pod);
+	int64_t t0 = thread_cpu_us();
+	for (int i = 0; i < N; i++)
+		cobj_unref(cobj_new_fast(&test_pods, key, stored_pod, len, i + 1));
+	int64_t t1 = thread_cpu_us();
+	for (int i = 0; i < N; i++) {
+		json_t *t = json_parse_limited(stored_pod, len, 64, NULL);
+		cobj_unref(cobj_new_tree(&test_pods, key, stored_pod, len, i + 1, t));
+		json_decref(t);
+	}
+	int64_t t2 = thread_cpu_us();
+	print_message("cobj from a stored pod (%zu bytes): fast path %.2f us, parse path %.2f us\n", len,
+		      (double)(t1 - t0) / N, (double)(t2 - t1) / N);
 }
 
 static void test_cobj_new(void **state)
@@ -1216,6 +1362,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_history_wait_budget),
 		cmocka_unit_test(test_metadata_close), cmocka_unit_test(test_cobj_new),
+		cmocka_unit_test(test_cobj_fast),
 		cmocka_unit_test(test_not_ready),
 		cmocka_unit_test(test_write_hints),    cmocka_unit_test(test_trees),
 		cmocka_unit_test(test_node_delivery),
