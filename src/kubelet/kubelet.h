@@ -26,6 +26,7 @@
 #define KL_LEASE_NS_PATH "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 #define KL_ANN_ID "ursa.io/kubelet-id"
 #define KL_ANN_SCHEME "ursa.io/kubelet-scheme"
+#define KL_LABEL_ID "ursa.io/kubelet-id" /* hollow nodes: their process's node watch selects on it */
 #define KL_HOLLOW_TAINT "ursa.io/hollow"
 #define KL_RM_PARTITION "@rm"   /* partition name of the RM's own (system) pods */
 #define KL_MAX_NODES 100000
@@ -69,8 +70,14 @@ struct kl_node {
 	int64_t renewed_ms;        /* last successful lease renewal (mono) */
 	int64_t ready_since;         /* unix s of Ready's lastTransitionTime */
 	int64_t pressure_since[KL_NPRESSURE];
+	int64_t next_due_ms;         /* mono ms of the node's next turn (renewal, or registration) */
 	uint8_t pressure;            /* bit per enum kl_pressure */
 	bool registered, lease_ok, status_dirty;
+	bool created;                /* registration created the node (its lease is new too) */
+	/* node watch (nodewatch.c) sets it, the heartbeat worker clears it: the API server's copy
+	 * of the node is not what the kubelet reports (Ready not True: the node lifecycle
+	 * controller marked it), so the worker posts the status again */
+	atomic_bool status_stale;
 	/* pod worker */
 	long long cpu_used_m, mem_used_m, pods_used;
 };
@@ -127,6 +134,11 @@ int kl_node_post_status(struct kubelet *k, size_t i);
  * lease renewed within its duration) already holds one of our node names. E_UNAVAILABLE when
  * the RM cannot be asked. */
 int kl_nodes_check_unique(struct kubelet *k, char **ret_err);
+/* True when the API server's copy of a node (a watch event's object) misses a condition the
+ * kubelet reports or has Ready other than True: the kubelet's status must be posted again. */
+bool kl_node_status_stale(const json_t *node);
+/* True when v can be a label value (1-63 of [A-Za-z0-9._-], alphanumeric at both ends). */
+bool kl_label_value_ok(const char *v);
 /* Samples the host's pressure conditions into a bit set (real mode only). */
 uint8_t kl_host_pressure(const struct kubelet *k);
 
@@ -134,6 +146,24 @@ uint8_t kl_host_pressure(const struct kubelet *k);
 int kl_lease_renew(struct kubelet *k, size_t i);
 struct kl_heartbeat *kl_heartbeat_start(struct kubelet *k);
 void kl_heartbeat_stop(struct kl_heartbeat *hb);
+/* From any thread: node i's status is stale on the API server (sets status_stale); its worker
+ * posts it again soon, at most at the pace of its renewals. */
+void kl_heartbeat_flag_stale(struct kl_heartbeat *hb, size_t i);
+/* A heartbeat worker's next turn among nodes first, first + step, ... (pure): the earliest due
+ * renewal of a registered node, else the earliest due registration, except that a registration
+ * goes first when none was made for a period (now - last_register >= period), so registering
+ * goes on however busy the renewals keep the worker. -1 when nothing is due. *ret_wake (may be
+ * NULL) gets the earliest due time of any of them (INT64_MAX: none). */
+long kl_hb_pick(const struct kubelet *k, size_t first, size_t step, int64_t now, int64_t last_register,
+		int64_t period, int64_t *ret_wake);
+
+/* The node watch (nodewatch.c): one watch of this process's nodes (a real node: by name; hollow
+ * nodes: by their KL_LABEL_ID label), kept without a store: each event's Ready condition is
+ * checked and the node flagged through kl_heartbeat_flag_stale. NULL if the thread cannot
+ * start or the nodes cannot be selected. Stop joins. */
+struct kl_nodewatch;
+struct kl_nodewatch *kl_nodewatch_start(struct kubelet *k, struct kl_heartbeat *hb);
+void kl_nodewatch_stop(struct kl_nodewatch *nw);
 
 /* Partitions (partitions.c): the RM's own pods plus one client and pod informer per TP of the
  * RM's registry, followed at run time. */

@@ -113,6 +113,8 @@ static json_t *node_meta(const struct kubelet *k, size_t i)
 		json_object_set_new(labels, "topology.kubernetes.io/region", json_string(k->opt.region));
 	json_object_set_new(labels, k->hollow ? "node-role.kubernetes.io/hollow" : "node-role.kubernetes.io/worker",
 			    json_string(""));
+	if (k->hollow && kl_label_value_ok(k->kubelet_id))
+		json_object_set_new(labels, KL_LABEL_ID, json_string(k->kubelet_id));
 	json_t *ann = json_object();
 	json_object_set_new(ann, KL_ANN_ID, json_string(k->kubelet_id));
 	json_object_set_new(ann, KL_ANN_SCHEME, json_string(k->opt.tls_cert ? "https" : "http"));
@@ -168,6 +170,7 @@ int kl_node_register(struct kubelet *k, size_t i)
 	json_t *obj = kl_node_object(k, i);
 	int code = rest_do(k->rm, "POST", "/api/v1/nodes", obj, NULL, NULL);
 	json_decref(obj);
+	n->created = code == 201;
 	if (code == 409) {
 		char *path = xasprintf("/api/v1/nodes/%s", n->name);
 		json_t *patch = json_pack("{s:o}", "metadata", node_meta(k, i));
@@ -187,6 +190,41 @@ int kl_node_register(struct kubelet *k, size_t i)
 			log_info("node registered", "node=\"%s\"", n->name);
 	}
 	return rc;
+}
+
+bool kl_label_value_ok(const char *v)
+{
+	size_t n = v ? strlen(v) : 0;
+	if (n == 0 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = v[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		if (!alnum && ((c != '-' && c != '_' && c != '.') || i == 0 || i + 1 == n))
+			return false;
+	}
+	return true;
+}
+
+bool kl_node_status_stale(const json_t *node)
+{
+	static const char *const types[] = { "MemoryPressure", "DiskPressure", "PIDPressure", "Ready" };
+	const json_t *conds = json_path(node, "status.conditions");
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		const json_t *found = NULL, *c;
+		size_t i;
+		json_array_foreach(conds, i, c) {
+			const char *type = json_str(c, "type");
+			if (type && strcmp(type, types[t]) == 0)
+				found = c;
+		}
+		if (!found)
+			return true;
+		const char *st = json_str(found, "status");
+		if (strcmp(types[t], "Ready") == 0 && (!st || strcmp(st, "True") != 0))
+			return true;
+	}
+	return false;
 }
 
 /* The holder is live when its lease was renewed within its duration. */
