@@ -3,7 +3,9 @@ tenant partition (TP) registered in the RM, two fake-runtime kubelets (two nodes
 losing one is not a full disruption), and the controller manager with short periods
 (grace 10 s, monitor period 1 s)."""
 
+import datetime
 import os
+import re
 import sys
 import time
 
@@ -39,9 +41,12 @@ class Proc:
         return self
 
     def stop(self):
+        """SIGTERM (KILL after 10 s); the exit status, None when not running."""
+        rc = None
         if self.proc is not None:
-            h.terminate(self.proc)
+            rc = h.terminate(self.proc)
             self.proc = None
+        return rc
 
     def text(self):
         with open(self.log, errors="replace") as f:
@@ -223,6 +228,75 @@ def test_daemonset_one_pod_per_node():
                  .get("desiredNumberScheduled") == 3, 10, "status desiredNumberScheduled=3")
     h.expect_status(S["admin"].delete("/api/v1/nodes/rmc-node-c"), 200, "delete node c")
     h.wait_until(lambda: ds_nodes() == sorted([NODE_A, NODE_B]), 20, "daemon pod of a deleted node removed")
+
+
+LOST_ZONE, LOST_N, RATE, RL_GRACE = "az-lost", 80, 20, 5
+TS_RE = re.compile(r'ts=(\S+) .*msg="node tainted" node="(rl-node-\d+)"')
+
+
+def taint_times(text):
+    """node -> wall time (s) of its "node tainted" log line."""
+    out = {}
+    for line in text.splitlines():
+        m = TS_RE.search(line)
+        if m:
+            t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%fZ")
+            out.setdefault(m.group(2), t.replace(tzinfo=datetime.timezone.utc).timestamp())
+    return out
+
+
+def test_many_lost_nodes_tainted_at_the_rate():
+    """--node-eviction-rate drains a zone's queue at that rate: every monitor pass taints as many
+    waiting nodes as the zone's bucket holds (burst rate x period), not one a pass."""
+    h.wait_until(lambda: "became leader" in S["cm"].text(), 20, "controller manager leads")
+    rc = S["cm"].stop()  # SIGTERM while leading: it hands the lease back and exits cleanly
+    h.eq(rc, 0, "controller manager exit status on SIGTERM")
+    # Ready nodes no kubelet posts for, created before the controller starts so that it sees
+    # them all at once and they all go silent in the same pass: a whole zone lost (the kubelets'
+    # zone az-1 stays up, so not every zone is disrupted and this one keeps --node-eviction-rate)
+    for i in range(LOST_N):
+        r = S["admin"].post("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": "rl-node-%03d" % i, "labels": {"topology.kubernetes.io/zone": LOST_ZONE}}})
+        h.expect_status(r, 201, "create node rl-node-%03d" % i)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        r = S["admin"].patch("/api/v1/nodes/rl-node-%03d/status" % i, {"status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": now,
+             "lastTransitionTime": now}]}})
+        h.expect_status(r, 200, "post status of rl-node-%03d" % i)
+    r = S["admin"].post("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "rl-nocond", "labels": {"topology.kubernetes.io/zone": LOST_ZONE}}})
+    h.expect_status(r, 201, "create node rl-nocond (never posts a status)")
+    cm = Proc("rm-controller-manager-rate", lambda p: [
+        CM_BIN, "--kubeconfig", S["kc"], "--node-monitor-grace-period", str(RL_GRACE),
+        "--node-monitor-period", "1", "--node-eviction-rate", str(RATE), "--identity", "cm-test-1",
+        "--controllers", "nodelifecycle"]).start()
+    S["cm"] = cm
+    h.wait_until(lambda: "became leader" in cm.text(), 20, "restarted controller manager leads")
+    h.wait_until(lambda: len(taint_times(cm.text())) >= 1, RL_GRACE + 15, "a lost node tainted")
+    h.wait_until(lambda: len(taint_times(cm.text())) >= LOST_N, 30, "every lost node tainted")
+    times = sorted(taint_times(cm.text()).values())
+    first, last = times[0], times[-1]
+    in_first_s = sum(1 for t in times if t - first <= 1.0)
+    burst = RATE * 1
+    print("  %d lost nodes tainted in %.2fs (%d in the first second)" % (LOST_N, last - first, in_first_s), flush=True)
+    # all within a couple of monitor periods of the first: (80 - burst 20) / 20 per s = 3 s.
+    # One node per pass (or per 250 ms tick) would take 20 s or more.
+    h.check(last - first <= 6.0, "%d lost nodes tainted within %.1fs of the first (want <= 6 s at %d/s)"
+            % (LOST_N, last - first, RATE))
+    # and the rate still limits: the bucket's burst plus a second's worth, not the whole zone at once
+    h.check(in_first_s <= burst + RATE * 1 + 6, "%d nodes tainted in the first second (burst %d, rate %d/s)"
+            % (in_first_s, burst, RATE))
+    for i in (0, LOST_N - 1):
+        node = get_node("rl-node-%03d" % i)
+        h.eq(ready_status(node), "Unknown", "rl-node-%03d Ready" % i)
+        h.check(UNREACHABLE in taint_keys(node), "rl-node-%03d tainted unreachable" % i)
+    for n in (NODE_A, NODE_B):
+        h.eq(taint_keys(get_node(n)), [], "%s (live zone) untainted" % n)
+    h.check('zone="%s" from=Normal to=FullDisruption' % LOST_ZONE in cm.text(), "lost zone seen as disrupted")
+    # a node that never posted a Ready condition is marked Unknown after the grace period, then
+    # tainted like the others
+    h.wait_until(lambda: ready_status(get_node("rl-nocond")) == "Unknown", 10, "rl-nocond Ready=Unknown")
+    h.wait_until(lambda: UNREACHABLE in taint_keys(get_node("rl-nocond")), 10, "rl-nocond tainted")
 
 
 def teardown():

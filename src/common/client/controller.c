@@ -365,9 +365,9 @@ void ctl_manager_free(struct ctl_manager *m)
 	if (m->le)
 		leader_stop(m->le);
 	pthread_mutex_lock(&m->start_mu); /* a start in progress finishes first */
-	for (size_t i = 0; i < m->ninf; i++)
-		if (m->inf[i].inf)
-			informer_stop(m->inf[i].inf);
+	/* The ticker and the workers read the informers (a sync in progress may hold a snapshot
+	 * or look an object up): they end before the informers are freed. Informer threads only
+	 * add to the queues, which ignore adds once shut down and are freed last. */
 	pthread_mutex_lock(&m->tick_mu);
 	m->stopping = true;
 	pthread_cond_signal(&m->tick_cv);
@@ -380,6 +380,9 @@ void ctl_manager_free(struct ctl_manager *m)
 	for (size_t i = 0; i < m->n; i++)
 		for (int j = 0; j < m->c[i].nth; j++)
 			pthread_join(m->c[i].th[j], NULL);
+	for (size_t i = 0; i < m->ninf; i++)
+		if (m->inf[i].inf)
+			informer_stop(m->inf[i].inf);
 	for (size_t i = 0; i < m->n; i++) {
 		struct ctl *c = &m->c[i];
 		if (c->running && c->def->stop)

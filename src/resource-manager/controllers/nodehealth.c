@@ -72,6 +72,20 @@ double zone_eviction_rate(enum zone_state s, int zone_size, bool all_zones_full,
 	return r->primary;
 }
 
+double zone_eviction_burst(double rate, int64_t period_s)
+{
+	double b = rate * (double)(period_s > 0 ? period_s : 1);
+	return b > 1 ? b : 1;
+}
+
+void zone_bucket_retune(struct token_bucket *b, double rate, int64_t period_s, int64_t now_us)
+{
+	token_bucket_set_rate(b, rate, now_us);
+	b->burst = zone_eviction_burst(b->rate, period_s);
+	if (b->tokens > b->burst)
+		b->tokens = b->burst;
+}
+
 static bool str_eq_opt(const char *a, const char *b)
 {
 	return strcmp(a ? a : "", b ? b : "") == 0;

@@ -2,7 +2,8 @@
  * lease's renewTime and the Ready condition's lastHeartbeatTime, timed by when this process
  * saw them change, so clocks need not agree) with the grace period, marks silent nodes
  * Ready=Unknown, and works out each zone's state. Taints go on through one token bucket per
- * zone (so a zone going dark at once is tainted slowly, or not at all), come off at once when
+ * zone at the zone's rate (every pass takes as many waiting nodes as the bucket holds, so a
+ * zone going dark at once is tainted at that rate, or not at all), come off at once when
  * the node is Ready again. Pods of tainted nodes, in every tenant partition of the registry
  * and in the RM's own system tenant, are marked Ready=False and evicted when their toleration
  * runs out. All state belongs to the thread calling nodelifecycle_tick. */
@@ -176,7 +177,7 @@ static struct nl_zone *zone_get(struct nodelifecycle *nl, const char *name, int6
 	struct nl_zone *z = &nl->zones[nl->nzones++];
 	z->name = xstrdup(name);
 	z->state = ZONE_NORMAL;
-	token_bucket_init(&z->tb, nl->o->rate, 1, now * 1000); /* burst 1: nodes are tainted one at a time */
+	token_bucket_init(&z->tb, nl->o->rate, zone_eviction_burst(nl->o->rate, nl->o->period_s), now * 1000);
 	return z;
 }
 
@@ -205,7 +206,7 @@ static void zones_update(struct nodelifecycle *nl, int64_t now)
 				 zone_state_name(z->state), zone_state_name(st[i]), z->ready, z->not_ready);
 		z->state = st[i];
 		double rate = zone_eviction_rate(st[i], z->ready + z->not_ready, all_full, &r);
-		token_bucket_set_rate(&z->tb, rate, now * 1000);
+		zone_bucket_retune(&z->tb, rate, nl->o->period_s, now * 1000);
 	}
 }
 
@@ -231,7 +232,8 @@ static void observe(struct nodelifecycle *nl, const json_t *node, struct snap *s
 		n->probe_ms = now;
 	n->ready = node_ready_of(node);
 	n->no_condition = ready_condition(node) == NULL;
-	if (leader && n->ready != NODE_READY_UNKNOWN &&
+	/* a node that never posted a Ready condition counts as Unknown but has not been marked so */
+	if (leader && (n->ready != NODE_READY_UNKNOWN || n->no_condition) &&
 	    node_heartbeat_stale(n->probe_ms, now, nl->o->grace_s * 1000)) {
 		int code = mark_unknown(nl, node, name);
 		if (ok(code)) {

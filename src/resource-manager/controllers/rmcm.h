@@ -61,6 +61,13 @@ struct eviction_rates {
  * and larger than large_cluster nodes, 0 for a small partially disrupted zone, and 0
  * everywhere when every zone is fully disrupted (the controller is probably the one cut off). */
 double zone_eviction_rate(enum zone_state s, int zone_size, bool all_zones_full, const struct eviction_rates *r);
+/* The burst of a zone's taint bucket at this rate: what accrues in one monitor period
+ * (period_s), at least 1. Taints are drawn from the bucket every pass, as many as it holds, so
+ * a zone taints about rate nodes a second whatever the period. */
+double zone_eviction_burst(double rate, int64_t period_s);
+/* Moves a zone's bucket to rate (and its burst for period_s) at now_us: tokens accrued so far
+ * stay, up to the new burst; rate 0 empties it. */
+void zone_bucket_retune(struct token_bucket *b, double rate, int64_t period_s, int64_t now_us);
 
 /* Whether one toleration matches one taint (key/operator/value/effect, Kubernetes rules). */
 /* When (wall-clock ms) the pod must go from a node with these taints: the earliest, over

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include "client_testlib.h"
 #include "ursa/controller.h"
@@ -410,6 +411,86 @@ static void test_informers_and_election(void **state)
 	tl_env_down(&env);
 }
 
+/* ---- shutdown while a sync reads an informer ---- */
+
+#define SLOW_LEASE "/apis/coordination.k8s.io/v1/tenants/t1/namespaces/default/leases/ctl-slow"
+
+struct slow {
+	struct ctl_manager *m; /* set before start */
+	atomic_bool hold;      /* the next sync waits, then reads the informer */
+	atomic_bool in_sync, done, found;
+	atomic_int leading_changes;
+};
+
+/* As the RM's node lifecycle tick: a standby tick controller reading the informer. Once held,
+ * it sleeps through the manager's shutdown (which begins meanwhile), then looks an object up:
+ * the informer must still be there. */
+static int sync_slow(void *ud, const char *key)
+{
+	struct slow *s = ud;
+	(void)key;
+	struct informer *inf = ctl_manager_informer(s->m, CM_ALL);
+	if (!inf || !informer_synced(inf) || !atomic_load(&s->hold) || atomic_load(&s->in_sync))
+		return 0;
+	atomic_store(&s->in_sync, true);
+	tl_sleep_ms(800);
+	json_t *o = informer_get(inf, "t1/default/before");
+	atomic_store(&s->found, o != NULL);
+	json_decref(o);
+	atomic_store(&s->done, true);
+	return 0;
+}
+
+static const struct ctl_def slow_defs[] = {
+	{ "slow", { { CM_ALL, 0, ctl_key_none } }, sync_slow, .tick_key = "t/slow/tick", .period_ms = 50,
+	  .standby = true },
+};
+
+static void on_leading_slow(void *ud, bool leading)
+{
+	struct slow *s = ud;
+	(void)leading;
+	atomic_fetch_add(&s->leading_changes, 1);
+}
+
+static bool slow_state(void *ud)
+{
+	struct slow *s = ud;
+	return ctl_manager_leading(s->m) && atomic_load(&s->in_sync);
+}
+
+/* The crash of ursa-rm-controller-manager on SIGTERM: the manager stopped (and freed) its
+ * informers while a worker was still syncing, then joined the workers. Stopping now loses
+ * leadership first (the lease is released), ends the workers, and only then the informers. */
+static void test_free_while_syncing(void **state)
+{
+	(void)state;
+	struct tl_env env;
+	if (!tl_env_up(&env)) {
+		fail_msg("ursa-tp-apiserver not built (set URSA_BUILD_DIR)");
+	}
+	struct rest_client *c = tl_client(&env);
+	tl_create_tenant(c, "t1");
+	tl_post(c, CM_PATH, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"before\"}}", 201);
+	for (int round = 0; round < 3; round++) {
+		struct slow s = { 0 };
+		struct ctl_config cfg = { .defs = slow_defs, .ndefs = 1, .controllers = "*", .rest = c, .ud = &s,
+					  .leader_elect = true, .lease_path = SLOW_LEASE, .identity = "slow",
+					  .lease_duration_s = 3, .renew_deadline_s = 2, .retry_period_s = 1,
+					  .on_leading = on_leading_slow };
+		assert_int_equal(ctl_manager_new(&cfg, &s.m), 0);
+		ctl_manager_start(s.m);
+		atomic_store(&s.hold, true);
+		assert_true(tl_wait(slow_state, &s, 15000));
+		ctl_manager_free(s.m); /* what SIGTERM does, while the sync sleeps */
+		assert_true(atomic_load(&s.done));  /* the worker ended before the manager returned */
+		assert_true(atomic_load(&s.found)); /* and its informer was still there */
+		assert_int_equal(atomic_load(&s.leading_changes), 2); /* became leader, lost it on the way out */
+	}
+	rest_free(c);
+	tl_env_down(&env);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -417,6 +498,7 @@ int main(void)
 		cmocka_unit_test(test_dispatch),
 		cmocka_unit_test(test_workers),
 		cmocka_unit_test(test_informers_and_election),
+		cmocka_unit_test(test_free_while_syncing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,6 +64,73 @@ static void test_zone_rate(void **state)
 	assert_true(zone_eviction_rate(ZONE_FULL_DISRUPTION, 10, true, &r) == 0);
 }
 
+/* Nodes a zone taints when `queued` nodes wait from t=0 and a pass runs every pass_ms for
+ * total_ms (passes at 0, pass_ms, ...), each taking as many as its bucket holds, the bucket
+ * made as the controller makes it. */
+static int tainted_in(double rate, int64_t period_s, int64_t pass_ms, int64_t total_ms, int queued)
+{
+	struct token_bucket b;
+	token_bucket_init(&b, rate, zone_eviction_burst(rate, period_s), 0);
+	int done = 0;
+	for (int64_t t = 0; t <= total_ms; t += pass_ms)
+		while (done < queued && token_bucket_take(&b, t * 1000))
+			done++;
+	return done;
+}
+
+static void test_zone_burst(void **state)
+{
+	(void)state;
+	assert_true(zone_eviction_burst(0.1, 5) == 1); /* Kubernetes' defaults: one node at a time */
+	assert_true(zone_eviction_burst(0, 5) == 1);
+	assert_true(zone_eviction_burst(200, 2) == 400);
+	assert_true(zone_eviction_burst(0.5, 4) == 2);
+	assert_true(zone_eviction_burst(3, 0) == 3); /* a period below 1 s counts as 1 s */
+
+	/* the region simulation: rate 200, monitor period 2 s, 1,000 lost nodes. One pass every
+	 * period drains rate * period nodes: all within the third pass (400 + 400 + 200), where a
+	 * burst of 1 took one node a pass (~80 after minutes). */
+	assert_int_equal(tainted_in(200, 2, 2000, 0, 1000), 400);
+	assert_int_equal(tainted_in(200, 2, 2000, 2000, 1000), 800);
+	assert_int_equal(tainted_in(200, 2, 2000, 4000, 1000), 1000);
+	/* passes more often than the period (the controller's 250 ms ticks) make the same rate */
+	int n = tainted_in(200, 2, 250, 3000, 100000);
+	assert_true(n >= 400 + 200 * 3 - 1 && n <= 400 + 200 * 3);
+	/* and the rate still limits: 0.1/s over 100 s is the first node plus 10 */
+	assert_int_equal(tainted_in(0.1, 5, 5000, 100000, 1000), 11);
+	assert_int_equal(tainted_in(0.1, 5, 250, 100000, 1000), 11);
+	/* a rate of 5/s with 1 s passes: 5 + 5 a second */
+	assert_int_equal(tainted_in(5, 1, 1000, 10000, 1000), 55);
+	/* rate 0 never taints */
+	assert_int_equal(tainted_in(0, 5, 1000, 100000, 10), 0);
+}
+
+static void test_zone_bucket_retune(void **state)
+{
+	(void)state;
+	struct token_bucket b;
+	token_bucket_init(&b, 200, zone_eviction_burst(200, 2), 0);
+	assert_true(b.tokens == 400);
+	/* partial disruption: the secondary rate, burst 1, what accrued capped to it */
+	zone_bucket_retune(&b, 0.01, 2, 1000000);
+	assert_true(b.burst == 1 && b.tokens == 1);
+	assert_true(token_bucket_take(&b, 1000000));
+	assert_false(token_bucket_take(&b, 2000000));
+	/* every zone fully disrupted: rate 0 empties the bucket */
+	zone_bucket_retune(&b, 0, 2, 3000000);
+	assert_false(token_bucket_take(&b, 100000000));
+	/* back to normal: tokens accrue from empty at the rate, up to rate * period */
+	zone_bucket_retune(&b, 200, 2, 100000000);
+	assert_true(b.burst == 400 && b.tokens == 0);
+	int n = 0;
+	while (token_bucket_take(&b, 100500000))
+		n++;
+	assert_int_equal(n, 100);
+	while (token_bucket_take(&b, 200000000))
+		n++;
+	assert_int_equal(n, 500);
+}
+
 static void test_toleration_matches(void **state)
 {
 	(void)state;
@@ -262,6 +329,8 @@ int main(void)
 		cmocka_unit_test(test_ready_and_zone),
 		cmocka_unit_test(test_zone_state),
 		cmocka_unit_test(test_zone_rate),
+		cmocka_unit_test(test_zone_burst),
+		cmocka_unit_test(test_zone_bucket_retune),
 		cmocka_unit_test(test_toleration_matches),
 		cmocka_unit_test(test_eviction_time),
 		cmocka_unit_test(test_taints_replace),
