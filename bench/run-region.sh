@@ -63,19 +63,19 @@
 # evicted 30 s later (the RM controller deletes them in every tenant partition; ReplicaSets
 # create replacements, the scheduler places them on Ready nodes), then the nodes come back.
 # Found in a run (4,000 nodes, 1,000 killed): all 1,000 went Ready=Unknown 30 s after the kill,
-# but only ~80 were tainted before the kubelet came back: the RM controller's token bucket has a
-# burst of 1 and is drawn once per monitor pass, so it taints at most one node per
-# --node-monitor-period per zone whatever --node-eviction-rate says (Kubernetes: a pass every
-# 100 ms, 10 nodes/s at most). Only those nodes' pods are evicted and rescheduled.
+# but only ~80 were tainted before the kubelet came back: the RM controller's token bucket had a
+# burst of 1 and took one node a pass. Fixed (commit c87366f): a zone's bucket holds rate x
+# monitor period and every pass drains it.
 # Pods must tolerate ursa.io/hollow:NoSchedule (hollow nodes carry that taint) but not
 # node.kubernetes.io/unreachable, or they will not be evicted.
 #
-# Start-up at scale: a hollow kubelet registers its nodes in its heartbeat workers' first round
-# (100 nodes a worker); when that round outlasts the grace period (several processes at once on
-# busy cores), its first nodes go Ready=Unknown before their first renewal and stay so until
-# their next status report (5 minutes: the kubelet does not notice the controller's mark). So the
-# processes register one after another, and the wait goes on once 99% are Ready and stay so
-# 30 s (run.json "limits" says so). Nodes Ready are counted by bench/lib/region_nodes.py (a
+# Start-up at scale: a hollow kubelet registered its nodes in its heartbeat workers' first round
+# (100 nodes a worker); when that round outlasted the grace period (several processes at once on
+# busy cores), its first nodes went Ready=Unknown before their first renewal and stayed so until
+# their next status report (5 minutes: the kubelet did not notice the controller's mark). Fixed
+# (commit b0eb2d3: renewals go before registrations, and a kubelet reports a node the controller
+# marked at once). The processes still register one after another, and the wait goes on once
+# 99% are Ready and stay so 30 s (run.json "limits" says so). Nodes Ready are counted by bench/lib/region_nodes.py (a
 # list + watch per RM), not by listing 10,000 nodes every 5 s, which took seconds of RM CPU.
 # Measured (2026-11-27, 2 shared cores, load average 20-50 from other work): --quick starts in
 # 20-50 s; the default region (20,000 nodes) in 6 min (control plane 1 min, nodes 5 min) and
