@@ -13,6 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import ursa_harness as h  # noqa: E402
+import ursa_region  # noqa: E402
 
 B = h.BUILD_DIR
 REGION_BIN = os.path.join(B, "bench", "ursa-region")
@@ -23,21 +24,6 @@ GW_BIN = os.path.join(B, "src", "gateway", "ursa-gateway")
 NODES = 20
 TENANTS = 4
 S = {}
-
-
-class Quiet(h.ApiServer):
-    binary = None
-
-    def args(self):
-        a = super().args()
-        if self.binary:
-            a[0] = self.binary
-        a[a.index("--log-level") + 1] = "warn"
-        return a
-
-
-class Rm(Quiet):
-    binary = RM_BIN
 
 
 def proc(name, args):
@@ -70,13 +56,12 @@ def setup():
     gw_etcd.start()
     e = h.Etcd(name="etcd-rm1")
     e.start()
-    rm = Rm(e, partition_id="rm-1", extra_args=ida)
+    rm = ursa_region.RmServer(e, partition_id="rm-1", extra_args=ida, log_level="warn")
     rm.start()
     e = h.Etcd(name="etcd-tp1")
     e.start()
-    tp = Quiet(e, partition_id="tp-1", extra_args=ida)
-    for a in ("ca_file", "cert_file", "key_file", "signing_key", "signing_pub", "admin_token", "token_file"):
-        setattr(tp, a, getattr(rm, a))
+    tp = h.ApiServer(e, partition_id="tp-1", extra_args=ida, log_level="warn")
+    ursa_region.share_credentials(tp, rm)
     tp.start()
     for pid, kind, url, zone in (("tp-1", "tp", tp.url, None), ("rm-1", "rm", rm.url, "z-1")):
         a = [h.URSACTL_BIN, "register", "--region-file", os.path.join(tp.dir, "region.json"), "--signing-key",

@@ -30,9 +30,9 @@ REGISTRY = "/apis/ursa.io/v1/tenantpartitions"
 class RmServer(h.ApiServer):
     """ursa-rm-apiserver, started like the harness starts a TP."""
 
-    def __init__(self, etcd, partition_id="rm-1"):
+    def __init__(self, etcd, partition_id="rm-1", extra_args=(), log_level="debug"):
         h.require_binary(RM_BIN, "ursa-rm-apiserver")
-        super().__init__(etcd, partition_id=partition_id)
+        super().__init__(etcd, partition_id=partition_id, extra_args=extra_args, log_level=log_level)
 
     def args(self):
         a = super().args()
