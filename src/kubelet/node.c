@@ -294,18 +294,21 @@ static int check_many(struct kubelet *k, char **ret_err)
 	if (rc == 0)
 		rc = get_json(k, KL_LEASE_NS_PATH, &leases);
 	int64_t now = now_ms() / 1000;
-	size_t i, j;
-	const json_t *n, *l;
+	size_t i;
+	json_t *n, *l;
+	/* the leases by name: a restarted process holding 5,000 nodes in a zone of 10,000 scanned
+	 * every lease for each of its nodes, minutes of CPU before its first heartbeat */
+	json_t *by_name = json_object();
+	json_array_foreach(rc == 0 ? json_object_get(leases, "items") : NULL, i, l) {
+		const char *ln = json_path_str(l, "metadata.name");
+		if (ln)
+			json_object_set(by_name, ln, l);
+	}
 	json_array_foreach(rc == 0 ? json_object_get(nodes, "items") : NULL, i, n) {
 		const char *name = json_path_str(n, "metadata.name");
 		if (kl_node_find(k, name) < 0)
 			continue;
-		const json_t *lease = NULL;
-		json_array_foreach(json_object_get(leases, "items"), j, l) {
-			const char *ln = json_path_str(l, "metadata.name");
-			if (ln && strcmp(ln, name) == 0)
-				lease = l;
-		}
+		const json_t *lease = json_object_get(by_name, name);
 		if (taken(k, n, lease, now)) {
 			*ret_err = xasprintf("node \"%s\" is already registered by another kubelet that is renewing "
 					     "its lease; pick another --hollow-prefix", name);
@@ -313,6 +316,7 @@ static int check_many(struct kubelet *k, char **ret_err)
 			break;
 		}
 	}
+	json_decref(by_name);
 	json_decref(nodes);
 	json_decref(leases);
 	return rc;
