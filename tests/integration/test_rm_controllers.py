@@ -283,8 +283,10 @@ def test_many_lost_nodes_tainted_at_the_rate():
     # One node per pass (or per 250 ms tick) would take 20 s or more.
     h.check(last - first <= 6.0, "%d lost nodes tainted within %.1fs of the first (want <= 6 s at %d/s)"
             % (LOST_N, last - first, RATE))
-    # and the rate still limits: the bucket's burst plus a second's worth, not the whole zone at once
-    h.check(in_first_s <= burst + RATE * 1 + 6, "%d nodes tainted in the first second (burst %d, rate %d/s)"
+    # and the rate still limits: the bucket's burst plus a second's worth, not the whole zone at
+    # once (the times are when each taint's write was logged: on a busy machine one pass's writes
+    # land late, so two passes' worth may fall in a second; all 80 may not)
+    h.check(in_first_s <= burst + RATE * 2 + 6, "%d nodes tainted in the first second (burst %d, rate %d/s)"
             % (in_first_s, burst, RATE))
     for i in (0, LOST_N - 1):
         node = get_node("rl-node-%03d" % i)
