@@ -267,6 +267,48 @@ def test_named_target_port():
     wait_until(lambda: ready_ips("named-headless") == ["10.244.2.1", "10.244.2.2"], 30, "headless endpoints")
 
 
+def test_endpoints_put_back_and_foreign_ones_kept():
+    """The controllers read services, endpoints and slices from their informers: what is changed
+    or deleted behind their back is put back within seconds (not at the next resync), and
+    Endpoints nobody's selector owns are left alone."""
+    r = S["admin"].post(pods_path("acme"), pod_manifest("pb", labels={"app": "pb"}))
+    expect_status(r, 201, "pod pb")
+    report(r.json, "10.244.4.1", ready=True)
+    expect_status(S["admin"].post(svc_path(), svc("pb", selector={"app": "pb"})), 201, "service pb")
+    wait_until(lambda: ready_ips("pb") == ["10.244.4.1"], 30, "endpoints of pb")
+    cur = S["admin"].get(ep_path("pb")).json
+    cur["subsets"] = [{"addresses": [{"ip": "10.9.9.9"}], "ports": [{"port": 80}]}]
+    expect_status(S["admin"].put(ep_path("pb"), cur), 200, "endpoints overwritten")
+    t0 = time.time()
+    wait_until(lambda: ready_ips("pb") == ["10.244.4.1"], 10, "overwritten endpoints put back")
+    check(time.time() - t0 < 10, "put back only after %.1f s" % (time.time() - t0))
+    expect_status(S["admin"].delete(ep_path("pb")), 200, "endpoints deleted")
+    wait_until(lambda: ready_ips("pb") == ["10.244.4.1"], 10, "deleted endpoints made again")
+    sl = wait_until(lambda: (lambda l: l if len(l) == 1 else None)(slices("pb")), 30, "one slice of pb")
+    uid = sl[0]["metadata"]["uid"]
+    p = "/apis/discovery.k8s.io/v1/tenants/acme/namespaces/default/endpointslices/" + sl[0]["metadata"]["name"]
+    expect_status(S["admin"].delete(p), 200, "slice deleted")
+    wait_until(lambda: (lambda l: len(l) == 1 and l[0]["metadata"]["uid"] != uid and
+                        [e["addresses"] for e in l[0].get("endpoints") or []] == [["10.244.4.1"]])(slices("pb")),
+               10, "deleted slice made again")
+    # Endpoints of no service, and of a service without a selector, are their writer's
+    manual = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "manual"},
+              "subsets": [{"addresses": [{"ip": "192.0.2.10"}], "ports": [{"port": 5432}]}]}
+    expect_status(S["admin"].post("/api/v1/tenants/acme/namespaces/default/endpoints", manual), 201,
+                  "endpoints without a service")
+    expect_status(S["admin"].post(svc_path(), svc("manual", ports=[{"port": 5432}])), 201,
+                  "service without a selector")
+    cur = S["admin"].get(ep_path("manual")).json
+    cur["subsets"][0]["addresses"].append({"ip": "192.0.2.11"})
+    expect_status(S["admin"].put(ep_path("manual"), cur), 200, "manual endpoints updated")
+    time.sleep(3)
+    eq(ready_ips("manual"), ["192.0.2.10", "192.0.2.11"], "endpoints of a selectorless service kept")
+    expect_status(S["admin"].post("/api/v1/tenants/acme/namespaces/default/endpoints",
+                                  dict(manual, metadata={"name": "orphan"})), 201, "endpoints of no service")
+    time.sleep(3)
+    eq(ready_ips("orphan"), ["192.0.2.10"], "endpoints of no service kept")
+
+
 def test_namespace_deletion_takes_endpoints():
     S["admin"].post("/api/v1/tenants/acme/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                         "metadata": {"name": "tmp"}})

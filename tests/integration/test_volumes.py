@@ -131,6 +131,17 @@ def test_root_ca_configmap_in_every_namespace():
             "kube-root-ca.crt in %s" % ns)
         with open(S["tp"].ca_file) as f:
             h.eq(r.json["data"]["ca.crt"], f.read(), "ca.crt of %s is the TP's CA" % ns)
+    # deleted or changed behind the publisher's back: put back within seconds, not at its resync
+    path = "/api/v1/tenants/acme/namespaces/default/configmaps/kube-root-ca.crt"
+    cur = S["tpadmin"].get(path).json
+    want = cur["data"]["ca.crt"]
+    cur["data"]["ca.crt"] = "not a CA"
+    h.expect_status(S["tpadmin"].put(path, cur), 200, "kube-root-ca.crt changed")
+    h.wait_until(lambda: (lambda r: r.status == 200 and r.json["data"]["ca.crt"] == want)(S["tpadmin"].get(path)),
+                 10, "changed kube-root-ca.crt put back")
+    h.expect_status(S["tpadmin"].delete(path), 200, "kube-root-ca.crt deleted")
+    h.wait_until(lambda: (lambda r: r.status == 200 and r.json["data"]["ca.crt"] == want)(S["tpadmin"].get(path)),
+                 10, "deleted kube-root-ca.crt made again")
 
 
 def test_configmap_secret_downward_on_cri():

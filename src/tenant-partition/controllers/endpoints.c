@@ -15,13 +15,18 @@ static int code_rc(int code)
 	return code == 200 || code == 201 || code == 404 ? 0 : code == 409 ? E_CONFLICT : E_UNAVAILABLE;
 }
 
-/* The service (200, *ret), 404, or another code. */
+/* The service (200, *ret), 404, or another code: from the informer (a resync of every service
+ * asks the API server nothing), but a 404 there is confirmed by the API server, since what follows
+ * a 404 deletes. */
 static int get_service(struct tpc *m, const char *t, const char *ns, const char *name, json_t **ret)
 {
-	struct buf p = BUF_INIT;
-	tpc_path(&p, "services", t, ns, name);
-	int code = tpc_get(m, p.ptr, ret);
-	buf_release(&p);
+	int code = tpc_get_cached(m, INF_SERVICES, "services", t, ns, name, ret);
+	if (code == 404) {
+		struct buf p = BUF_INIT;
+		tpc_path(&p, "services", t, ns, name);
+		code = tpc_get(m, p.ptr, ret);
+		buf_release(&p);
+	}
 	return code;
 }
 
@@ -76,7 +81,7 @@ int tpc_sync_endpoints(struct tpc *m, const char *key)
 		goto out;
 	}
 	subsets = tpc_endpoints_subsets(svc, pods);
-	code = tpc_get(m, ep.ptr, &cur);
+	code = tpc_get_cached(m, INF_ENDPOINTS, "endpoints", t, ns, name, &cur);
 	if (code == 404) {
 		json_t *body = json_pack("{s:s,s:s,s:{s:s,s:o},s:O}", "apiVersion", "v1", "kind", "Endpoints",
 					 "metadata", "name", name, "labels", labels_of(svc), "subsets", subsets);

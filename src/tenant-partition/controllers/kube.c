@@ -54,6 +54,24 @@ int tpc_get(struct tpc *m, const char *path, json_t **ret)
 	return rest_do(m->rest, "GET", path, NULL, NULL, ret);
 }
 
+int tpc_get_cached(struct tpc *m, enum tpc_inf i, const char *plural, const char *tenant, const char *ns,
+		   const char *name, json_t **ret)
+{
+	struct informer *inf = tpc_informer(m, i);
+	*ret = NULL;
+	if (inf && informer_synced(inf)) {
+		char *key = xasprintf("%s/%s/%s", tenant, ns ? ns : "", name);
+		*ret = informer_get(inf, key);
+		free(key);
+		return *ret ? 200 : 404;
+	}
+	struct buf path = BUF_INIT;
+	tpc_path(&path, plural, tenant, ns, name);
+	int code = tpc_get(m, path.ptr, ret);
+	buf_release(&path);
+	return code;
+}
+
 int tpc_send(struct tpc *m, const char *method, const char *path, const json_t *body, json_t **ret)
 {
 	const char *ct = strcmp(method, "PATCH") == 0 ? "application/merge-patch+json" : NULL;
@@ -140,6 +158,8 @@ static struct informer *lister(struct tpc *m, const char *plural)
 		inf = tpc_informer(m, INF_JOBS);
 	else if (!strcmp(plural, "replicasets"))
 		inf = tpc_informer(m, INF_RS);
+	else if (!strcmp(plural, "endpointslices"))
+		inf = tpc_informer(m, INF_SLICES);
 	return inf && informer_synced(inf) ? inf : NULL;
 }
 

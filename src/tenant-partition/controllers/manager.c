@@ -21,12 +21,14 @@
 #define PDBS "/apis/policy/v1/tenants/all/poddisruptionbudgets"
 #define CRDS TPC_CRDS_PATH
 #define CONFIGMAPS "/api/v1/tenants/all/configmaps"
+#define ENDPOINTS "/api/v1/tenants/all/endpoints"
+#define SLICES "/apis/discovery.k8s.io/v1/tenants/all/endpointslices"
 
 static const char *const inf_paths[INF__N] = {
 	[INF_TENANTS] = TENANTS, [INF_NAMESPACES] = NAMESPACES, [INF_PODS] = PODS, [INF_RS] = REPLICASETS,
 	[INF_DEPLOY] = DEPLOYMENTS, [INF_JOBS] = JOBS, [INF_CRONJOBS] = CRONJOBS,
 	[INF_SERVICES] = SERVICES, [INF_STS] = STATEFULSETS, [INF_PDBS] = PDBS, [INF_CRDS] = CRDS,
-	[INF_CONFIGMAPS] = CONFIGMAPS,
+	[INF_CONFIGMAPS] = CONFIGMAPS, [INF_ENDPOINTS] = ENDPOINTS, [INF_SLICES] = SLICES,
 };
 
 struct informer *tpc_informer(struct tpc *m, enum tpc_inf i)
@@ -284,6 +286,44 @@ static void pod_pdbs(void *ud, struct workqueue *q, const json_t *o)
 		informer_foreach_ns(inf, c.t, c.ns, pdb_if_selects, &c);
 }
 
+/* Endpoints queue their service when it exists with a selector (ones changed behind the
+ * controller's back are put back; its own writes come back as a sync that finds nothing to do).
+ * Endpoints of no service, or of one without a selector, are their writer's: never queued. */
+static void endpoints_service(void *ud, struct workqueue *q, const json_t *o)
+{
+	struct informer *inf = tpc_informer(ud, INF_SERVICES);
+	char *k = object_key(o);
+	json_t *svc = inf && k ? informer_get(inf, k) : NULL;
+	const json_t *sel = json_path(svc, "spec.selector");
+	if (json_is_object(sel) && json_object_size(sel) > 0)
+		wq_add(q, k);
+	json_decref(svc);
+	free(k);
+}
+
+/* The root CA's ConfigMap changed or deleted queues its namespace (put back at once, not at the
+ * next minute's resync). */
+static void rootca_cm(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)ud;
+	const char *t = json_path_str(o, "metadata.tenant"), *ns = json_path_str(o, "metadata.namespace");
+	const char *n = json_path_str(o, "metadata.name");
+	if (t && ns && n && !strcmp(n, "kube-root-ca.crt"))
+		add_key(q, xasprintf("%s/%s/", t, ns));
+}
+
+/* A slice this controller manages queues its service (one changed or deleted behind its back is
+ * put back; its own writes come back as a sync that finds nothing to do). */
+static void slice_service(void *ud, struct workqueue *q, const json_t *o)
+{
+	(void)ud;
+	const char *t = json_path_str(o, "metadata.tenant"), *ns = json_path_str(o, "metadata.namespace");
+	const char *svc = json_str(json_path(o, "metadata.labels"), TPC_SLICE_SERVICE_LABEL);
+	const char *by = json_str(json_path(o, "metadata.labels"), TPC_SLICE_MANAGED_BY_LABEL);
+	if (t && ns && svc && by && !strcmp(by, TPC_SLICE_MANAGER))
+		add_key(q, xasprintf("%s/%s/%s", t, ns, svc));
+}
+
 /* A deleted kube-dns service queues its tenant's default network (which makes it again). */
 static void dns_network(void *ud, struct workqueue *q, const json_t *o)
 {
@@ -352,9 +392,11 @@ static const struct ctl_def controllers[CTL__N] = {
 		      tpc_sync_job_ud, .period_ms = 30000 },
 	[CTL_CRONJOB] = { "cronjob", { { CRONJOBS, UPSERT, ctl_key_self }, { JOBS, 0, cronjob_owner } },
 			  tpc_sync_cronjob_ud, .period_ms = 10000 },
-	[CTL_ENDPOINTS] = { "endpoints", { { SERVICES, 0, ctl_key_self }, { PODS, 0, pod_services } },
+	[CTL_ENDPOINTS] = { "endpoints",
+			    { { SERVICES, 0, ctl_key_self }, { PODS, 0, pod_services }, { ENDPOINTS, 0, endpoints_service } },
 			    tpc_sync_endpoints_ud, .period_ms = 30000 },
-	[CTL_SLICES] = { "endpointslice", { { SERVICES, 0, ctl_key_self }, { PODS, 0, pod_services } },
+	[CTL_SLICES] = { "endpointslice",
+			 { { SERVICES, 0, ctl_key_self }, { PODS, 0, pod_services }, { SLICES, 0, slice_service } },
 			 tpc_sync_endpointslices_ud, .period_ms = 30000 },
 	[CTL_NETWORK] = { "network", { { NETWORKS, 0, ctl_key_self }, { SERVICES, CTL_DELETE, dns_network } },
 			  tpc_sync_network_ud },
@@ -365,7 +407,8 @@ static const struct ctl_def controllers[CTL__N] = {
 		      tpc_sync_statefulset_ud, .period_ms = 30000 },
 	[CTL_DISRUPTION] = { "disruption", { { PDBS, UPSERT, ctl_key_self }, { PODS, 0, pod_pdbs } },
 			     tpc_sync_disruption_ud, .period_ms = 30000 },
-	[CTL_ROOTCA] = { "root-ca-cert-publisher", { { NAMESPACES, UPSERT, ns_self } }, tpc_sync_rootca_ud,
+	[CTL_ROOTCA] = { "root-ca-cert-publisher", { { NAMESPACES, UPSERT, ns_self }, { CONFIGMAPS, 0, rootca_cm } },
+			 tpc_sync_rootca_ud,
 			 .period_ms = 60000 },
 	[CTL_CRDCLEANUP] = { "customresourcecleanup", { { CRDS, UPSERT, crd_terminating } }, tpc_sync_crdcleanup_ud },
 };

@@ -20,8 +20,9 @@ int tpc_sync_rootca(struct tpc *m, const char *key)
 	struct buf path = BUF_INIT, cm = BUF_INIT;
 	json_t *nsobj = NULL, *cur = NULL;
 	int rc = 0;
-	tpc_path(&path, "namespaces", t, NULL, ns);
-	int code = tpc_get(m, path.ptr, &nsobj);
+	/* both read from the informers: the resync of every namespace each minute asks nothing of the
+	 * API server when all is in place; a stale view costs a 409 and a retry */
+	int code = tpc_get_cached(m, INF_NAMESPACES, "namespaces", t, NULL, ns, &nsobj);
 	if (code == 404 || (code == 200 && json_path(nsobj, "metadata.deletionTimestamp")))
 		goto out;
 	if (code != 200) {
@@ -29,9 +30,8 @@ int tpc_sync_rootca(struct tpc *m, const char *key)
 		goto out;
 	}
 	tpc_path(&cm, "configmaps", t, ns, ROOT_CA_NAME);
-	code = tpc_get(m, cm.ptr, &cur);
+	code = tpc_get_cached(m, INF_CONFIGMAPS, "configmaps", t, ns, ROOT_CA_NAME, &cur);
 	if (code == 404) {
-		buf_reset(&path);
 		tpc_path(&path, "configmaps", t, ns, NULL);
 		json_t *obj = json_pack("{s:s,s:s,s:{s:s},s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata",
 					"name", ROOT_CA_NAME, "data", ROOT_CA_KEY, m->root_ca);
@@ -41,9 +41,11 @@ int tpc_sync_rootca(struct tpc *m, const char *key)
 	} else if (code == 200) {
 		const char *have = json_str(json_object_get(cur, "data"), ROOT_CA_KEY);
 		if (!have || strcmp(have, m->root_ca) != 0) {
-			json_object_set_new(cur, "data", json_pack("{s:s}", ROOT_CA_KEY, m->root_ca));
-			code = tpc_send(m, "PUT", cm.ptr, cur, NULL);
-			rc = code == 200 ? 0 : E_UNAVAILABLE;
+			json_t *body = json_deep_copy(cur); /* an informer's objects are shared */
+			json_object_set_new(body, "data", json_pack("{s:s}", ROOT_CA_KEY, m->root_ca));
+			code = tpc_send(m, "PUT", cm.ptr, body, NULL);
+			json_decref(body);
+			rc = code == 200 ? 0 : code == 409 ? E_CONFLICT : E_UNAVAILABLE;
 		}
 	} else {
 		rc = E_UNAVAILABLE;

@@ -122,7 +122,7 @@ struct tpc_live {
  * Release *ret with tpc_live_release (safe on an empty or zeroed one). */
 int tpc_get_live(struct tpc *m, const char *plural, const char *key, unsigned flags, struct tpc_live *ret);
 void tpc_live_release(struct tpc_live *l);
-/* Listers: "pods", "jobs" and "replicasets" are read from the controller manager's shared informers (their
+/* Listers: "pods", "jobs", "replicasets" and "endpointslices" are read from the controller manager's shared informers (their
  * namespace or controller index, so a lookup costs that bucket's size), other plurals and
  * informers not yet synced from the API server. Read from an informer, a list may lag what this
  * process just wrote: controllers that create or delete what they list guard with expectations.
@@ -238,7 +238,7 @@ json_t *tpc_crd_set_condition(const json_t *cur, const char *type, const char *s
 /* manager.c -------------------------------------------------------------------------------- */
 enum tpc_inf {
 	INF_TENANTS, INF_NAMESPACES, INF_PODS, INF_RS, INF_DEPLOY, INF_JOBS, INF_CRONJOBS, INF_SERVICES, INF_STS, INF_PDBS,
-	INF_CRDS, INF_CONFIGMAPS, INF__N
+	INF_CRDS, INF_CONFIGMAPS, INF_ENDPOINTS, INF_SLICES, INF__N
 };
 enum tpc_ctl {
 	CTL_TENANT, CTL_NAMESPACE, CTL_RS, CTL_DEPLOY, CTL_GC, CTL_RMLOSS, CTL_JOB, CTL_CRONJOB, CTL_ENDPOINTS, CTL_SLICES,
@@ -314,5 +314,13 @@ void tpc_manager_release(struct tpc *m);
 /* The shared informer of one collection (borrowed), NULL before it started or when no enabled
  * controller watches it. */
 struct informer *tpc_informer(struct tpc *m, enum tpc_inf i);
+/* One object of plural (tenant/ns/name; ns NULL for a tenant-scoped kind) as a GET would answer:
+ * 200 with *ret (new reference) or 404, read from the shared informer inf when it has synced (a
+ * resync of every object then costs no request), else from the API server (tpc_get's codes).
+ * Read from an informer it may lag: use it to decide whether to write, and let the write's own
+ * precondition (409 on a create that exists, on an update from an old resourceVersion) catch a
+ * stale view; confirm with tpc_get before anything destructive rests on a 404. */
+int tpc_get_cached(struct tpc *m, enum tpc_inf inf, const char *plural, const char *tenant, const char *ns,
+		   const char *name, json_t **ret);
 
 #endif
