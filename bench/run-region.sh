@@ -33,17 +33,18 @@
 # Knobs (environment): REGION_DRIVER (default BUILD/bench/ursa-region; a stand-in for testing
 # the launcher), SAMPLE_SECONDS (5), PROGRESS_SECONDS (10), PER_HOLLOW (5000 nodes per process).
 #
-# Phases (docs: /work/notes/wave11.md, files in OUT):
-#  1. the region: per partition a 3-member etcd cluster and two API servers registered together
+# Phases (docs/scale.md; files in OUT):
+#  1. start: per partition a 3-member etcd cluster and two API servers registered together
 #     (ursactl register --endpoints URL1,URL2: gateways, schedulers, controllers and kubelets fail
 #     over between them); the gateways' etcd (3 members), two gateways, HAProxy (TLS); a scheduler
-#     and controller manager per TP, a controller manager per RM; the hollow kubelets. Reuses
-#     deploy/lib with URSA_STATE=OUT/state and free ports. Writes OUT/region.env.
-#  2. `ursa-region tenants` (bench/ursa-region.c) creates the tenants.
-#  3. the sampler (samples.tsv, etcd.tsv, nodes.tsv every SAMPLE_SECONDS) and the supervisor
-#     (a dead process is started again after 1 s, a hollow kubelet later) from here on; the fault
-#     schedule during the load (faults.tsv: kill, restart, healed; `died` for a death no fault
-#     caused; `skipped` if the target was not running).
+#     and controller manager per TP, a controller manager per RM. Reuses deploy/lib with
+#     URSA_STATE=OUT/state and free ports. Writes OUT/region.env.
+#  2. tenants: `ursa-region tenants` (bench/ursa-region.c) creates the tenants, before the nodes.
+#  3. nodes: the hollow kubelets, until the nodes are Ready. Then the sampler (samples.tsv,
+#     etcd.tsv, nodes.tsv every SAMPLE_SECONDS) and the supervisor (a dead process is started
+#     again after 1 s, a hollow kubelet later) from here on; the fault schedule during the load
+#     (faults.tsv: kill, restart, healed; `died` for a death no fault caused; `skipped` if the
+#     target was not running).
 #  4. `ursa-region load`, 5. `ursa-region verify`, 6. bench/region-report.py OUT (report.md).
 #  7. cleanup: every process of the region stopped (TERM, KILL after 15 s) on exit, error,
 #     SIGINT or SIGTERM, unless --keep. run.json records settings, phase times and limits.
@@ -366,8 +367,46 @@ region_row haproxy haproxy gateway "$URSA_STATE/haproxy/haproxy.log" "https://12
 for name in "${R_NAMES[@]}"; do
 	case ${R_KIND[$name]} in *controller-manager | scheduler) region_wait_probe "$name" 60 ;; esac
 done
-say "control plane up after $((($(now_ms) - PHASE_T) / 1000)) s; starting the hollow kubelets"
+say "control plane up after $((($(now_ms) - PHASE_T) / 1000)) s"
+{
+	printf 'GATEWAY_URL=https://127.0.0.1:%s\n' "$HAPROXY_PORT"
+	printf 'CA_FILE=%s\n' "$URSA_CA"
+	printf 'SIGNING_KEY=%s\n' "$URSA_STATE/signing-key.pem"
+	printf 'ADMIN_TOKEN_FILE=%s\n' "$URSA_STATE/admin.token"
+	printf 'TP_URLS="'
+	sep=""
+	for part in "${TP_NAMES[@]}"; do printf '%s%s=%s' "$sep" "$part" "${TP_EPS[$part]}"; sep=" "; done
+	printf '"\nRM_URLS="'
+	sep=""
+	for part in "${RM_NAMES[@]}"; do printf '%s%s=%s' "$sep" "$part" "${RM_EPS[$part]}"; sep=" "; done
+	printf '"\n'
+	printf 'GATEWAY_URLS="%s"\n' "$(for n in gateway-1 gateway-2; do printf '%s ' "${R_PROBE[$n]%/readyz}"; done | sed 's/ $//')"
+	printf 'NODES=%s\nTENANTS=%s\n' "$NODES" "$TENANTS"
+	printf 'HOLLOW_TAINT=ursa.io/hollow\n'
+	printf 'NODE_GRACE_SECONDS=%s\nTOLERATION_SECONDS=%s\n' "$NODE_GRACE" "$TOLERATION_SECONDS"
+	printf 'STATE_DIR=%s\nOUT=%s\n' "$URSA_STATE" "$OUT"
+} >"$OUT/region.env.tmp"
+mv "$OUT/region.env.tmp" "$OUT/region.env"
+# the daemons are this shell's background jobs (start_daemon): no "Killed" notices when faults hit
+disown -a
+phase_end
+say "region.env: $OUT/region.env (HAProxy https://127.0.0.1:$HAPROXY_PORT)"
 
+# ---- phase 2: tenants, before the nodes (20,000 idle hollow nodes take over half of the 2 cores
+# the tenants' creation would otherwise get: docs/scale.md) ----------------------------------
+if [ "$START_ONLY" = 0 ]; then
+	phase_begin tenants
+	if run_step "$REGION_DRIVER" tenants --env "$OUT/region.env" --count "$TENANTS" --prefix t --concurrency 32; then
+		phase_end
+	else
+		RC=$?
+		phase_end "failed ($RC)"
+		die "ursa-region tenants failed (exit $RC); see $OUT/progress.log"
+	fi
+fi
+
+# ---- phase 3: the nodes ------------------------------------------------------------------
+phase_begin nodes
 # hollow kubelets: NODES spread over the zones, <= PER_HOLLOW per process, >= 2 per zone.
 # One process registers at a time: a hollow kubelet registers its nodes in its heartbeat workers'
 # first round, and if that round outlasts the node grace period (several processes registering at
@@ -399,30 +438,8 @@ done
 wait_nodes $((120 + NODES / 50))
 NODES_READY_S=$((($(now_ms) - T_HOLLOW) / 1000))
 say "all $NODES nodes Ready $NODES_READY_S s after the hollow kubelets started"
-
-{
-	printf 'GATEWAY_URL=https://127.0.0.1:%s\n' "$HAPROXY_PORT"
-	printf 'CA_FILE=%s\n' "$URSA_CA"
-	printf 'SIGNING_KEY=%s\n' "$URSA_STATE/signing-key.pem"
-	printf 'ADMIN_TOKEN_FILE=%s\n' "$URSA_STATE/admin.token"
-	printf 'TP_URLS="'
-	sep=""
-	for part in "${TP_NAMES[@]}"; do printf '%s%s=%s' "$sep" "$part" "${TP_EPS[$part]}"; sep=" "; done
-	printf '"\nRM_URLS="'
-	sep=""
-	for part in "${RM_NAMES[@]}"; do printf '%s%s=%s' "$sep" "$part" "${RM_EPS[$part]}"; sep=" "; done
-	printf '"\n'
-	printf 'GATEWAY_URLS="%s"\n' "$(for n in gateway-1 gateway-2; do printf '%s ' "${R_PROBE[$n]%/readyz}"; done | sed 's/ $//')"
-	printf 'NODES=%s\nTENANTS=%s\n' "$NODES" "$TENANTS"
-	printf 'HOLLOW_TAINT=ursa.io/hollow\n'
-	printf 'NODE_GRACE_SECONDS=%s\nTOLERATION_SECONDS=%s\n' "$NODE_GRACE" "$TOLERATION_SECONDS"
-	printf 'STATE_DIR=%s\nOUT=%s\n' "$URSA_STATE" "$OUT"
-} >"$OUT/region.env.tmp"
-mv "$OUT/region.env.tmp" "$OUT/region.env"
-# the daemons are this shell's background jobs (start_daemon): no "Killed" notices when faults hit
 disown -a
 phase_end
-say "region.env: $OUT/region.env (HAProxy https://127.0.0.1:$HAPROXY_PORT)"
 
 # the sampler and the supervisor, from here to the end
 region_sampler &
@@ -438,17 +455,7 @@ if [ "$START_ONLY" = 1 ]; then
 	exit 0
 fi
 
-# ---- phase 2: tenants ---------------------------------------------------------------------
-phase_begin tenants
-if run_step "$REGION_DRIVER" tenants --env "$OUT/region.env" --count "$TENANTS" --prefix t --concurrency 32; then
-	phase_end
-else
-	RC=$?
-	phase_end "failed ($RC)"
-	die "ursa-region tenants failed (exit $RC); see $OUT/progress.log"
-fi
-
-# ---- phases 3-4: load under faults --------------------------------------------------------
+# ---- phase 4: load under faults --------------------------------------------------------
 phase_begin load
 LOAD_T0=$(now_ms)
 if [ "${#FAULT_LIST[@]}" -gt 0 ]; then
