@@ -1,8 +1,12 @@
 /* rmloss: a tenant partition's answer to a lost zone. A resource manager owns its zone's nodes
  * and runs their node lifecycle controller, so when the whole zone goes (hosts, RM API server,
  * its etcd, its controller manager) nobody taints those nodes or evicts their pods. Every
- * tenant partition therefore watches its registry of RMs, health-checks each one by listing its
- * nodes (which also tells which node names the RM owns), and once an RM has been silent longer
+ * tenant partition therefore watches its registry of RMs, health-checks each one every period with
+ * a list of one node, lists the RM's node names (which nodes it owns) when it has not yet and a
+ * minute after it last did (a full list of 10,000 nodes every 2 s, from each partition, cost the
+ * RM API servers and these controller managers a tenth of a core each; a node that joins a zone
+ * less than a minute before the zone is lost is not known as the lost RM's), and once an RM has
+ * been silent longer
  * than the node grace period treats all of its nodes as carrying
  * node.kubernetes.io/unreachable:NoExecute since that moment: its own pods there are marked
  * Ready=False and evicted when their toleration runs out, rate-limited. No kubelet will confirm
@@ -26,10 +30,16 @@
 
 #define REGISTRY_PATH "/apis/ursa.io/v1/resourcemanagers"
 #define MAX_RMS 256
-#define MAX_NODES_PER_RM 20000
+#define MAX_NODES_PER_RM 200000
+#define NAMES_REFRESH_MS 60000
 #define MAX_CANDIDATES 100000
 
 /* Pure parts ---------------------------------------------------------------------------------- */
+
+bool tpc_rm_relist(bool listed, int64_t listed_ms, int64_t now_ms, int64_t refresh_ms)
+{
+	return !listed || now_ms - listed_ms >= refresh_ms;
+}
 
 bool tpc_rm_lost(int64_t last_ok_ms, int64_t now_ms, long long grace_s)
 {
@@ -70,6 +80,7 @@ struct rm_entry {
 	char **nodes;       /* sorted node names from the last successful list */
 	size_t nnodes;
 	bool listed;        /* its nodes were listed at least once */
+	int64_t listed_ms;  /* monotonic time of that list */
 };
 
 struct rmloss {
@@ -183,31 +194,48 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Lists the RM's nodes: the health check and the node names at once. True if it answered. */
-static bool check_rm(struct rm_entry *e)
+/* GET path from the RM: the list (new reference) when it answered 200 with items, else NULL. */
+static json_t *list_nodes(struct rm_entry *e, const char *path)
 {
 	json_t *list = NULL;
-	int code = e->rc ? rest_do(e->rc, "GET", "/api/v1/nodes", NULL, NULL, &list) : E_UNAVAILABLE;
-	bool good = code == 200 && json_is_array(json_object_get(list, "items"));
-	if (good) {
-		const json_t *items = json_object_get(list, "items");
-		size_t n = json_array_size(items), i;
-		if (n > MAX_NODES_PER_RM)
-			n = MAX_NODES_PER_RM;
-		free_nodes(e);
-		e->nodes = xcalloc(n ? n : 1, sizeof(*e->nodes));
-		for (i = 0; i < n; i++) {
-			const char *nn = json_path_str(json_array_get(items, i), "metadata.name");
-			if (nn)
-				e->nodes[e->nnodes++] = xstrdup(nn);
-		}
-		qsort(e->nodes, e->nnodes, sizeof(*e->nodes), cmp_str);
-		e->listed = true;
-	} else {
-		log_debug("resource manager check failed", "rm=\"%s\" code=%d", e->name, code);
-	}
+	int code = e->rc ? rest_do(e->rc, "GET", path, NULL, NULL, &list) : E_UNAVAILABLE;
+	if (code == 200 && json_is_array(json_object_get(list, "items")))
+		return list;
+	log_debug("resource manager check failed", "rm=\"%s\" code=%d", e->name, code);
 	json_decref(list);
-	return good;
+	return NULL;
+}
+
+/* The health check: one node listed; all the node names when tpc_rm_relist says so. True if the
+ * RM answered. */
+static bool check_rm(struct rm_entry *e)
+{
+	json_t *one = list_nodes(e, "/api/v1/nodes?limit=1");
+	if (!one)
+		return false;
+	json_decref(one);
+	int64_t now = mono_ms();
+	if (!tpc_rm_relist(e->listed, e->listed_ms, now, NAMES_REFRESH_MS))
+		return true;
+	json_t *list = list_nodes(e, "/api/v1/nodes");
+	if (!list)
+		return false;
+	const json_t *items = json_object_get(list, "items");
+	size_t n = json_array_size(items), i;
+	if (n > MAX_NODES_PER_RM)
+		n = MAX_NODES_PER_RM;
+	free_nodes(e);
+	e->nodes = xcalloc(n ? n : 1, sizeof(*e->nodes));
+	for (i = 0; i < n; i++) {
+		const char *nn = json_path_str(json_array_get(items, i), "metadata.name");
+		if (nn)
+			e->nodes[e->nnodes++] = xstrdup(nn);
+	}
+	qsort(e->nodes, e->nnodes, sizeof(*e->nodes), cmp_str);
+	e->listed = true;
+	e->listed_ms = now;
+	json_decref(list);
+	return true;
 }
 
 /* Pods of lost nodes ---------------------------------------------------------------------------- */

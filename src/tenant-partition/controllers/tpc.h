@@ -297,6 +297,9 @@ void tpc_rmloss_stop(struct tpc *m); /* after the workers stopped; NULL-safe */
 /* Pure parts. True once an RM last heard from at last_ok_ms has been silent longer than
  * grace_s at now_ms. */
 bool tpc_rm_lost(int64_t last_ok_ms, int64_t now_ms, long long grace_s);
+/* True when an RM's node names must be listed (again): never listed, or refresh_ms passed since
+ * they were, at listed_ms. */
+bool tpc_rm_relist(bool listed, int64_t listed_ms, int64_t now_ms, int64_t refresh_ms);
 /* The time (same clock as lost_ms) at which pod (borrowed) must go from a node unreachable
  * since lost_ms: the smallest tolerationSeconds (negative counts as 0) among its tolerations
  * of node.kubernetes.io/unreachable:NoExecute; INT64_MAX when those that match have none

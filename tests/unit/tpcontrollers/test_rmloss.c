@@ -37,6 +37,17 @@ static void test_rm_lost(void **state)
 	assert_false(tpc_rm_lost(5000, 1000, 1)); /* a clock that went back is not silence */
 }
 
+/* the names are listed again only when needed: never listed, or a minute passed */
+static void test_rm_relist(void **state)
+{
+	(void)state;
+	assert_true(tpc_rm_relist(false, 0, 0, 60000));
+	assert_true(tpc_rm_relist(false, 5000, 6000, 60000)); /* a failed first list: again at once */
+	assert_false(tpc_rm_relist(true, 1000, 2000, 60000));
+	assert_false(tpc_rm_relist(true, 1000, 60999, 60000));
+	assert_true(tpc_rm_relist(true, 1000, 61000, 60000));
+}
+
 static void test_deadline_tolerations(void **state)
 {
 	(void)state;
@@ -115,6 +126,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rm_lost),
+		cmocka_unit_test(test_rm_relist),
 		cmocka_unit_test(test_deadline_tolerations),
 		cmocka_unit_test(test_parse_rate),
 	};
