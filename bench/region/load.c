@@ -110,6 +110,8 @@ struct load {
 	struct pace pace;
 	long long total;
 	int64_t start_us;
+	int64_t cutoff_us; /* no batch is begun later than this after start_us (the schedule is cut) */
+	bool cut;          /* under gen_lock: it was */
 	atomic_bool stop, writers_done;
 	/* generator */
 	pthread_mutex_t gen_lock;
@@ -423,6 +425,11 @@ static int gen_next(struct load *L, struct batch *b)
 		r = -1;
 		goto out;
 	}
+	if (mono_us() - L->start_us > L->cutoff_us) {
+		L->cut = true; /* a region that cannot take the rate: what is left is not issued */
+		r = -1;
+		goto out;
+	}
 	for (long long tries = 0; tries < L->nt; tries++) {
 		long long idx = L->cursor++ % L->nt;
 		struct tstate *t = &L->t[idx];
@@ -674,7 +681,8 @@ int region_load_main(int argc, char **argv)
 {
 	const char *env = NULL, *out = NULL, *prefix = "t";
 	long long duration = 600, rate = 100, burst_rate = 1000, burst_s = 10, tenants = -1, workers = 32, replicas = 5,
-		  nns = 2, step_s = 10, ready_wait = 120, read_rate = -1, readers = 4, watches = -1, wait_s = 120;
+		  nns = 2, step_s = 10, ready_wait = 120, read_rate = -1, readers = 4, watches = -1, wait_s = 120,
+		  overrun = 120;
 	const char *share_s = "0.1", *run = NULL;
 	const struct opt opts[] = {
 		{"env", OPT_STRING, &env, "region.env of the region (required)"},
@@ -695,6 +703,9 @@ int region_load_main(int argc, char **argv)
 		{"readers", OPT_INT, &readers, "reader threads"},
 		{"watches", OPT_INT, &watches, "concurrent ConfigMap watches (default: active tenants, <= 50)"},
 		{"wait", OPT_INT, &wait_s, "seconds to wait for pods to run after the schedule"},
+		{"overrun", OPT_INT, &overrun,
+		 "seconds the schedule may run late: no batch begins after duration + burst + this (the rest is "
+		 "reported as not issued)"},
 		{"ready-wait", OPT_INT, &ready_wait,
 		 "seconds to wait, before the load, for tenants' users to be let in"},
 	};
@@ -726,13 +737,13 @@ int region_load_main(int argc, char **argv)
 	    burst_rate < 0 || burst_rate > 100000 || burst_s < 0 || burst_s > 3600 || replicas < 1 || replicas > 1000 ||
 	    nns < 1 || nns > MAX_NS || step_s < 0 || step_s > 3600 || workers < 1 || workers > MAX_WORKERS ||
 	    readers < 1 || readers > MAX_READERS || read_rate > 100000 || watches > MAX_WATCHES || wait_s < 0 ||
-	    wait_s > 3600 || ready_wait < 0 || ready_wait > 3600 || !d.env.signing_key) {
+	    wait_s > 3600 || ready_wait < 0 || ready_wait > 3600 || overrun < 0 || overrun > 86400 || !d.env.signing_key) {
 		fprintf(stderr,
 			"ursa-region load: need --tenants >= 1 (or TENANTS in region.env) and SIGNING_KEY in "
 			"region.env; --rate 1..100000, --duration 0..86400, --burst-rate 0..100000, --burst-seconds "
 			"0..3600, --replicas 1..1000, --namespaces 1..%d, --step-seconds 0..3600, --workers 1..%d, "
 			"--readers 1..%d, "
-			"--watches <= %d, --wait 0..3600\n",
+			"--watches <= %d, --wait 0..3600, --overrun 0..86400\n",
 			MAX_NS, MAX_WORKERS, MAX_READERS, MAX_WATCHES);
 		drv_close(&d);
 		return 2;
@@ -757,6 +768,7 @@ int region_load_main(int argc, char **argv)
 			       .burst_rate = (double)burst_rate,
 			       .burst_s = (double)burst_s};
 	L.total = pace_total(&L.pace);
+	L.cutoff_us = (duration + burst_s + overrun) * 1000000;
 	L.read_rate = (double)read_rate;
 	L.nwatches = (int)watches;
 	pthread_mutex_init(&L.gen_lock, NULL);
@@ -839,6 +851,9 @@ int region_load_main(int argc, char **argv)
 		pthread_join(wr[k], NULL);
 	double write_s = (double)(mono_us() - L.start_us) / 1e6;
 	long long wanted = pods_wanted(&L);
+	if (L.cut)
+		printf("load: schedule cut after %.1f s: %lld of %lld pods not issued (the region did not take the rate)\n",
+		       write_s, L.total - L.scheduled, L.total);
 	printf("load: schedule done in %.1f s; waiting up to %lld s for the %lld pods of the live Deployments to run\n",
 	       write_s, wait_s, wanted);
 	fflush(stdout);
@@ -897,6 +912,8 @@ int region_load_main(int argc, char **argv)
 		"observer", "node_changes", (json_int_t)os.node_changes, "relists", (json_int_t)os.relists, "examples",
 		observer_examples(L.obs), "pods", (json_int_t)seen);
 	json_object_set_new(res, "interrupted", json_boolean(interrupted));
+	json_object_set_new(res, "schedule_cut", json_boolean(L.cut));
+	json_object_set_new(res, "pods_not_issued", json_integer(L.total - L.scheduled));
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	json_object_set_new(res, "driver",
