@@ -21,7 +21,13 @@
  * --duration s, then --burst-rate for --burst-seconds) reaches its first pod, whatever earlier
  * calls took. Writes are retried as client-go does (drv_write); every acknowledged write goes to
  * acked.jsonl (region.h) for `verify`; a write whose outcome stayed unknown is logged as op
- * "unknown" (verify does not judge that object).
+ * "unknown" (verify does not judge that object). So is a create or update answered 409, or a
+ * delete answered 404, on what the driver saw as the first attempt: libcurl sends a request again
+ * on a fresh connection when its reused one dies before any answer (a gateway killed while the
+ * request was in its hands), so that answer may be to the second copy of a write the first copy
+ * made (found in a run: 14 deletes answered 404 within 5 s of a gateway's kill, their objects
+ * gone as the deletes wanted, counted as lost by verify). load.json counts them
+ * ("writes_ambiguous").
  * Readers: --read-rate gets and lists per second over the active tenants (a ConfigMap, a
  * namespace's pods, the tenant's Deployments), and --watches watches of tenants' ConfigMaps
  * (each 30 s long, then the next tenant's).
@@ -119,7 +125,7 @@ struct load {
 	/* acked.jsonl */
 	pthread_mutex_t ack_lock;
 	FILE *acked;
-	atomic_llong acks, unknown, batches, ops_failed;
+	atomic_llong acks, unknown, batches, ops_failed, ambiguous;
 	struct hist late; /* under gen_lock */
 	/* reads */
 	double read_rate;
@@ -223,9 +229,16 @@ static bool do_write(struct load *L, struct tstate *t, const char *verb, const c
 	}
 	if (!ok && retried && st == 404 && !strcmp(verb, "delete"))
 		ok = true;
-	if (ok)
+	bool ambiguous = !ok && ((st == 409 && strcmp(verb, "delete") != 0) || (st == 404 && !strcmp(verb, "delete")));
+	if (ok) {
 		ack_log(L, !strcmp(verb, "delete") ? "delete" : "put", kind, t->name, ns, name, resp, content);
-	else {
+	} else if (ambiguous) {
+		atomic_fetch_add(&L->ambiguous, 1);
+		ack_log(L, "unknown", kind, t->name, ns, name, NULL, NULL);
+		if (atomic_load(&L->ambiguous) <= 10)
+			fprintf(stderr, "ursa-region: %s %s %s/%s/%s: status %d (maybe the answer to a copy libcurl "
+				"sent again: outcome unknown)\n", verb, kind, t->name, ns ? ns : "", name, st);
+	} else {
 		atomic_fetch_add(&L->ops_failed, 1);
 		/* a transport error or a 5xx after the retries: the write may or may not have happened */
 		if (st < 100 || st >= 500 || st == 429)
@@ -913,6 +926,7 @@ int region_load_main(int argc, char **argv)
 		observer_examples(L.obs), "pods", (json_int_t)seen);
 	json_object_set_new(res, "interrupted", json_boolean(interrupted));
 	json_object_set_new(res, "schedule_cut", json_boolean(L.cut));
+	json_object_set_new(res, "writes_ambiguous", json_integer(atomic_load(&L.ambiguous)));
 	json_object_set_new(res, "pods_not_issued", json_integer(L.total - L.scheduled));
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
