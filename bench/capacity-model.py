@@ -213,10 +213,12 @@ INPUTS = [
       "against the API server's 2.6 s (13 µs each)", "API server CPU per watch event delivered"),
 
     # --- Resource manager: measured ---
-    I("rm_nodes_measured", 10_000, "nodes", REGION_RUN,
-      BM + ", \"Resource manager heartbeat capacity (issue 3)\" (one RM, 2 cores). Region run: hollow nodes "
-      "held by 2 RMs on this machine (goal 40,000); " + SCALE_NOTE,
-      "One RM sustains 10,000 nodes here", "largest node count one RM held: the extrapolation column"),
+    I("rm_nodes_measured", 20_000, "nodes", MEASURED,
+      "docs/scale.md, \"40,000 hollow nodes (2026-11-27, evening\" (the region simulation: 2 RMs, each with "
+      "two API servers on a 3-member etcd, sharing 2 cores with the whole region under load; it supersedes "
+      "docs/benchmarks.md's 10,000 nodes of one RM)",
+      "40,000 hollow nodes in 8 processes (20,000 per resource manager)",
+      "largest node count one RM held: the extrapolation column"),
     I("renewal_us_api", 420, "us CPU", MEASURED, BM + ", \"Run of 2026-11-22 03:36–03:43 UTC (current tree)\"",
       "current ... → 1.12 ms per renewal (of which the etcds 0.7)",
       "RM API server CPU per lease renewal: 1.12 - 0.7 ms (also used per node status write)"),
