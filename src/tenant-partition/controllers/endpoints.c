@@ -30,12 +30,6 @@ static int get_service(struct tpc *m, const char *t, const char *ns, const char 
 	return code;
 }
 
-static bool has_selector(const json_t *svc)
-{
-	const json_t *sel = json_path(svc, "spec.selector");
-	return json_is_object(sel) && json_object_size(sel) > 0;
-}
-
 /* The pods of the service's namespace its selector picks (new array), or NULL. */
 static json_t *selected_pods(struct tpc *m, const char *t, const char *ns, const json_t *svc)
 {
@@ -74,7 +68,7 @@ int tpc_sync_endpoints(struct tpc *m, const char *key)
 		rc = E_UNAVAILABLE;
 		goto out;
 	}
-	if (!has_selector(svc))
+	if (!tpc_service_has_selector(svc))
 		goto out;
 	if (!(pods = selected_pods(m, t, ns, svc))) {
 		rc = E_UNAVAILABLE;
@@ -157,7 +151,7 @@ int tpc_sync_endpointslices(struct tpc *m, const char *key)
 		rc = E_UNAVAILABLE;
 		goto out;
 	}
-	if (code == 200 && has_selector(svc)) {
+	if (code == 200 && tpc_service_has_selector(svc)) {
 		if (!(pods = selected_pods(m, t, ns, svc))) {
 			rc = E_UNAVAILABLE;
 			goto out;

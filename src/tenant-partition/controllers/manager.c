@@ -294,8 +294,7 @@ static void endpoints_service(void *ud, struct workqueue *q, const json_t *o)
 	struct informer *inf = tpc_informer(ud, INF_SERVICES);
 	char *k = object_key(o);
 	json_t *svc = inf && k ? informer_get(inf, k) : NULL;
-	const json_t *sel = json_path(svc, "spec.selector");
-	if (json_is_object(sel) && json_object_size(sel) > 0)
+	if (svc && tpc_service_has_selector(svc))
 		wq_add(q, k);
 	json_decref(svc);
 	free(k);
@@ -308,7 +307,7 @@ static void rootca_cm(void *ud, struct workqueue *q, const json_t *o)
 	(void)ud;
 	const char *t = json_path_str(o, "metadata.tenant"), *ns = json_path_str(o, "metadata.namespace");
 	const char *n = json_path_str(o, "metadata.name");
-	if (t && ns && n && !strcmp(n, "kube-root-ca.crt"))
+	if (t && ns && n && !strcmp(n, TPC_ROOT_CA_NAME))
 		add_key(q, xasprintf("%s/%s/", t, ns));
 }
 

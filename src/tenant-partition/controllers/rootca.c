@@ -9,7 +9,6 @@
 #include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
 
-#define ROOT_CA_NAME "kube-root-ca.crt"
 #define ROOT_CA_KEY "ca.crt"
 
 int tpc_sync_rootca(struct tpc *m, const char *key)
@@ -29,12 +28,12 @@ int tpc_sync_rootca(struct tpc *m, const char *key)
 		rc = E_UNAVAILABLE;
 		goto out;
 	}
-	tpc_path(&cm, "configmaps", t, ns, ROOT_CA_NAME);
-	code = tpc_get_cached(m, INF_CONFIGMAPS, "configmaps", t, ns, ROOT_CA_NAME, &cur);
+	tpc_path(&cm, "configmaps", t, ns, TPC_ROOT_CA_NAME);
+	code = tpc_get_cached(m, INF_CONFIGMAPS, "configmaps", t, ns, TPC_ROOT_CA_NAME, &cur);
 	if (code == 404) {
 		tpc_path(&path, "configmaps", t, ns, NULL);
 		json_t *obj = json_pack("{s:s,s:s,s:{s:s},s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata",
-					"name", ROOT_CA_NAME, "data", ROOT_CA_KEY, m->root_ca);
+					"name", TPC_ROOT_CA_NAME, "data", ROOT_CA_KEY, m->root_ca);
 		code = tpc_send(m, "POST", path.ptr, obj, NULL);
 		json_decref(obj);
 		rc = code == 201 || code == 409 ? 0 : E_UNAVAILABLE;

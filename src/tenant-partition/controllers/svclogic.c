@@ -7,10 +7,16 @@
 #include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
 
+bool tpc_service_has_selector(const json_t *svc)
+{
+	const json_t *sel = json_path(svc, "spec.selector");
+	return json_is_object(sel) && json_object_size(sel) > 0;
+}
+
 bool tpc_service_selects(const json_t *svc, const json_t *pod)
 {
 	const json_t *sel = json_path(svc, "spec.selector"), *labels = json_path(pod, "metadata.labels");
-	if (!json_is_object(sel) || json_object_size(sel) == 0)
+	if (!tpc_service_has_selector(svc))
 		return false;
 	const char *k;
 	json_t *v;

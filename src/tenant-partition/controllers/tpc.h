@@ -74,7 +74,11 @@ const json_t *tpc_controller_ref(const json_t *obj);
 #define TPC_SLICE_SERVICE_LABEL "kubernetes.io/service-name"
 #define TPC_SLICE_MANAGED_BY_LABEL "endpointslice.kubernetes.io/managed-by"
 #define TPC_SLICE_MANAGER "endpointslice-controller.k8s.io"
+#define TPC_ROOT_CA_NAME "kube-root-ca.crt" /* the root CA publisher's ConfigMap in every namespace */
 #define TPC_SLICE_MAX 100 /* endpoints per slice, as Kubernetes' default */
+/* Whether svc has a selector (spec.selector a non-empty map): the endpoints controllers keep
+ * its Endpoints and slices; without one they are their writer's. */
+bool tpc_service_has_selector(const json_t *svc);
 /* Whether svc's spec.selector (a non-empty map) picks pod by its labels. */
 bool tpc_service_selects(const json_t *svc, const json_t *pod);
 /* The ports pod serves for svc, in spec.ports order, as Endpoints ports ({name (absent when

@@ -58,6 +58,11 @@ static void test_selects_and_ports(void **state)
 	assert_false(tpc_service_selects(svc, p));
 	json_t *nosel = J("{'spec':{'selector':{}}}");
 	assert_false(tpc_service_selects(nosel, p));
+	assert_true(tpc_service_has_selector(svc));
+	assert_false(tpc_service_has_selector(nosel)); /* empty: none */
+	json_t *bare = J("{'spec':{'ports':[{'port':80}]}}");
+	assert_false(tpc_service_has_selector(bare)); /* absent: none */
+	json_decref(bare);
 	json_decref(p);
 	p = pod("a", "10.1.0.1", true, 8080, false);
 	json_t *ports = tpc_endpoint_ports(svc, p);
