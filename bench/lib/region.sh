@@ -10,8 +10,8 @@
 # ---- rows ---------------------------------------------------------------------------------
 # One row per daemon: R_NAMES (start order), R_KIND (a fault kind of faults.tsv, or haproxy),
 # R_GROUP (its partition, etcd cluster or zone), R_LOG, R_PROBE (a readiness URL; "leader:URL"
-# for a leader-elected daemon, ready when URL (its /metrics) says ursa_leader 1; "nodes" for a
-# hollow kubelet, healed when every node is Ready again). The daemon's command line is kept in
+# for a leader-elected daemon, ready when URL (its /metrics) says ursa_leader 1;
+# "nodes:RM:PREFIX:COUNT" for a hollow kubelet, healed when its own COUNT nodes are Ready again). The daemon's command line is kept in
 # $URSA_PIDS/NAME.cmd (NUL-separated), to start it again exactly as it was.
 REGION_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 R_NAMES=()
@@ -73,11 +73,15 @@ region_restart() {
 region_probe() {
 	local probe=${R_PROBE[$1]} code last
 	case $probe in
-	nodes)
-		last=$(tail -n 1 "$OUT/nodes.tsv" 2>/dev/null) || return 1
-		# shellcheck disable=SC2086 # t_ms ready total
+	nodes:*)
+		# a hollow kubelet (nodes:RM:PREFIX:COUNT): every one of its own nodes listed and Ready
+		# (other processes' nodes going NotReady meanwhile is no part of this fault's healing)
+		local rm prefix count
+		IFS=: read -r _ rm prefix count <<<"$probe"
+		last=$(awk -v p="$prefix" '$1 == p { print $2, $3 }' "$URSA_STATE/nodes-$rm.count" 2>/dev/null)
+		# shellcheck disable=SC2086 # ready total
 		set -- $last
-		[ "${3:-0}" -gt 0 ] && [ "$2" = "$3" ] && [ "$2" -ge "$NODES" ]
+		[ "${2:-0}" -ge "$count" ] && [ "$1" = "$2" ]
 		return
 		;;
 	leader:*)
@@ -214,7 +218,7 @@ start_hollow() {
 		--hollow-nodes "$count" --hollow-prefix "$name" --port 0 \
 		--root-dir "$root" --cpu 8 --memory 32Gi --max-pods 110 \
 		--lease-seconds "$LEASE_SECONDS" --log-level info >/dev/null
-	region_row "$name" hollow-kubelet "$zone" "$log" nodes
+	region_row "$name" hollow-kubelet "$zone" "$log" "nodes:$rm:$name:$count"
 }
 
 # start_node_watchers: one bench/lib/region_nodes.py per resource manager (a list and a watch of

@@ -2,7 +2,9 @@
 its nodes (a full list of 10,000 nodes every 5 s cost the RM seconds of CPU on this machine).
 
 usage: region_nodes.py OUT URLS CA TOKEN_FILE STOP_FILE
-  Writes "READY TOTAL" to OUT (atomically) every second; URLS is the RM's API servers,
+  Writes "READY TOTAL" to OUT (atomically) every second, then a line "PREFIX READY TOTAL" per
+  hollow kubelet process (its nodes' names less the trailing "-N": a killed process has healed
+  when all of its own nodes are Ready again); URLS is the RM's API servers,
   comma-separated, tried in turn when a list or watch fails or ends (410 Gone, a server killed).
   Ends when STOP_FILE exists (checked every second) or on SIGTERM.
 """
@@ -25,9 +27,16 @@ ready = {}  # node name -> Ready condition is True
 def writer():
     while not os.path.exists(stop):
         try:
-            values = list(ready.values())
+            items = list(ready.items())
+            per = {}
+            for name, ok in items:
+                c = per.setdefault(name.rsplit("-", 1)[0], [0, 0])
+                c[0] += ok
+                c[1] += 1
             with open(out + ".tmp", "w") as f:
-                f.write("%d %d\n" % (sum(values), len(values)))
+                f.write("%d %d\n" % (sum(ok for _, ok in items), len(items)))
+                for prefix in sorted(per):
+                    f.write("%s %d %d\n" % (prefix, per[prefix][0], per[prefix][1]))
             os.replace(out + ".tmp", out)
         except (OSError, RuntimeError):
             pass

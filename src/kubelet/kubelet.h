@@ -74,6 +74,10 @@ struct kl_node {
 	uint8_t pressure;            /* bit per enum kl_pressure */
 	bool registered, lease_ok, status_dirty;
 	bool created;                /* registration created the node (its lease is new too) */
+	/* hints from the start-up list (kl_nodes_check_unique), used once by the registration:
+	 * the node exists already (no create, which would be 409), and its labels, annotations
+	 * and taint are ours (no metadata patch either) */
+	bool known, known_meta_ok;
 	/* node watch (nodewatch.c) sets it, the heartbeat worker clears it: the API server's copy
 	 * of the node is not what the kubelet reports (Ready not True: the node lifecycle
 	 * controller marked it), so the worker posts the status again */
@@ -134,6 +138,9 @@ int kl_node_post_status(struct kubelet *k, size_t i);
  * lease renewed within its duration) already holds one of our node names. E_UNAVAILABLE when
  * the RM cannot be asked. */
 int kl_nodes_check_unique(struct kubelet *k, char **ret_err);
+/* True when the API server's copy of node i holds every label and annotation this kubelet
+ * sets and, for a hollow node, its taint: re-registering it needs no metadata patch. */
+bool kl_node_meta_current(const struct kubelet *k, size_t i, const json_t *node);
 /* True when the API server's copy of a node (a watch event's object) misses a condition the
  * kubelet reports or has Ready other than True: the kubelet's status must be posted again. */
 bool kl_node_status_stale(const json_t *node);

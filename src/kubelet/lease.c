@@ -33,6 +33,10 @@ struct kl_heartbeat {
 	atomic_bool stopping;
 	size_t nworkers;
 	struct kl_nodewatch *watch;
+	/* the latest a renewal went past its due time since worker 0 last logged it (ms): a
+	 * renewal later than the node monitor's grace makes the node Ready=Unknown, so a kubelet
+	 * that falls behind (its API server slow, its cores busy) says so before that happens */
+	atomic_llong late_max_ms;
 	struct hb_worker {
 		struct kl_heartbeat *hb;
 		size_t idx;
@@ -225,6 +229,13 @@ long kl_hb_pick(const struct kubelet *k, size_t first, size_t step, int64_t now,
 	return renew_due ? renew : -1;
 }
 
+static void note_late(struct kl_heartbeat *hb, int64_t late)
+{
+	long long cur = atomic_load(&hb->late_max_ms);
+	while (late > cur && !atomic_compare_exchange_weak(&hb->late_max_ms, &cur, (long long)late))
+		;
+}
+
 /* Moves a node's due time on by whole periods to the first one after now: a worker that fell
  * behind (RM slow or down) skips the missed turns and keeps the nodes spread. */
 static void advance(struct kl_node *n, int64_t period, int64_t now)
@@ -253,6 +264,8 @@ static void *hb_main(void *arg)
 		if (pick >= 0) {
 			if (!k->nodes[pick].registered)
 				last_register = now;
+			else
+				note_late(hb, now - k->nodes[pick].next_due_ms);
 			tried++;
 			int rc = beat(hb, (size_t)pick);
 			if (rc) {
@@ -274,6 +287,10 @@ static void *hb_main(void *arg)
 		if (atomic_load(&hb->stopping))
 			return NULL;
 		if (mono_ms() >= log_due) {
+			long long late = w->idx == 0 ? atomic_exchange(&hb->late_max_ms, 0) : 0;
+			if (late > period / 2)
+				log_warn("heartbeats behind", "late_ms=%lld period_ms=%lld workers=%zu", late,
+					 (long long)period, hb->nworkers);
 			if (fails)
 				log_warn("heartbeat failed", "worker=%zu failed=%zu of=%zu err=%s", w->idx, fails,
 					 tried, err_reason(last_err));

@@ -167,11 +167,21 @@ int kl_node_register(struct kubelet *k, size_t i)
 	struct kl_node *n = &k->nodes[i];
 	if (!n->ready_since)
 		n->ready_since = now_ms() / 1000;
-	json_t *obj = kl_node_object(k, i);
-	int code = rest_do(k->rm, "POST", "/api/v1/nodes", obj, NULL, NULL);
-	json_decref(obj);
+	/* A restarted kubelet's nodes exist (the start-up list said so): it sends their status and
+	 * lease, two requests instead of four, and leaves alone the taints the node lifecycle
+	 * controller put on them while they were silent (it takes them off once they are Ready). */
+	bool known = n->known, meta_ok = n->known_meta_ok;
+	n->known = n->known_meta_ok = false;
+	int code = 409;
+	if (!known) {
+		json_t *obj = kl_node_object(k, i);
+		code = rest_do(k->rm, "POST", "/api/v1/nodes", obj, NULL, NULL);
+		json_decref(obj);
+	}
 	n->created = code == 201;
-	if (code == 409) {
+	if (code == 409 && meta_ok) {
+		code = 200;
+	} else if (code == 409) {
 		char *path = xasprintf("/api/v1/nodes/%s", n->name);
 		json_t *patch = json_pack("{s:o}", "metadata", node_meta(k, i));
 		json_object_del(json_object_get(patch, "metadata"), "name");
@@ -190,6 +200,39 @@ int kl_node_register(struct kubelet *k, size_t i)
 			log_info("node registered", "node=\"%s\"", n->name);
 	}
 	return rc;
+}
+
+/* True when every key of want is in have with the same string value. */
+static bool strings_within(const json_t *want, const json_t *have)
+{
+	const char *key;
+	const json_t *v;
+	json_object_foreach((json_t *)want, key, v) {
+		const char *h = json_string_value(json_object_get(have, key));
+		if (!h || strcmp(h, json_string_value(v)) != 0)
+			return false;
+	}
+	return true;
+}
+
+bool kl_node_meta_current(const struct kubelet *k, size_t i, const json_t *node)
+{
+	json_t *meta = node_meta(k, i);
+	const json_t *have = json_object_get(node, "metadata");
+	bool ok = strings_within(json_object_get(meta, "labels"), json_object_get(have, "labels")) &&
+		  strings_within(json_object_get(meta, "annotations"), json_object_get(have, "annotations"));
+	json_decref(meta);
+	if (!ok || !k->hollow)
+		return ok;
+	const json_t *t;
+	size_t j;
+	json_array_foreach(json_path(node, "spec.taints"), j, t) {
+		const char *key = json_str(t, "key"), *value = json_str(t, "value"), *effect = json_str(t, "effect");
+		if (key && strcmp(key, KL_HOLLOW_TAINT) == 0 && value && strcmp(value, "true") == 0 && effect &&
+		    strcmp(effect, "NoSchedule") == 0)
+			return true;
+	}
+	return false;
 }
 
 bool kl_label_value_ok(const char *v)
@@ -315,6 +358,9 @@ static int check_many(struct kubelet *k, char **ret_err)
 			rc = -1;
 			break;
 		}
+		long idx = kl_node_find(k, name);
+		k->nodes[idx].known = true;
+		k->nodes[idx].known_meta_ok = kl_node_meta_current(k, (size_t)idx, n);
 	}
 	json_decref(by_name);
 	json_decref(nodes);

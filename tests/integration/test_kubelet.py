@@ -441,5 +441,33 @@ def test_hollow_nodes_register_and_renew():
     hk.proc.send_signal(signal.SIGTERM)
     h.eq(hk.proc.wait(15), 0, "hollow kubelet exits cleanly on SIGTERM")
 
+    # Down, its nodes are marked as the node lifecycle controller would: Ready=Unknown and the
+    # unreachable NoExecute taint. Started again (same root dir, same kubelet id), it reports
+    # every node Ready again and leaves the controller's taint for the controller to remove.
+    hollow_taint = {"key": "ursa.io/hollow", "value": "true", "effect": "NoSchedule"}
+    unreachable = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
+    marked = ["hollow-t-%d" % i for i in (0, 7, 99)]
+    for name in marked:
+        st = {"status": {"conditions": [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                                         "message": "Kubelet stopped posting node status."}]}}
+        h.expect_status(S["admin"].request("PATCH", "/api/v1/nodes/%s/status" % name, st,
+                                           content_type="application/merge-patch+json"), 200, "mark %s" % name)
+        h.expect_status(S["admin"].request("PATCH", "/api/v1/nodes/" + name,
+                                           {"spec": {"taints": [hollow_taint, unreachable]}},
+                                           content_type="application/merge-patch+json"), 200, "taint %s" % name)
+        h.check(not ready(get_node(name)), "%s marked NotReady" % name)
+    hk.start()
+    h.wait_until(lambda: all(ready(n) for n in count("/api/v1/nodes", None).values()), 30,
+                 "every hollow node Ready again after the restart")
+    nodes = count("/api/v1/nodes", None)
+    h.eq(len(nodes), 100, "still 100 nodes")
+    for name in marked:
+        h.eq(nodes[name]["spec"].get("taints"), [hollow_taint, unreachable],
+             "%s: the restarted kubelet left the controller's taint alone" % name)
+    h.eq(nodes["hollow-t-1"]["spec"].get("taints"), [hollow_taint], "an unmarked node keeps its own taint")
+    h.check("refusing" not in hk.log_text(), "the restart was not refused")
+    hk.proc.send_signal(signal.SIGTERM)
+    h.eq(hk.proc.wait(15), 0, "restarted hollow kubelet exits cleanly")
+
 
 h.run(globals())

@@ -2,8 +2,10 @@
  * alive between requests), bearer token, CA, fail-over between a partition's servers. */
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "client/client_internal.h"
 #include "ursa/errors.h"
 #include "ursa/jsonutil.h"
@@ -62,6 +64,11 @@ struct rest_client *rest_new_ext(const struct rest_config *cfg, const struct res
 		free(c);
 		return NULL;
 	}
+	/* Clients spread over a partition's servers (a partition registers two API servers so that
+	 * its kubelets and controllers share them): each starts at a server of its own, by process
+	 * and by client, then keeps to whichever answered last. */
+	static atomic_uint clients;
+	c->preferred = ((size_t)getpid() + atomic_fetch_add(&clients, 1)) % c->nservers;
 	if (cfg->token && *cfg->token)
 		c->auth_header = xasprintf("Authorization: Bearer %s", cfg->token);
 	c->ca_file = cfg->ca_file ? xstrdup(cfg->ca_file) : NULL;

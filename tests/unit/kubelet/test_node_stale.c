@@ -1,7 +1,8 @@
 /* When the API server's copy of a node is stale (the kubelet must post its status again: the
  * node lifecycle controller marked it Ready=Unknown, or a condition the kubelet reports is
  * missing), which kubelet ids can be the hollow nodes' label value, and which node a heartbeat
- * worker takes next (renewals before registrations, registrations never starved). */
+ * worker takes next (renewals before registrations, registrations never starved), and when a
+ * restarted kubelet's node needs no metadata patch. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "kubelet.h"
+#include "ursa/jsonutil.h"
 
 static json_t *node_with(const char *ready)
 {
@@ -137,6 +139,35 @@ static void test_pick_registration_not_starved(void **state)
 	kl_nodes_release(&k);
 }
 
+static void test_meta_current(void **state)
+{
+	struct kubelet k;
+	hb_nodes(&k);
+	k.kubelet_id = "0bd05dfbb3254989051086fcc9628cd1";
+	k.opt.zone = "z-1";
+	json_t *node = kl_node_object(&k, 2);
+	assert_true(kl_node_meta_current(&k, 2, node));
+	/* what others add (labels, annotations, the lifecycle controller's taints) does not matter */
+	json_object_set_new(json_path(node, "metadata.labels"), "team", json_string("a"));
+	json_array_append_new(json_object_get(json_object_get(node, "spec"), "taints"),
+			      json_pack("{s:s, s:s}", "key", "node.kubernetes.io/unreachable", "effect", "NoExecute"));
+	assert_true(kl_node_meta_current(&k, 2, node));
+	/* another node's object, another kubelet's id, a label changed, the taint gone: a patch */
+	assert_false(kl_node_meta_current(&k, 4, node));
+	k.kubelet_id = "ffd05dfbb3254989051086fcc9628cd1";
+	assert_false(kl_node_meta_current(&k, 2, node));
+	k.kubelet_id = "0bd05dfbb3254989051086fcc9628cd1";
+	k.opt.zone = "z-2";
+	assert_false(kl_node_meta_current(&k, 2, node));
+	k.opt.zone = "z-1";
+	json_array_remove(json_object_get(json_object_get(node, "spec"), "taints"), 0);
+	assert_false(kl_node_meta_current(&k, 2, node));
+	json_object_del(node, "spec");
+	assert_false(kl_node_meta_current(&k, 2, node));
+	json_decref(node);
+	kl_nodes_release(&k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -147,6 +178,7 @@ int main(void)
 		cmocka_unit_test(test_label_values),
 		cmocka_unit_test(test_pick_renewal_before_registration),
 		cmocka_unit_test(test_pick_registration_not_starved),
+		cmocka_unit_test(test_meta_current),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
