@@ -75,6 +75,7 @@ struct apiserver_daemon {
 	void (*on_created)(struct apiserver *s, const struct api_resource *r, const json_t *obj);
 	const char *const *system_namespaces; /* NULL-terminated; ensured in tenant system at start */
 	long long default_write_linger_ms;    /* --etcd-write-linger-ms unless given */
+	long long default_workers;            /* --workers unless given; 0: 16 */
 };
 /* Parses the common flags (--help lists them), serves until SIGTERM/SIGINT. Exit code. */
 int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv);

@@ -50,6 +50,10 @@ struct ctl_def {
 	const char *tick_key;
 	int64_t period_ms;
 	bool off_by_default;                         /* "*" leaves it off; naming it turns it on */
+	/* Worker threads of its own, at least (Kubernetes' --concurrent-*-syncs): a sync waits on
+	 * the API server, so a controller with a backlog (the garbage collector after mass
+	 * deletes) needs more of them than --workers; 0: the manager's count. */
+	int workers;
 	bool standby;                                /* also synced while not leading (it asks ctl_manager_leading) */
 	/* Optional, once each: start after the informers started and before any sync (0 or E_*:
 	 * the controller is then not run); stop after its workers stopped. */
@@ -66,7 +70,7 @@ struct ctl_config {
 	const struct ctl_def *defs;  /* borrowed; must outlive the manager */
 	size_t ndefs;
 	const char *controllers;     /* --controllers */
-	int workers;                 /* per controller, 1..64 (clamped) */
+	int workers;                 /* per controller, 1..64 (clamped); a def's own count if higher */
 	struct rest_client *rest;    /* borrowed, for informers and the lease (NULL: no watches, no election) */
 	void *ud;                    /* handed to every callback */
 	/* Leader election: with leader_elect, campaigns for the Lease at lease_path as identity

@@ -21,10 +21,11 @@
 
 /* A worker waits for each renewal it sends, and an API server may hold a renewal tens of
  * milliseconds to share an etcd txn with others (--etcd-heartbeat-linger-ms): a hollow
- * kubelet's thousands of nodes need enough workers to keep their pace through that (100
- * nodes renewing every 10 s are 10 renewals/s, a quarter of a worker at 25 ms each). */
-#define KL_NODES_PER_HB_WORKER 100
-#define KL_MAX_HB_WORKERS 64
+ * kubelet's thousands of nodes need enough workers to keep their pace through that, and
+ * through busy cores (50 nodes renewing every 40 s give each renewal 0.8 s; at 100 a worker
+ * fell behind in the region simulation at load 80 on 2 cores, where a renewal took ~0.7 s). */
+#define KL_NODES_PER_HB_WORKER 50
+#define KL_MAX_HB_WORKERS 128
 
 struct kl_heartbeat {
 	struct kubelet *k;

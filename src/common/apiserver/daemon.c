@@ -92,7 +92,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 {
 	struct apid a = {
 		.d = d, .listen = d->default_listen, .etcd = "http://127.0.0.1:2379", .prefix = "/registry",
-		.partition = d->default_partition, .workers = 16, .linger = d->default_write_linger_ms, .hb_linger = 40,
+		.partition = d->default_partition, .workers = d->default_workers > 0 ? d->default_workers : 16, .linger = d->default_write_linger_ms, .hb_linger = 40,
 		.trees_mb = 64,
 	};
 	const struct opt opts[] = {

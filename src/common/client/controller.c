@@ -248,8 +248,11 @@ static void run_all(struct ctl_manager *m)
 			wq_add(c->q, c->def->tick_key);
 		c->next_tick_ms = mono_ms() + c->def->period_ms;
 		periodic |= c->def->period_ms > 0 && !c->def->tick_key;
-		c->th = xcalloc((size_t)m->cfg.workers, sizeof(*c->th));
-		for (c->nth = 0; c->nth < m->cfg.workers; c->nth++)
+		int nw = c->def->workers > m->cfg.workers ? c->def->workers : m->cfg.workers;
+		if (nw > 64)
+			nw = 64;
+		c->th = xcalloc((size_t)nw, sizeof(*c->th));
+		for (c->nth = 0; c->nth < nw; c->nth++)
 			pthread_create(&c->th[c->nth], NULL, run_worker, c);
 	}
 	if (periodic)

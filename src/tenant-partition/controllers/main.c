@@ -131,7 +131,7 @@ int main(int argc, char **argv)
 		{ "kubeconfig", OPT_STRING, &cm.kubeconfig, "kubeconfig of the tenant partition's admin (system:masters)" },
 		{ "leader-elect", OPT_BOOL, &cm.leader_elect, "campaign for the Lease kube-system/ursa-tp-controller-manager" },
 		{ "identity", OPT_STRING, &cm.identity, "leader election identity (default hostname_pid)" },
-		{ "workers", OPT_INT, &cm.workers, "worker threads per controller" },
+		{ "workers", OPT_INT, &cm.workers, "worker threads per controller (at least: the garbage collector has 20, namespace 10, replicaset, deployment, job, cronjob, endpoints, endpointslice and statefulset 5)" },
 		{ "controllers", OPT_STRING, &cm.controllers,
 		  "comma list of tenant,namespace,replicaset,deployment,garbagecollector,rmloss,job,cronjob,endpoints,"
 		  "endpointslice,network,statefulset,disruption,root-ca-cert-publisher,customresourcecleanup "

@@ -290,6 +290,83 @@ static void test_workers(void **state)
 	pthread_mutex_destroy(&f.mu);
 }
 
+/* ---- a controller's own worker count ---- */
+
+struct conc {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int inflight, max, done;
+};
+
+/* Holds its worker until 4 syncs are in flight at once (or 300 ms), noting the most seen. */
+static int sync_wait_company(void *ud, const char *key)
+{
+	(void)key;
+	struct conc *c = ud;
+	pthread_mutex_lock(&c->mu);
+	if (++c->inflight > c->max)
+		c->max = c->inflight;
+	pthread_cond_broadcast(&c->cv);
+	int64_t until = mono_ms() + 300;
+	while (c->max < 4 && mono_ms() < until) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+	}
+	c->inflight--;
+	c->done++;
+	pthread_mutex_unlock(&c->mu);
+	return 0;
+}
+
+static bool conc_done(void *ud)
+{
+	struct conc *c = ud;
+	pthread_mutex_lock(&c->mu);
+	bool ok = c->done >= 4;
+	pthread_mutex_unlock(&c->mu);
+	return ok;
+}
+
+static const struct ctl_def own_defs[] = {
+	{ "wide", { { NULL } }, sync_wait_company, .workers = 4 },
+	{ "narrow", { { NULL } }, sync_wait_company },
+};
+
+static void run_conc(const char *ctl, int want_max)
+{
+	struct conc c = { .max = 0 };
+	pthread_mutex_init(&c.mu, NULL);
+	pthread_cond_init(&c.cv, NULL);
+	struct ctl_config cfg = { .defs = own_defs, .ndefs = 2, .controllers = ctl, .workers = 1, .ud = &c };
+	struct ctl_manager *m = NULL;
+	assert_int_equal(ctl_manager_new(&cfg, &m), 0);
+	ctl_manager_start(m);
+	struct workqueue *q = ctl_manager_queue(m, ctl);
+	assert_non_null(q);
+	wq_add(q, "t/a/1");
+	wq_add(q, "t/a/2");
+	wq_add(q, "t/a/3");
+	wq_add(q, "t/a/4");
+	assert_true(tl_wait(conc_done, &c, 5000));
+	ctl_manager_free(m);
+	assert_int_equal(c.max, want_max);
+	pthread_cond_destroy(&c.cv);
+	pthread_mutex_destroy(&c.mu);
+}
+
+static void test_own_workers(void **state)
+{
+	(void)state;
+	run_conc("wide", 4);   /* its own 4, though the manager's --workers is 1 */
+	run_conc("narrow", 1); /* no count of its own: the manager's 1 */
+}
+
 /* ---- shared informers and leader election against a real API server ---- */
 
 #define CM_PATH "/api/v1/tenants/t1/namespaces/default/configmaps"
@@ -497,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_dispatch),
 		cmocka_unit_test(test_workers),
+		cmocka_unit_test(test_own_workers),
 		cmocka_unit_test(test_informers_and_election),
 		cmocka_unit_test(test_free_while_syncing),
 	};
