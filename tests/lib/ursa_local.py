@@ -5,6 +5,7 @@ not touched. Needs root when the nodes run on containerd."""
 
 import os
 import random
+import shutil
 import socket
 import subprocess
 import time
@@ -89,6 +90,18 @@ class LocalRegion:
 
     def down(self):
         if os.path.isdir(self.state):
+            # the daemons' logs outlive --purge in the temporary directory, which a failed run
+            # keeps: a daemon that died during the tests can be looked at afterwards
+            for root, _dirs, files in os.walk(self.state):
+                for name in files:
+                    if name.endswith(".log"):
+                        src = os.path.join(root, name)
+                        dst = os.path.join(self.tmp, "logs", os.path.relpath(src, self.state))
+                        os.makedirs(os.path.dirname(dst), exist_ok=True)
+                        try:
+                            shutil.copyfile(src, dst)
+                        except OSError as e:
+                            print("could not keep %s: %s" % (src, e))
             rc, out, err = self.script("local-down.sh", "--purge")
             print("teardown local-down.sh --purge: rc %d\n%s" % (rc, (out + err)[-3000:]))
 
