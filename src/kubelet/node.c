@@ -224,15 +224,15 @@ bool kl_node_meta_current(const struct kubelet *k, size_t i, const json_t *node)
 	json_decref(meta);
 	if (!ok || !k->hollow)
 		return ok;
-	const json_t *t;
+	/* the taint node_spec registers, among whatever taints others added */
+	json_t *spec = node_spec(k);
+	const json_t *mine = json_array_get(json_object_get(spec, "taints"), 0), *t;
 	size_t j;
-	json_array_foreach(json_path(node, "spec.taints"), j, t) {
-		const char *key = json_str(t, "key"), *value = json_str(t, "value"), *effect = json_str(t, "effect");
-		if (key && strcmp(key, KL_HOLLOW_TAINT) == 0 && value && strcmp(value, "true") == 0 && effect &&
-		    strcmp(effect, "NoSchedule") == 0)
-			return true;
-	}
-	return false;
+	ok = false;
+	json_array_foreach(json_path(node, "spec.taints"), j, t)
+		ok = ok || json_equal((json_t *)t, (json_t *)mine);
+	json_decref(spec);
+	return ok;
 }
 
 bool kl_label_value_ok(const char *v)
@@ -349,7 +349,8 @@ static int check_many(struct kubelet *k, char **ret_err)
 	}
 	json_array_foreach(rc == 0 ? json_object_get(nodes, "items") : NULL, i, n) {
 		const char *name = json_path_str(n, "metadata.name");
-		if (kl_node_find(k, name) < 0)
+		long idx = kl_node_find(k, name);
+		if (idx < 0)
 			continue;
 		const json_t *lease = json_object_get(by_name, name);
 		if (taken(k, n, lease, now)) {
@@ -358,7 +359,6 @@ static int check_many(struct kubelet *k, char **ret_err)
 			rc = -1;
 			break;
 		}
-		long idx = kl_node_find(k, name);
 		k->nodes[idx].known = true;
 		k->nodes[idx].known_meta_ok = kl_node_meta_current(k, (size_t)idx, n);
 	}

@@ -383,7 +383,9 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 	 * before the linger ends, and clients that renew over a few connections each waited the
 	 * whole 40 ms (32 connections renewed 757 leases/s instead of 1,000: bench/run-rm-heartbeat.sh)
 	 * (no workers given: the HTTP server's 16, and etcd's default batch of 8) */
-	size_t lazy_batch = o->workers ? (o->workers > 16 ? 8 : o->workers > 1 ? o->workers / 2 : 1) : 0;
+	size_t lazy_batch = o->workers ? (o->workers > 1 ? o->workers / 2 : 1) : 0;
+	if (lazy_batch > 8)
+		lazy_batch = 8;
 	s->etcd = etcd_new(o->etcd_servers, &(struct etcd_options){ .write_linger_ms = o->etcd_write_linger_ms,
 								      .lazy_linger_ms = o->etcd_heartbeat_linger_ms,
 								      .lazy_batch = lazy_batch });
