@@ -100,6 +100,16 @@ bench_api() {
 # cpu_ticks PID: user + system clock ticks of a process so far (0 if gone).
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12 + $13}' || echo 0; }
 
+# tree_cpu_ticks PID: cpu_ticks of PID and of its direct children (a master's workers).
+tree_cpu_ticks() {
+	local t c
+	t=$(cpu_ticks "$1")
+	for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		t=$(( t + $(cpu_ticks "$c") ))
+	done
+	echo "$t"
+}
+
 # bench_result_field FILE KEY: a value from the `RESULT {json}` line of a program's output.
 bench_result_field() { sed -n "s/^RESULT .*\"$2\":\([^,}]*\).*/\1/p" "$1" | tail -1; }
 

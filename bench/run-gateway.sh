@@ -18,7 +18,8 @@
 # GW_THREADS (the gateway's --threads; default: the gateway's own default), GW2_THREADS and
 # GW2_BIN (either set: a second gateway is measured too, as "gateway2", in the same rounds:
 # GW2_BIN another ursa-gateway binary, say an older build's, default this build's; GW2_THREADS
-# its --threads).
+# its --threads). GW_ARGS and GW2_ARGS: further arguments for either gateway (say
+# "--workers 2"; GW2_ARGS set also measures gateway2).
 # Everything runs on loopback, free ports, a temporary directory; bounded by timeouts.
 set -euo pipefail
 
@@ -106,14 +107,14 @@ if [ "$DO_TP" = 1 ]; then
 		--tls-cert-file "$TMP/pki/server.crt" --tls-private-key-file "$TMP/pki/server.key" \
 		--token-auth-file "$TMP/tokens.csv" --partition-ca-file "$CA" \
 		--partition-token-file "$TMP/admin.token" --tenant-qps 0 --log-level info \
-		${GW_THREADS:+--threads "$GW_THREADS"} >"$TMP/gw.log" 2>&1 &
+		${GW_THREADS:+--threads "$GW_THREADS"} ${GW_ARGS:-} >"$TMP/gw.log" 2>&1 &
 	GW_PID=$!
 	PIDS+=("$GW_PID")
 	GW_URL="https://127.0.0.1:$GW_PORT"
 	wait_up "$GW_URL" ursa-gateway "$GW_PID" "$TMP/gw.log"
 
 	TARGETS="gateway direct haproxy"
-	if [ -n "${GW2_THREADS:-}" ] || [ -n "${GW2_BIN:-}" ]; then
+	if [ -n "${GW2_THREADS:-}" ] || [ -n "${GW2_BIN:-}" ] || [ -n "${GW2_ARGS:-}" ]; then
 		# A second gateway (another binary or worker count), measured alongside (gateway2).
 		GW2_BIN=${GW2_BIN:-$GATEWAY}
 		[ -x "$GW2_BIN" ] || die "GW2_BIN $GW2_BIN is not executable"
@@ -122,7 +123,7 @@ if [ "$DO_TP" = 1 ]; then
 			--tls-cert-file "$TMP/pki/server.crt" --tls-private-key-file "$TMP/pki/server.key" \
 			--token-auth-file "$TMP/tokens.csv" --partition-ca-file "$CA" \
 			--partition-token-file "$TMP/admin.token" --tenant-qps 0 --log-level info \
-			${GW2_THREADS:+--threads "$GW2_THREADS"} >"$TMP/gw2.log" 2>&1 &
+			${GW2_THREADS:+--threads "$GW2_THREADS"} ${GW2_ARGS:-} >"$TMP/gw2.log" 2>&1 &
 		GW2_PID=$!
 		PIDS+=("$GW2_PID")
 		GW2_URL="https://127.0.0.1:$GW2_PORT"
@@ -175,7 +176,7 @@ if [ "$DO_TP" = 1 ]; then
 	declare -A CPU_T=([gateway]=0 [gateway2]=0 [direct]=0 [haproxy]=0) NREQ=([gateway]=0 [gateway2]=0 [direct]=0 [haproxy]=0)
 	for w in get list; do for t in gateway gateway2 direct haproxy; do CPU_T[$w-$t]=0; NREQ[$w-$t]=0; done; done
 	declare -A WPATH=([get]=$GET_PATH [list]=$LIST_PATH)
-	CPU0_GW=$(cpu_ticks "$GW_PID"); CPU0_TP=$(cpu_ticks "$TP_PID"); CPU0_HA=$(cpu_ticks "$HA_PID")
+	CPU0_GW=$(tree_cpu_ticks "$GW_PID"); CPU0_TP=$(cpu_ticks "$TP_PID"); CPU0_HA=$(cpu_ticks "$HA_PID")
 	CPU0_TE=$(cpu_ticks "$TP_ETCD_PID")
 	for r in $(seq "$ROUNDS"); do
 		for w in get list; do
@@ -185,10 +186,10 @@ if [ "$DO_TP" = 1 ]; then
 					--token "$USER_TOKEN" --cacert "$CA" --clients "$CLIENTS" --duration "$DURATION" \
 					--warmup 1 >"$TMP/r$r-$w-$t.out" 2>"$TMP/r$r-$w-$t.err" &
 				RUN_PID=$!
-				c0=$(cpu_ticks "${TPID[$t]}")
+				c0=$(tree_cpu_ticks "${TPID[$t]}")
 				wait "$RUN_PID" || echo "# round $r $w $t: errors (see below)" >&2
 				RUN_PID=""
-				dc=$(( $(cpu_ticks "${TPID[$t]}") - c0 ))
+				dc=$(( $(tree_cpu_ticks "${TPID[$t]}") - c0 ))
 				CPU_T[$t]=$(( CPU_T[$t] + dc )); CPU_T[$w-$t]=$(( CPU_T[$w-$t] + dc ))
 				n=$(bench_result_field "$TMP/r$r-$w-$t.out" ok); NREQ[$t]=$(( NREQ[$t] + ${n:-0} )); NREQ[$w-$t]=$(( NREQ[$w-$t] + ${n:-0} ))
 				grep -v '^RESULT' "$TMP/r$r-$w-$t.out" >&2 || true
@@ -196,7 +197,7 @@ if [ "$DO_TP" = 1 ]; then
 			done
 		done
 	done
-	CPU_GW=$(( $(cpu_ticks "$GW_PID") - CPU0_GW )); CPU_TP=$(( $(cpu_ticks "$TP_PID") - CPU0_TP ))
+	CPU_GW=$(( $(tree_cpu_ticks "$GW_PID") - CPU0_GW )); CPU_TP=$(( $(cpu_ticks "$TP_PID") - CPU0_TP ))
 	CPU_HA=$(( $(cpu_ticks "$HA_PID") - CPU0_HA )); CPU_TE=$(( $(cpu_ticks "$TP_ETCD_PID") - CPU0_TE ))
 	kill -0 "$GW_PID" 2>/dev/null || { tail -20 "$TMP/gw.log" >&2; die "the gateway died"; }
 	# Keep-alive to the partition: the gateway's open connections to the TP, and how many it
@@ -272,7 +273,7 @@ Machine: $(nproc) CPUs (${MODEL:-unknown CPU}), Linux $(uname -r), etcd $("$REAL
 Everything below ran on the same $(nproc) cores at once: the load generator, etcd(s), the TP API
 server, the gateway and HAProxy. Load average before: $LOAD_BEFORE, after: $LOAD_AFTER.
 Other busy processes at the start: ${OTHERS:-none}.
-Reproduce: \`bench/run-gateway.sh $BUILD\` (CLIENTS=$CLIENTS ROUNDS=$ROUNDS DURATION=$DURATION PODS=$PODS MAP_TENANTS=$MAP_TENANTS${GW2_PID:+ GW2_BIN=$GW2_BIN${GW2_THREADS:+ GW2_THREADS=$GW2_THREADS}}).
+Reproduce: \`bench/run-gateway.sh $BUILD\` (CLIENTS=$CLIENTS ROUNDS=$ROUNDS DURATION=$DURATION PODS=$PODS MAP_TENANTS=$MAP_TENANTS${GW_ARGS:+ GW_ARGS=\"$GW_ARGS\"}${GW2_PID:+ GW2_BIN=$GW2_BIN${GW2_THREADS:+ GW2_THREADS=$GW2_THREADS}${GW2_ARGS:+ GW2_ARGS=\"$GW2_ARGS\"}}).
 EOF
 if [ "$DO_TP" = 1 ]; then
 	R_GD_GET=$(ratio get gateway direct); R_GH_GET=$(ratio get gateway haproxy)
@@ -298,7 +299,7 @@ EOF
 	cat <<EOF
 
 CPU per request (GET and LIST together) of the proxy in front of the TP, during its own rounds:
-gateway $(cpu_per_req gateway) µs${GW2_PID:+, gateway2 ($GW2_BIN${GW2_THREADS:+ --threads $GW2_THREADS}) $(cpu_per_req gateway2) µs}, HAProxy $(cpu_per_req haproxy) µs; the TP API server itself (direct rounds)
+gateway $(cpu_per_req gateway) µs${GW2_PID:+, gateway2 ($GW2_BIN${GW2_THREADS:+ --threads $GW2_THREADS}${GW2_ARGS:+ $GW2_ARGS}) $(cpu_per_req gateway2) µs}, HAProxy $(cpu_per_req haproxy) µs; the TP API server itself (direct rounds)
 $(cpu_per_req direct) µs. By workload (GET / LIST): gateway $(cpu_per_req get-gateway) / $(cpu_per_req list-gateway) µs${GW2_PID:+, gateway2 $(cpu_per_req get-gateway2) / $(cpu_per_req list-gateway2) µs}, HAProxy $(cpu_per_req get-haproxy) / $(cpu_per_req list-haproxy) µs, TP $(cpu_per_req get-direct) / $(cpu_per_req list-direct) µs. Keep-alive: after the rounds the gateway held $GW_UP_CONNS connections to the TP
 and had opened ${GW_MADE:-?} in all (about one per request in flight at once).
 CPU used during all rounds: gateway $(awk -v t="$CPU_GW" 'BEGIN {printf "%.1f", t/100}') s, TP API server $(awk -v t="$CPU_TP" 'BEGIN {printf "%.1f", t/100}') s, TP etcd $(awk -v t="$CPU_TE" 'BEGIN {printf "%.1f", t/100}') s, HAProxy $(awk -v t="$CPU_HA" 'BEGIN {printf "%.1f", t/100}') s.
