@@ -409,7 +409,14 @@ bool openapi_wants_protobuf(const char *accept);
 /* watch.c */
 void watch_ticker_start(struct apiserver *s);
 void watch_ticker_stop(struct apiserver *s);
-#define BOOKMARK_EVERY_MS 60000
+/* Bookmarks carry a watcher to the cache's revision, and every PROGRESS_EVERY_MS a cache more
+ * than PROGRESS_LAG_REVS behind etcd writes its progress marker (watch.c keep_progress), so a
+ * client's resourceVersion is at most about BOOKMARK_EVERY_MS + PROGRESS_EVERY_MS of writes old,
+ * quiet kind or not: within the history a restarted server loads (history_back_revs), so its
+ * watches resume instead of answering 410 and making every informer relist. */
+#define BOOKMARK_EVERY_MS 15000
+#define PROGRESS_EVERY_MS 5000
+#define PROGRESS_LAG_REVS 500
 #define DEFAULT_TIMEOUT_MIN_S 1800 /* a watch without timeoutSeconds: 30 to 60 minutes */
 #define IDLE_NEWLINE_MS 10000
 /* A watch stream's timers, which the ticker thread checks every 250 ms, waking the stream when

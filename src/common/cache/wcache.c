@@ -731,6 +731,29 @@ int wcache_wait_current(struct wcache *c, int64_t rv, int64_t timeout_ms)
 	return rc;
 }
 
+/* Progress for a quiet cache: the marker written without waiting for its event. */
+bool wcache_nudge(struct wcache *c, int64_t rv)
+{
+	if (!c->progress || !wcache_ready(c) || wcache_revision(c) >= rv)
+		return false;
+	pthread_mutex_lock(&c->prog_mu);
+	if (c->prog_inflight || c->prog_rev >= rv) {
+		pthread_mutex_unlock(&c->prog_mu);
+		return false;
+	}
+	c->prog_inflight = true;
+	pthread_mutex_unlock(&c->prog_mu);
+	int64_t mrev = 0;
+	int prc = c->progress(c->progress_ud, c->marker_key, &mrev);
+	pthread_mutex_lock(&c->prog_mu);
+	c->prog_inflight = false;
+	if (prc == 0 && mrev > c->prog_rev)
+		c->prog_rev = mrev;
+	pthread_cond_broadcast(&c->prog_cond);
+	pthread_mutex_unlock(&c->prog_mu);
+	return prc == 0;
+}
+
 /* History before the first list -------------------------------------------------------------- */
 
 void wcache_history_begin(struct wcache *c, int64_t from_rv)

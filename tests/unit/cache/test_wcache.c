@@ -1211,6 +1211,36 @@ static void test_wait_current(void **state)
 	wcache_free(c);
 }
 
+/* wcache_nudge: a cache at or past the revision writes nothing; one behind writes its marker
+ * once without waiting (a second nudge while that marker's revision covers rv writes nothing),
+ * and the marker's event brings the cache past rv; a failed write says so. */
+static void test_nudge(void **state)
+{
+	(void)state;
+	struct wcache *c = seeded(NULL, 100);
+	struct fake_etcd fe = { .c = c };
+	atomic_init(&fe.puts, 0);
+	atomic_init(&fe.next_rev, 700); /* other kinds were written */
+	assert_false(wcache_nudge(c, 700)); /* no marker writer yet */
+	wcache_set_progress(c, fake_put, &fe, NULL);
+	assert_false(wcache_nudge(c, 100));
+	assert_int_equal(atomic_load(&fe.puts), 0);
+	assert_true(wcache_nudge(c, 700));
+	assert_int_equal(atomic_load(&fe.puts), 1);
+	assert_false(wcache_nudge(c, 700)); /* the marker written at 701 covers 700 */
+	assert_int_equal(atomic_load(&fe.puts), 1);
+	assert_int_equal(wcache_wait_for(c, 701, 1000), 0);
+	assert_int_equal(wcache_revision(c), 701);
+	fe.fail = true;
+	assert_false(wcache_nudge(c, 900));
+	assert_int_equal(atomic_load(&fe.puts), 2);
+	fe.fail = false;
+	assert_int_equal(wcache_revision(c), 701);
+	struct timespec ts = { 0, 20000000 };
+	nanosleep(&ts, NULL); /* the detached event threads are done */
+	wcache_free(c);
+}
+
 /* A watch event with prev_kv, as the history watch brings them (key and values taken). */
 static void eb_hist(struct evbuild *eb, char *key, char *json, char *prev, int64_t prev_rev, int64_t rev)
 {
@@ -1368,7 +1398,9 @@ int main(void)
 		cmocka_unit_test(test_node_delivery),
 		cmocka_unit_test(test_list_filters),
 		cmocka_unit_test(test_list_page),       cmocka_unit_test(test_markers),
-		cmocka_unit_test(test_wait_current),    cmocka_unit_test(test_history),
+		cmocka_unit_test(test_wait_current),
+		cmocka_unit_test(test_nudge),
+		cmocka_unit_test(test_history),
 		cmocka_unit_test(test_node_index),
 		cmocka_unit_test(test_watch_initial_and_live),
 		cmocka_unit_test(test_watch_replay),
