@@ -8,12 +8,16 @@
 # the LAST build; pods made with that build's bench/ursa-load straight at the partition, then
 # given a running status. Each round restarts the partition with the next build's
 # ursa-tp-apiserver, runs `kubectl get pods -A` once to warm up and then KUBECTL_RUNS times timed.
-# Knobs (environment): ROUNDS (3), PODS (20000), POD_BYTES (1500), NAMESPACES (20), KUBECTL_RUNS (1).
+# Knobs (environment): ROUNDS (3), PODS (20000), POD_BYTES (1500), NAMESPACES (20), KUBECTL_RUNS (1),
+# KUBECTL_ARGS (more arguments for the timed runs, say "-v=6" or "--chunk-size=0"; kubectl's
+# standard error of the last timed run of each build is kept as kubectl-<n>.log in KUBECTL_LOGS,
+# default the current directory, when KUBECTL_ARGS is set), KUBECTL (the kubectl to run: default
+# the one on PATH; say kubectl.1.32 for a bundled version without the dispatcher).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 [ $# -ge 1 ] || { sed -n '2,12p' "$0"; exit 2; }
 export ROUNDS="${ROUNDS:-3}" PODS="${PODS:-20000}" POD_BYTES="${POD_BYTES:-1500}" NAMESPACES="${NAMESPACES:-20}"
-export KUBECTL_RUNS="${KUBECTL_RUNS:-1}"
+export KUBECTL="${KUBECTL:-kubectl}" KUBECTL_RUNS="${KUBECTL_RUNS:-1}" KUBECTL_ARGS="${KUBECTL_ARGS:-}" KUBECTL_LOGS="${KUBECTL_LOGS:-$PWD}"
 builds=()
 for b in "$@"; do builds+=("$(cd "$b" && pwd)"); done
 export URSA_BUILD_DIR="${builds[-1]}" URSA_SOURCE_DIR="$ROOT"
@@ -29,7 +33,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 print("# %s, %d cores, load average %s; %d pods of %d bytes in %d namespaces; kubectl %s" % (
     time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), os.cpu_count(), open("/proc/loadavg").read().split()[0],
     pods, int(os.environ["POD_BYTES"]), nns,
-    subprocess.run(["kubectl", "version", "--client"], capture_output=True, text=True).stdout.split("\n")[0]), flush=True)
+    subprocess.run([os.environ["KUBECTL"], "version", "--client"], capture_output=True, text=True).stdout.split("\n")[0]), flush=True)
 
 
 def cpu_s(pid):
@@ -100,13 +104,13 @@ try:
         for b in builds:
             h.APISERVER_BIN = os.path.join(b, "src", "tenant-partition", "ursa-tp-apiserver")
             tp.restart()
-            w = subprocess.run(["kubectl", "get", "pods", "-A"], env=env, capture_output=True, text=True, timeout=600)
+            w = subprocess.run([os.environ["KUBECTL"], "get", "pods", "-A"], env=env, capture_output=True, text=True, timeout=600)
             if w.returncode != 0:
                 raise RuntimeError("kubectl get pods -A (warm-up): %s" % w.stderr[-600:])
             for _ in range(int(os.environ["KUBECTL_RUNS"])):
                 c0, tpc, gwc, t0 = child_cpu(), cpu_s(tp.proc.pid), cpu_s(gw_proc.pid), time.monotonic()
-                out = subprocess.run(["kubectl", "get", "pods", "-A"], env=env, capture_output=True, text=True,
-                                     timeout=600)
+                out = subprocess.run([os.environ["KUBECTL"], "get", "pods", "-A"] + os.environ["KUBECTL_ARGS"].split(), env=env,
+                                     capture_output=True, text=True, timeout=600)
                 wall = time.monotonic() - t0
                 kcpu, tpc, gwc = child_cpu() - c0, cpu_s(tp.proc.pid) - tpc, cpu_s(gw_proc.pid) - gwc
                 lines = out.stdout.count("\n")
@@ -114,6 +118,9 @@ try:
                     raise RuntimeError("kubectl get pods -A: rc %d, %d lines: %s" % (out.returncode, lines,
                                                                                       out.stderr[-400:]))
                 got.setdefault(b, []).append((wall, kcpu, tpc, gwc))
+                if os.environ["KUBECTL_ARGS"]:
+                    with open(os.path.join(os.environ["KUBECTL_LOGS"], "kubectl-%d.log" % builds.index(b)), "w") as f:
+                        f.write(out.stderr)
                 print("| %d | %s | %d | %.2f | %.2f | %.2f | %.2f |" % (rnd + 1, b, lines, wall, kcpu, tpc, gwc),
                       flush=True)
 finally:

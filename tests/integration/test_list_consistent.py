@@ -8,7 +8,9 @@ made just before it; pages stay at one revision; etcd is not listed. The marker 
 not in lists (JSON, Table, paginated, from the cache or from etcd), not in watches, not by name.
 After a kill -9 and restart the cache is current at once (a deleted object stays deleted) and a
 watch from a resourceVersion a few hundred revisions back gets exactly the events it missed;
-one older than the history window, or than an etcd compaction, gets 410 Expired.
+one older than the history window, or than an etcd compaction, gets 410 Expired. A quiet kind's
+watch gets bookmarks that follow etcd's revision, so it resumes after a restart from its last
+bookmark even when its list is older than the window.
 
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_list_consistent.py"""
 
@@ -26,6 +28,7 @@ from ursa_harness import (ApiServer, Client, Etcd, check, create_tenant, eq, exp
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 MARKER = "~progress"
 HISTORY_BACK = 10000  # wcache_etcd.c DEF_HISTORY_BACK
+PROGRESS_LAG_REVS = 500  # apiserver/internal.h: how far a cache falls behind before its marker
 S = {}
 
 
@@ -275,7 +278,11 @@ def test_restart_resumes_watches_and_is_current():
 
 
 def expect_410(rv, what):
-    w = admin().watch(pods_path(S["t"]) + q(watch="true", resourceVersion=rv, timeoutSeconds=5))
+    expect_410_at(pods_path(S["t"]), rv, what)
+
+
+def expect_410_at(path, rv, what):
+    w = admin().watch(path + q(watch="true", resourceVersion=rv, timeoutSeconds=5))
     if w.status == 200:
         ev = w.until(lambda ev: True, 10)
         w.close()
@@ -285,15 +292,58 @@ def expect_410(rv, what):
         eq(w.status, 410, what)
 
 
-def test_older_than_window_and_compacted_get_410():
-    old = int(create_pod(uniq("old"))["metadata"]["resourceVersion"])
-    # push etcd past the history window with writes of a key no cache watches
+def etcd_filler(n, key="/other/filler"):
+    """n writes of a key no cache watches: etcd's revision moves, no kind's cache sees an event."""
     c = Client(S["etcd"].url(), timeout=10)
-    k = Etcd._b64("/other/filler")
-    for i in range(HISTORY_BACK + 50):
+    k = Etcd._b64(key)
+    for i in range(n):
         r = c.post("/v3/kv/put", {"key": k, "value": Etcd._b64(str(i))})
         if r.status != 200:
             raise AssertionError("etcd put: %r" % r)
+
+
+def test_quiet_kind_bookmarks_keep_watches_resumable():
+    """A watch of a kind nobody writes gets bookmarks that follow etcd's revision (the cache writes
+    its progress marker when it falls behind), so after a restart a client resumes from its last
+    bookmark even when its list's resourceVersion is older than the history the new server loads."""
+    spath = "/api/v1/tenants/%s/namespaces/default/secrets" % S["t"]
+    r = admin().get(spath)
+    expect_status(r, 200, "list secrets")
+    listed = int(r.json["metadata"]["resourceVersion"])
+    w = admin().watch(spath + q(watch="true", allowWatchBookmarks="true", resourceVersion=listed,
+                                timeoutSeconds=120))
+    eq(w.status, 200, "watch status")
+    etcd_filler(HISTORY_BACK + 50)
+    moved = S["etcd"].revision()
+    # a cache behind etcd by more than PROGRESS_LAG_REVS writes its marker within 5 s; bookmarks
+    # go every 15 s
+    bm = w.until(lambda ev: ev.get("type") == "BOOKMARK" and
+                 int(ev["object"]["metadata"]["resourceVersion"]) >= moved - PROGRESS_LAG_REVS, 45)
+    w.close()
+    check(bm is not None, "no bookmark within %d revisions of etcd's %d in 45 s (watch from %d): %r"
+          % (PROGRESS_LAG_REVS, moved, listed, w.events[-3:]))
+    at = int(bm["object"]["metadata"]["resourceVersion"])
+    bad = [e for e in w.events if e.get("type") != "BOOKMARK"]
+    eq(bad, [], "events of a quiet kind's watch")
+    S["api"].kill()
+    S["api"].start()
+    expect_410_at(spath, listed, "watch of the quiet kind from its list, %d revisions back" % (moved - listed))
+    w = admin().watch(spath + q(watch="true", resourceVersion=at, timeoutSeconds=10))
+    eq(w.status, 200, "watch from the bookmark after the restart")
+    name = uniq("sec")
+    expect_status(admin().post(spath, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+                                       "stringData": {"k": "v"}}), 201, "create secret")
+    ev = w.next(10)
+    w.close()
+    check(ev is not None and ev.get("type") == "ADDED" and ev["object"]["metadata"]["name"] == name,
+          "watch from the last bookmark after kill -9: %r" % ev)
+    print("  bookmark at %d (list at %d, etcd at %d): resumed after kill -9" % (at, listed, moved))
+
+
+def test_older_than_window_and_compacted_get_410():
+    old = int(create_pod(uniq("old"))["metadata"]["resourceVersion"])
+    # push etcd past the history window with writes of a key no cache watches
+    etcd_filler(HISTORY_BACK + 50)
     recent = int(create_pod(uniq("recent"))["metadata"]["resourceVersion"])
     S["api"].kill()
     S["api"].start()
