@@ -688,6 +688,23 @@ static int64_t ms_left(const struct timespec *dl)
 	return ms > 0 ? ms : 0;
 }
 
+/* Writes the progress marker: called and returns with prog_mu held, no write in flight; the
+ * lock is dropped for the write. Records the marker's revision and wakes every waiter. 0 or the
+ * write's error. */
+static int marker_write(struct wcache *c)
+{
+	c->prog_inflight = true;
+	pthread_mutex_unlock(&c->prog_mu);
+	int64_t mrev = 0;
+	int prc = c->progress(c->progress_ud, c->marker_key, &mrev);
+	pthread_mutex_lock(&c->prog_mu);
+	c->prog_inflight = false;
+	if (prc == 0 && mrev > c->prog_rev)
+		c->prog_rev = mrev;
+	pthread_cond_broadcast(&c->prog_cond);
+	return prc;
+}
+
 int wcache_wait_current(struct wcache *c, int64_t rv, int64_t timeout_ms)
 {
 	if (wcache_revision(c) >= rv)
@@ -713,15 +730,7 @@ int wcache_wait_current(struct wcache *c, int64_t rv, int64_t timeout_ms)
 			}
 			continue;
 		}
-		c->prog_inflight = true;
-		pthread_mutex_unlock(&c->prog_mu);
-		int64_t mrev = 0;
-		int prc = c->progress(c->progress_ud, c->marker_key, &mrev);
-		pthread_mutex_lock(&c->prog_mu);
-		c->prog_inflight = false;
-		if (prc == 0 && mrev > c->prog_rev)
-			c->prog_rev = mrev;
-		pthread_cond_broadcast(&c->prog_cond);
+		int prc = marker_write(c);
 		if (prc != 0) {
 			rc = prc;
 			break;
@@ -741,15 +750,7 @@ bool wcache_nudge(struct wcache *c, int64_t rv)
 		pthread_mutex_unlock(&c->prog_mu);
 		return false;
 	}
-	c->prog_inflight = true;
-	pthread_mutex_unlock(&c->prog_mu);
-	int64_t mrev = 0;
-	int prc = c->progress(c->progress_ud, c->marker_key, &mrev);
-	pthread_mutex_lock(&c->prog_mu);
-	c->prog_inflight = false;
-	if (prc == 0 && mrev > c->prog_rev)
-		c->prog_rev = mrev;
-	pthread_cond_broadcast(&c->prog_cond);
+	int prc = marker_write(c);
 	pthread_mutex_unlock(&c->prog_mu);
 	return prc == 0;
 }
