@@ -144,8 +144,6 @@ int wcache_wait_current(struct wcache *c, int64_t rv, int64_t timeout_ms);
  * then brings the cache, and the bookmarks its watchers get, to that revision) and returns true
  * without waiting for the event. False otherwise, or when the write failed. */
 bool wcache_nudge(struct wcache *c, int64_t rv);
-/* The key of the progress marker this cache writes (the caches of one mux share their mux's). */
-const char *wcache_marker(const struct wcache *c);
 /* The revision at which the progress marker of this cache was created, as the cache last saw it
  * (0: absent or not seen): a reader counting keys of the prefix in etcd discounts it. */
 int64_t wcache_marker_created(struct wcache *c);

@@ -273,30 +273,21 @@ void handle_watch(struct req *q)
 }
 
 /* Every served kind's cache more than PROGRESS_LAG_REVS behind etcd's revision writes its
- * progress marker (once per marker key: the caches of a mux share one), so that quiet kinds'
- * watchers get bookmarks of a recent revision too. The markers move etcd's revision by a few,
- * which stays under the lag: an idle partition writes nothing. Custom resources are left out. */
+ * progress marker, so that quiet kinds' watchers get bookmarks of a recent revision too. The
+ * markers move etcd's revision by a few, which stays under the lag: an idle partition writes
+ * nothing. Custom resources (not in the table; their caches load no history) are left out. */
 static void keep_progress(struct apiserver *s)
 {
 	struct etcd_range_result rr;
-	if (etcd_range(s->etcd, "/registry/", NULL, 0, 1, true, &rr) != 0)
+	if (etcd_range(s->etcd, s->o.etcd_prefix, NULL, 0, 1, true, &rr) != 0)
 		return;
 	int64_t cur = rr.revision;
 	etcd_range_result_release(&rr);
-	const char **done = xcalloc(s->nres ? s->nres : 1, sizeof(*done));
-	size_t ndone = 0;
 	for (size_t i = 0; i < s->nres && !atomic_load(&s->stopping); i++) {
 		struct wcache *c = s->res[i].cache;
-		if (!c || !wcache_ready(c) || cur - wcache_revision(c) <= PROGRESS_LAG_REVS)
-			continue;
-		const char *key = wcache_marker(c);
-		bool seen = !key;
-		for (size_t k = 0; k < ndone && !seen; k++)
-			seen = strcmp(done[k], key) == 0;
-		if (!seen && wcache_nudge(c, cur))
-			done[ndone++] = key;
+		if (c && cur - wcache_revision(c) > PROGRESS_LAG_REVS)
+			wcache_nudge(c, cur);
 	}
-	free(done);
 }
 
 static void *ticker_main(void *arg)

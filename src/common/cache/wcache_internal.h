@@ -28,6 +28,7 @@ void wcache_set_progress(struct wcache *c, int (*fn)(void *ud, const char *key, 
 			 const char *marker_key);
 /* True when key is this cache's marker. */
 bool wcache_is_marker(const struct wcache *c, const char *key);
+const char *wcache_marker(const struct wcache *c);
 /* The driver's list saw c's marker created at rev (0: absent). */
 void wcache_set_marker_created(struct wcache *c, int64_t rev);
 
