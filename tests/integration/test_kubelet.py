@@ -164,12 +164,18 @@ def pod_status(admin, tenant, name):
     return r.json.get("status", {}) if r.status == 200 else None
 
 
-def container_pid(kl, uid):
+def state_pid(kl, uid):
     files = glob.glob(os.path.join(kl.dir, "runtime", "pods", uid, "containers", "c", "state.json"))
     if not files:
         return None
     with open(files[0]) as f:
         return json.load(f)["pid"]
+
+
+def container_pid(kl, uid):
+    """The container's pid from its shim's state file. The kubelet says Running once the shim is
+    spawned; the shim writes the file right after its fork, so a fresh pod's may lag a moment."""
+    return h.wait_until(lambda: state_pid(kl, uid), 10, "state file of container %s" % uid)
 
 
 def alive(pid):
