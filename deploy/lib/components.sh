@@ -558,7 +558,7 @@ write_kubeconfigs() {
 }
 
 # ensure_identity: CA, server and kubelet certificates, ursactl signing keys, the static admin
-# token, the region token and the default server URL under .ursa/. Existing files are kept.
+# token, the region token, the backup key and the default server URL under .ursa/. Existing files are kept.
 ensure_identity() {
 	mkdir -p "$URSA_STATE" "$URSA_PKI"
 	chmod 700 "$URSA_PKI"
@@ -592,6 +592,10 @@ ensure_identity() {
 		( umask 077; URSA_HOME=$URSA_STATE "$URSACTL" token --tenant system --user region \
 			--groups system:masters --ttl 0 >"$URSA_REGION_TOKEN.tmp" )
 		mv "$URSA_REGION_TOKEN.tmp" "$URSA_REGION_TOKEN"
+	fi
+	if [ ! -s "$URSA_STATE/backup.key" ]; then
+		# Seals secrets in tenant backups (ursactl backup / restore): base64 of 32 bytes.
+		( umask 077; openssl rand -base64 32 >"$URSA_STATE/backup.key" )
 	fi
 	printf 'https://127.0.0.1:%d\n' $((7101 + URSA_PORT_OFFSET)) >"$URSA_STATE/server"
 }

@@ -73,6 +73,11 @@ int etcd_current_revision(struct etcd *e, int64_t *ret_rev);
 
 /* Unconditional put. ret_rev (may be NULL) gets the new revision. */
 int etcd_put(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease, int64_t *ret_rev);
+/* Puts every key of kvs (key, value, value_len; lease 0) in one txn, unconditionally: all or
+ * none are written. n at most ETCD_TXN_MAX_OPS (etcd's default --max-txn-ops) and no key twice
+ * (E_BAD_REQUEST otherwise). ret_rev (may be NULL) gets the txn's revision. */
+#define ETCD_TXN_MAX_OPS 128
+int etcd_put_all(struct etcd *e, const struct etcd_kv *kvs, size_t n, int64_t *ret_rev);
 /* Put only if the key does not exist: E_ALREADY_EXISTS otherwise. */
 int etcd_create(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease, int64_t *ret_rev);
 /* Put only if the key's mod_revision equals expect_rev: E_CONFLICT if it differs (ret_current,

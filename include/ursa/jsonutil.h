@@ -12,6 +12,11 @@ const char *json_str(const json_t *obj, const char *key);
 const char *json_path_str(const json_t *obj, const char *dotted);
 /* Object obj[key], created (as {}) if absent or not an object; borrowed. */
 json_t *json_obj_child(json_t *obj, const char *key);
+/* A Kubernetes object's controller: the entry of metadata.ownerReferences with controller true
+ * (borrowed), or NULL. */
+const json_t *json_controller_ref(const json_t *obj);
+/* Its uid (borrowed) when its kind is kind (NULL: any kind), else NULL. */
+const char *json_controller_uid(const json_t *obj, const char *kind);
 /* Renders a scalar at a dotted path the way field selectors compare it:
  * strings as is, booleans "true"/"false", integers in decimal, absent/null as "".
  * Appends to out. */

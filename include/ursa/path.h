@@ -52,6 +52,10 @@ char *path_client_prefix(const char *path, const char **ret_rest);
 /* Many watches on one connection (POST, docs/architecture.md "Multiplexed watches"): served by
  * every API server (src/common/apiserver/watchmux.c), used by informer_start_mux. */
 #define WATCHMUX_PATH "/ursa/v1/watches"
+/* Tenant backup and restore (docs/operations.md): <this><tenant>/backup (GET, pages) and
+ * <this><tenant>/restore (POST), served by tenant partitions' API servers (apiserver/backup.c),
+ * used by ursactl tenant. */
+#define TENANT_BACKUP_PATH "/ursa/v1/tenants/"
 void path_info_release(struct path_info *p);
 
 #endif

@@ -248,13 +248,7 @@ static void uncount(struct sched_cache *c, struct sched_cpod *p)
 
 static const char *controller_uid(const json_t *obj)
 {
-	size_t i;
-	const json_t *o;
-	json_array_foreach(json_path(obj, "metadata.ownerReferences"), i, o)
-		if (json_is_true(json_object_get(o, "controller")) && json_str(o, "kind") &&
-		    strcmp(json_str(o, "kind"), "ReplicaSet") == 0)
-			return json_str(o, "uid");
-	return NULL;
+	return json_controller_uid(obj, "ReplicaSet");
 }
 
 /* Terminal and deleted-for-good pods no longer hold resources. */

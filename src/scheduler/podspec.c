@@ -210,14 +210,7 @@ static int parse_spreads(const json_t *spec, struct sched_pod *p, struct buf *er
 
 static const char *rs_owner_uid(const json_t *obj)
 {
-	size_t i;
-	const json_t *o;
-	json_array_foreach(json_path(obj, "metadata.ownerReferences"), i, o) {
-		if (json_is_true(json_object_get(o, "controller")) && json_str(o, "kind") &&
-		    strcmp(json_str(o, "kind"), "ReplicaSet") == 0)
-			return json_str(o, "uid");
-	}
-	return NULL;
+	return json_controller_uid(obj, "ReplicaSet");
 }
 
 int sched_pod_parse(const json_t *obj, struct sched_pod *ret, struct buf *err)

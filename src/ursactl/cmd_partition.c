@@ -43,13 +43,6 @@ const struct flag_spec partitions_flags[] = {
 	{ NULL, NULL, NULL, false },
 };
 
-struct region {
-	char *path;
-	json_t *doc;   /* {"tenantPartitions":[...], "resourceManagers":[...]} */
-	char *token;
-	char *ca;
-};
-
 static char *region_path(const struct flags *f)
 {
 	const char *v = flag_get(f, "region-file");
@@ -63,10 +56,10 @@ static char *region_path(const struct flags *f)
 	return p;
 }
 
-static const char *list_key(bool tp) { return tp ? "tenantPartitions" : "resourceManagers"; }
+const char *list_key(bool tp) { return tp ? "tenantPartitions" : "resourceManagers"; }
 
 /* Loads the region file (an empty region if there is none). No credentials: region_auth. */
-static int region_load(const struct flags *f, struct region *r)
+int region_load(const struct flags *f, struct region *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->path = region_path(f);
@@ -85,7 +78,7 @@ static int region_load(const struct flags *f, struct region *r)
 
 /* Mints the admin token (and finds the CA) for talking to partitions; needed only when there
  * are partitions to write to, so recording the first partition of a region needs no key. */
-static int region_auth(const struct flags *f, struct region *r)
+int region_auth(const struct flags *f, struct region *r)
 {
 	char *hint = NULL, *err = NULL;
 	char *key = region_file(flag_get(f, "signing-key"), "--signing-key", "URSA_SIGNING_KEY", "signing-key.pem", &hint);
@@ -108,7 +101,7 @@ static int region_auth(const struct flags *f, struct region *r)
 	return EXIT_OK;
 }
 
-static void region_release(struct region *r)
+void region_release(struct region *r)
 {
 	free(r->path);
 	json_decref(r->doc);
@@ -126,7 +119,7 @@ static int region_save(struct region *r)
 	return rc == 0 ? EXIT_OK : fail("cannot write %s", r->path);
 }
 
-static char *endpoints_csv(const json_t *p)
+char *endpoints_csv(const json_t *p)
 {
 	struct buf b = BUF_INIT;
 	size_t i;

@@ -47,6 +47,23 @@ static const struct command commands[] = {
 		.run = cmd_unregister,
 	},
 	{
+		.name = "tenant",
+		.summary = "Back a tenant up into a file, or make it again from one.",
+		.description = "backup TENANT FILE reads every object of the tenant at one revision of its\n"
+			       "partition's etcd (the tenant, namespaces, CRDs and custom resources, RBAC,\n"
+			       "workloads, configuration; not events) into FILE, JSON lines; secrets' data is\n"
+			       "sealed with the backup key (--key, else $URSA_BACKUP_KEY, else backup.key in the\n"
+			       "region directory).\n"
+			       "restore FILE makes the tenant again, under --as NAME if given (a copy), on the\n"
+			       "partition --to names. The tenant must not exist. Restored objects are new objects\n"
+			       "(new uids); pods a controller owns are made again by it, other pods come back\n"
+			       "unscheduled.",
+		.args_usage = "backup TENANT FILE | restore FILE",
+		.max_args = 3,
+		.flags = tenant_flags,
+		.run = cmd_tenant,
+	},
+	{
 		.name = "partitions",
 		.summary = "List the region's partitions from the region file.",
 		.flags = partitions_flags,

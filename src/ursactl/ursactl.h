@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include "ursa/buf.h"
 
+typedef struct json_t json_t;
+
 /* Exit codes. */
 #define EXIT_OK 0
 #define EXIT_FAIL 1
@@ -73,13 +75,32 @@ int cmd_kubeconfig(const struct command *cmd, const struct flags *f);
 extern const struct flag_spec keygen_flags[], token_flags[], kubeconfig_flags[];
 
 /* ---- cmd_partition.c ---- */
+/* The region file and the credentials for its partitions. region_load reads the file (flag
+ * "region-file", else <region dir>/region.json; an empty region when there is none); region_auth
+ * mints a system:masters token (flag "signing-key") and finds the CA (flag
+ * "certificate-authority"): both need those flags in the command's table. EXIT_OK or EXIT_FAIL
+ * (printed). */
+struct region {
+	char *path;
+	json_t *doc;   /* {"tenantPartitions":[...], "resourceManagers":[...]} */
+	char *token;
+	char *ca;
+};
+int region_load(const struct flags *f, struct region *r);
+int region_auth(const struct flags *f, struct region *r);
+void region_release(struct region *r);
+const char *list_key(bool tp); /* the region file's list of tenant partitions (tp) or RMs */
+char *endpoints_csv(const json_t *p); /* a region-file entry's endpoints, comma-separated; new string */
 int cmd_register(const struct command *cmd, const struct flags *f);
 int cmd_unregister(const struct command *cmd, const struct flags *f);
 int cmd_partitions(const struct command *cmd, const struct flags *f);
 extern const struct flag_spec register_flags[], unregister_flags[], partitions_flags[];
 
+/* ---- cmd_backup.c ---- */
+int cmd_tenant(const struct command *cmd, const struct flags *f);
+extern const struct flag_spec tenant_flags[];
+
 /* ---- gateway_registry.c ---- */
-typedef struct json_t json_t;
 /* Gateway etcd settings: flags (recorded into the region file doc) else doc; servers NULL if none. */
 void gateway_etcd_settings(json_t *doc, const char *flag_servers, const char *flag_prefix,
 			   const char **ret_servers, const char **ret_prefix);

@@ -21,11 +21,19 @@ goes through the gateway with stock kubectl or raw HTTPS:
 - tp-1's API server is killed (SIGKILL) while a, system-x (tp-2) and allison (tp-1) send requests
   in a loop: the tp-2 tenants see no error at all (HTTP and kubectl), allison gets 503 within 1 s;
   once tp-1's API server is started again allison succeeds within a few seconds, with the same
-  gateway process, and allison's pods kept running in their containers throughout. Needs root.
+  gateway process, and allison's pods kept running in their containers throughout;
+- tenant a is backed up (`ursactl tenant backup`), deleted and at once restored (`ursactl
+  tenant restore`, which waits while tp-2 still removes the old a's objects): its configmap,
+  secret (sealed in the file, never plaintext), CRD and custom resource come back as new
+  objects (new uids whose owner references still join up) and its deployment runs its 5 pods
+  again; the same backup restored as a2 on tp-1 is a copy on the other partition; a backup
+  sealed with another key, a file cut short, a bad restore body and a non-admin are refused and
+  leave nothing. Needs root.
 
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/e2e/test_partitions.py
 The steps build on each other and run in file order."""
 
+import base64
 import json
 import os
 import re
@@ -168,11 +176,11 @@ def test_users_see_only_their_tenant():
         h.check(rc != 0 and "Forbidden" in err, "kubectl of %s on %s: %r" % (user, other, err))
 
 
-def running_pods(kc, app):
+def running_pods(kc, app, n=4):
     items = json.loads(k(["get", "pods", "-l", "app=" + app, "-o", "json"], kc))["items"]
     ok = [p for p in items if (p.get("status") or {}).get("phase") == "Running"
           and not p["metadata"].get("deletionTimestamp")]
-    return ok if len(ok) == len(items) == 4 else None
+    return ok if len(ok) == len(items) == n else None
 
 
 def test_deployments_run_on_both_zones():
@@ -307,6 +315,142 @@ def test_partition_loss_and_recovery():
     # tp-1's loss does not touch the nodes: allison's containers ran on, the same processes
     for name, pid in S["containers-allison"].items():
         h.check(region.pid_alive(pid), "container %d of %s (tp-1) still running" % (pid, name))
+
+
+CRONTAB_CRD = """apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec: {type: string}
+"""
+SECRET_VALUE = "backup-test-plaintext-4f1c"
+
+
+def ursactl_rc(args, env=None):
+    return h.run_cmd([h.URSACTL_BIN] + args, 120, env=env or S["region"].env())
+
+
+def tenant_objects(kc):
+    out = {}
+    for kind in ("configmaps", "secrets", "deployments", "crontabs"):
+        items = json.loads(k(["get", kind, "-o", "json"], kc))["items"]
+        out[kind] = {i["metadata"]["name"]: i for i in items}
+    return out
+
+
+def check_restored(kc, before, tenant):
+    """The objects of before, back in tenant as new objects (new uids) whose owner references join
+    up, with the secret's value and the custom resource's spec."""
+    got = tenant_objects(kc)
+    for kind, names in before.items():
+        h.eq(sorted(got[kind]), sorted(names), "%s of %s after the restore" % (kind, tenant))
+        for n, o in names.items():
+            h.check(got[kind][n]["metadata"]["uid"] != o["metadata"]["uid"], "%s/%s of %s has a new uid" %
+                    (kind, n, tenant))
+            h.eq(got[kind][n]["metadata"].get("labels"), o["metadata"].get("labels"), "labels of %s/%s" % (kind, n))
+    dep_uid = got["deployments"]["clock-a"]["metadata"]["uid"]
+    rs = json.loads(k(["get", "replicasets", "-o", "json"], kc))["items"]
+    h.check(rs and all(r["metadata"]["ownerReferences"][0]["uid"] == dep_uid for r in rs),
+            "%s's replicasets point at its deployment" % tenant)
+    h.eq(base64.b64decode(got["secrets"]["db"]["data"]["password"]).decode(), SECRET_VALUE, "secret of " + tenant)
+    h.eq(got["crontabs"]["nightly"]["spec"]["cronSpec"], "0 3 * * *", "the custom resource of " + tenant)
+
+
+def test_tenant_backup_and_restore():
+    reg, kc = S["region"], S["kc"]["a"]
+    key = os.path.join(reg.dir, "backup.key")
+    with open(key, "w") as f:
+        f.write(base64.b64encode(os.urandom(32)).decode() + "\n")
+    k(["apply", "-f", "-"], kc, input_text=CRONTAB_CRD)
+    h.wait_until(lambda: h.kubectl(["get", "crontabs"], kc)[0] == 0, 20, "crontabs served in tenant a")
+    k(["apply", "-f", "-"], kc, input_text=(
+        "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: nightly\n"
+        "spec:\n  cronSpec: '0 3 * * *'\n"))
+    k(["create", "configmap", "settings", "--from-literal=color=blue"], kc)
+    k(["create", "secret", "generic", "db", "--from-literal=password=" + SECRET_VALUE], kc)
+    before = tenant_objects(kc)
+    path = os.path.join(reg.dir, "a.backup")
+    out = reg.ursactl(["tenant", "backup", "a", path])
+    h.check(re.search(r"^tenant a: \d+ objects \(1 secrets sealed", out), "ursactl backup: %r" % out)
+    with open(path) as f:
+        text = f.read()
+    lines = [json.loads(line) for line in text.splitlines()]
+    h.eq((lines[0]["kind"], lines[0]["tenant"], lines[0]["partition"]), ("TenantBackup", "a", "tp-2"), "header")
+    h.eq(lines[-1], {"end": True, "objects": len(lines) - 2}, "trailer")
+    kinds = {line.get("resource") for line in lines[1:-1]}
+    for want in ("tenants", "namespaces", "customresourcedefinitions", "customresources/stable.example.com/crontabs",
+                 "deployments", "replicasets", "pods", "configmaps", "secrets", "clusterroles"):
+        h.check(want in kinds, "the backup has %s: %s" % (want, sorted(kinds)))
+    for plain in (SECRET_VALUE, base64.b64encode(SECRET_VALUE.encode()).decode()):
+        h.check(plain not in text, "the secret's value is in the backup file")
+    h.check(any("sealed" in line for line in lines if line.get("resource") == "secrets"), "secrets sealed")
+
+    # refused, and nothing left behind: another key, a file cut short, a bad body, a non-admin
+    other = os.path.join(reg.dir, "other.key")
+    with open(other, "w") as f:
+        f.write(base64.b64encode(os.urandom(32)).decode() + "\n")
+    rc, _, err = ursactl_rc(["tenant", "restore", path, "--as", "a3", "--key", other])
+    h.check(rc != 0 and "sealed with backup key" in err, "restore with another key: %r" % err)
+    cut = os.path.join(reg.dir, "cut.backup")
+    with open(cut, "w") as f:
+        f.write("\n".join(text.splitlines()[:-1]) + "\n")
+    rc, _, err = ursactl_rc(["tenant", "restore", cut, "--as", "a3"])
+    h.check(rc != 0 and "incomplete" in err, "restore of a file cut short: %r" % err)
+    admin1 = S["tp1"].admin()
+    r = admin1.post("/ursa/v1/tenants/a3/restore", {"from": "a", "restore": "r1", "items": [
+        lines[1], {"resource": "pods", "path": "default/x", "object": {"metadata": {"name": "y"}}}]})
+    h.expect_status(r, 400, "restore with a bad item", "BadRequest")
+    h.check("items[1]" in r.json["message"], r.json["message"])
+    r = admin1.post("/ursa/v1/tenants/a3/restore", {"from": "a", "restore": "r1", "items": []})
+    h.expect_status(r, 404, "restore batch without the tenant", "NotFound")
+    r = user_client("a").get("/ursa/v1/tenants/a/backup")
+    h.check(r.status in (403, 404), "a tenant's user reads a backup through the gateway: %d" % r.status)
+    r = h.Client(S["tp2"].url, reg.ca, h.kubeconfig_token(kc)).get("/ursa/v1/tenants/a/backup")
+    h.expect_status(r, 403, "a tenant's user reads a backup from the partition", "Forbidden")
+    h.expect_status(admin1.get("/ursa/v1/tenants/nobody/backup"), 404, "backup of a missing tenant", "NotFound")
+    for tp in (S["tp1"], S["tp2"]):
+        h.expect_status(tp.admin().get("/api/v1/tenants/a3"), 404, "a3 after the refused restores", "NotFound")
+    rc, _, err = ursactl_rc(["tenant", "restore", path])
+    h.check(rc != 0 and "exists" in err, "restore over the existing tenant a: %r" % err)
+
+    # delete a and restore it at once (ursactl waits while the partition removes a's objects):
+    # the same objects, and the deployment runs again
+    k(["delete", "tenant", "a", "--wait=false"], S["admin_kc"])
+    t0 = time.monotonic()
+    out = reg.ursactl(["tenant", "restore", path])
+    h.check(re.search(r"(?m)^tenant a: \d+ objects restored on tp-2", out), "ursactl restore: %r" % out)
+    h.eq(k(["get", "tenant", "a", "-o", "jsonpath={.status.phase}"], S["admin_kc"]), "Active", "a's phase")
+    n = before["deployments"]["clock-a"]["spec"]["replicas"]
+    pods = h.wait_until(lambda: running_pods(kc, "clock-a", n), 90, "%d pods of clock-a Running again" % n,
+                        interval=0.5)
+    print("restore of a: deployment Running again %.1f s after the restore began" % (time.monotonic() - t0))
+    check_restored(kc, before, "a")
+    h.check(all(p["spec"]["nodeName"] in NODES for p in pods), "pods placed on the nodes")
+
+    # the same backup as a copy, a2, on the other partition
+    out = reg.ursactl(["tenant", "restore", path, "--as", "a2", "--to", "tp-1"])
+    h.check("a2 (a copy of a" in out, out)
+    kc2 = reg.kubeconfig("gw-a2", "a2", "u-a2", S["gw_url"])
+    h.wait_until(lambda: running_pods(kc2, "clock-a", n), 90, "%d pods of a2's clock-a Running" % n, interval=0.5)
+    check_restored(kc2, before, "a2")
+    got = {row.split()[0]: row.split()[3] for row in k(["get", "tenants"], S["admin_kc"]).splitlines()[1:]}
+    h.eq((got.get("a"), got.get("a2")), ("tp-2", "tp-1"), "partitions of a and a2")
+    h.expect_status(S["tp2"].admin().get("/api/v1/tenants/a2"), 404, "a2 only on tp-1", "NotFound")
 
 
 def teardown():

@@ -196,6 +196,39 @@ int check_type_meta(struct req *q, json_t *obj, const char *want_kind, const cha
 json_t *parse_body(struct req *q);
 void api_version_of(const struct api_resource *r, struct buf *out);
 
+/* write.c: keeps sv->written_rev the revision of this server's newest write of sv's kind (what
+ * follower_catch_up waits for). */
+void note_written(struct served *sv, int64_t rev);
+/* write.c: 16 bytes as a lowercase 8-4-4-4-12 UUID (written by hand: a printf of 16 bytes cost
+ * a create several µs). */
+void uid_format(const unsigned char b[16], char out[37]);
+
+/* backup.c: tenant backup and restore (TENANT_BACKUP_PATH). serve_tenant_backup answers q when
+ * its path is one of them (true), else returns false. The pure parts, tested on their own: */
+bool serve_tenant_backup(struct req *q);
+/* A backup page's continue token: the revision, the range it stopped in and the last key sent
+ * there (hex of "<rev>/<range>/<key>"). parse: 0 with *ret_after a new string, or -1. */
+void backup_token_format(int64_t rev, size_t range, const char *after, struct buf *out);
+int backup_token_parse(const char *tok, int64_t *ret_rev, size_t *ret_range, char **ret_after);
+/* Where and how restore_item writes items: from the tenant backed up, to the tenant restored;
+ * restore_id salts the restored objects' new uids and marks the tenant object as being
+ * restored (annotation ursa.io/restore, phase Restoring); scope_of gives a table kind's enum api_scope,
+ * or -1 for a kind a restore does not write. */
+struct restore_target {
+	const char *from, *to, *restore_id;
+	int (*scope_of)(void *ud, const char *resource);
+	void *ud;
+};
+/* Checks one backup item ({"resource","path","object"}) and rewrites its object for t->to: 0
+ * with *ret_rel (new string: the key below the etcd prefix, "pods/<to>/<ns>/<name>") and
+ * *ret_obj (new reference); 1 when it is not restored (a pod its controller makes again); -1
+ * with why appended to err. */
+int restore_item(const struct restore_target *t, const json_t *item, char **ret_rel, json_t **ret_obj,
+		 struct buf *err);
+/* The uid a restore gives the object that had uid: a UUID from SHA-256(salt/tenant/uid) (salt:
+ * the restore's id). */
+void restore_map_uid(const char *salt, const char *tenant, const char *uid, char out[37]);
+
 /* Verb handlers. */
 void handle_get(struct req *q);
 void handle_list(struct req *q);

@@ -313,6 +313,8 @@ static void on_http(void *ud, struct http_request *hr, struct http_reply *rp)
 		handle_watch_mux(&q);
 		goto out;
 	}
+	if (serve_tenant_backup(&q))
+		goto out;
 	if (strncmp(http_path(hr), "/openapi/", 9) == 0 || strncmp(http_path(hr), "/swagger", 8) == 0) {
 		/* per tenant: its custom resources are in its documents */
 		serve_openapi(s, q.id.tenant, hr, rp);

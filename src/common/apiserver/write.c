@@ -111,15 +111,9 @@ static void random_suffix(char *out, size_t n)
 	out[n] = '\0';
 }
 
-/* A version 4 UUID, lowercase, 8-4-4-4-12 (written by hand: a printf of 16 bytes cost a create
- * several µs). */
-static void new_uid(char out[37])
+void uid_format(const unsigned char b[16], char out[37])
 {
 	static const char hex[] = "0123456789abcdef";
-	unsigned char b[16];
-	random_bytes(b, sizeof(b));
-	b[6] = (b[6] & 0x0f) | 0x40;
-	b[8] = (b[8] & 0x3f) | 0x80;
 	char *p = out;
 	for (int i = 0; i < 16; i++) {
 		if (i == 4 || i == 6 || i == 8 || i == 10)
@@ -128,6 +122,16 @@ static void new_uid(char out[37])
 		*p++ = hex[b[i] & 15];
 	}
 	*p = '\0';
+}
+
+/* A version 4 UUID. */
+static void new_uid(char out[37])
+{
+	unsigned char b[16];
+	random_bytes(b, sizeof(b));
+	b[6] = (b[6] & 0x0f) | 0x40;
+	b[8] = (b[8] & 0x3f) | 0x80;
+	uid_format(b, out);
 }
 
 static void set_now(json_t *meta, const char *field)
@@ -380,8 +384,7 @@ static bool dry_run(struct req *q)
 
 static void reply_written(struct req *q, int code, const json_t *obj, const struct buf *val, int64_t rev);
 
-/* Keeps sv->written_rev the revision of this server's newest write of sv's kind. */
-static void note_written(struct served *sv, int64_t rev)
+void note_written(struct served *sv, int64_t rev)
 {
 	int64_t cur = atomic_load(&sv->written_rev);
 	while (rev > cur && !atomic_compare_exchange_weak(&sv->written_rev, &cur, rev))

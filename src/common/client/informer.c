@@ -129,12 +129,7 @@ void obj_index_free(struct obj_index *x)
 /* The uid of obj's controller ownerReference, or NULL (borrowed). */
 static const char *controller_uid(const json_t *obj)
 {
-	size_t i;
-	json_t *r;
-	json_array_foreach(json_path(obj, "metadata.ownerReferences"), i, r)
-		if (json_is_true(json_object_get(r, "controller")))
-			return json_str(r, "uid");
-	return NULL;
+	return json_controller_uid(obj, NULL);
 }
 
 char *obj_index_value(enum obj_index_kind kind, const json_t *obj)

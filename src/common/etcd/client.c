@@ -247,6 +247,41 @@ int etcd_put(struct etcd *e, const char *key, const char *value, size_t len, int
 	return rc;
 }
 
+static int txn_call(struct etcd *e, const struct buf *req, struct buf *resp, struct etcd_pb_txn_result *ret);
+
+int etcd_put_all(struct etcd *e, const struct etcd_kv *kvs, size_t n, int64_t *ret_rev)
+{
+	struct buf req = BUF_INIT, put = BUF_INIT, op = BUF_INIT, resp = BUF_INIT;
+	struct etcd_pb_txn_result t = { 0 };
+	int rc;
+
+	if (n == 0 || n > ETCD_TXN_MAX_OPS)
+		return E_BAD_REQUEST;
+	for (size_t i = 0; i < n; i++) {
+		if (!kvs[i].key)
+			return E_BAD_REQUEST;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(kvs[i].key, kvs[j].key) == 0)
+				return E_BAD_REQUEST;
+	}
+	for (size_t i = 0; i < n; i++) { /* no compare: the success branch always runs */
+		buf_reset(&put);
+		buf_reset(&op);
+		etcd_pb_put_request(&put, kvs[i].key, kvs[i].value, kvs[i].value_len, 0);
+		etcd_pb_put_msg(&op, ETCD_OP_PUT, &put);
+		etcd_pb_put_msg(&req, 2, &op);
+	}
+	rc = txn_call(e, &req, &resp, &t);
+	if (rc == 0 && ret_rev)
+		*ret_rev = t.revision;
+	etcd_pb_txn_release(&t);
+	buf_release(&req);
+	buf_release(&put);
+	buf_release(&op);
+	buf_release(&resp);
+	return rc;
+}
+
 /* Creates go through group commit (batch.c): concurrent creates share one txn. */
 int etcd_create(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease, int64_t *ret_rev)
 {

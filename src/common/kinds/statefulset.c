@@ -184,12 +184,7 @@ static void controllerrevision_validate(const json_t *obj, const json_t *old, st
 
 static void controllerrevision_cells(const json_t *obj, time_t now, json_t *cells)
 {
-	const json_t *ref = NULL;
-	size_t i;
-	json_t *r;
-	json_array_foreach(json_path(obj, "metadata.ownerReferences"), i, r)
-		if (json_is_true(json_object_get(r, "controller")))
-			ref = r;
+	const json_t *ref = json_controller_ref(obj);
 	cell_name(obj, cells);
 	if (ref) {
 		/* "statefulset.apps/db" */

@@ -40,6 +40,24 @@ json_t *json_obj_child(json_t *obj, const char *key)
 	return c;
 }
 
+const json_t *json_controller_ref(const json_t *obj)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach(json_path(obj, "metadata.ownerReferences"), i, r)
+		if (json_is_true(json_object_get(r, "controller")))
+			return r;
+	return NULL;
+}
+
+const char *json_controller_uid(const json_t *obj, const char *kind)
+{
+	const json_t *r = json_controller_ref(obj);
+	if (kind && strcmp(json_str(r, "kind") ?: "", kind) != 0)
+		return NULL;
+	return json_str(r, "uid");
+}
+
 void json_path_scalar(const json_t *obj, const char *dotted, struct buf *out)
 {
 	json_t *v = json_path(obj, dotted);

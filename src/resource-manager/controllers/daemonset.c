@@ -54,14 +54,7 @@ static json_t *snapshot(struct informer *inf)
 /* The uid of the controlling DaemonSet owner of a pod, or NULL. */
 static const char *owner_uid(const json_t *pod)
 {
-	size_t i;
-	const json_t *o;
-	json_array_foreach(json_path(pod, "metadata.ownerReferences"), i, o) {
-		const char *kind = json_str(o, "kind");
-		if (kind && strcmp(kind, "DaemonSet") == 0 && json_is_true(json_object_get(o, "controller")))
-			return json_str(o, "uid");
-	}
-	return NULL;
+	return json_controller_uid(pod, "DaemonSet");
 }
 
 static bool pod_ready(const json_t *pod)

@@ -70,7 +70,7 @@ static int load_jobs(struct cj_ctx *c)
 	}
 	tpc_path(&path, "jobs", c->tenant, c->ns, jn.ptr);
 	int code = tpc_get(c->m, path.ptr, &got);
-	const char *u = json_str(tpc_controller_ref(got), "uid");
+	const char *u = json_str(json_controller_ref(got), "uid");
 	if (code == 200 && u && !strcmp(u, c->uid))
 		json_array_append(c->jobs, got);
 out:
@@ -254,7 +254,7 @@ static int run_schedule(struct cj_ctx *c, json_t *st, int64_t now, int64_t *ret_
 		tpc_path(&path, "jobs", c->tenant, c->ns, jname.ptr);
 		int gc = tpc_get(c->m, path.ptr, &resp);
 		buf_release(&path);
-		const char *u = json_str(tpc_controller_ref(resp), "uid");
+		const char *u = json_str(json_controller_ref(resp), "uid");
 		if (gc == 200 && u && !strcmp(u, c->uid)) {
 			json_t *act = json_object_get(st, "active");
 			if (!json_is_array(act)) {

@@ -113,7 +113,7 @@ static json_t *existing_rs(struct dctx *c, const char *name, const json_t *tmpl)
 	tpc_path(&path, "replicasets", c->tenant, c->ns, name);
 	int code = tpc_get(c->m, path.ptr, &rs);
 	buf_release(&path);
-	const char *ruid = json_str(tpc_controller_ref(rs), "uid"), *uid = json_path_str(c->d, "metadata.uid");
+	const char *ruid = json_str(json_controller_ref(rs), "uid"), *uid = json_path_str(c->d, "metadata.uid");
 	if (code == 200 && ruid && uid && !strcmp(ruid, uid) && !json_path(rs, "metadata.deletionTimestamp") &&
 	    tpc_templates_equal(json_path(rs, "spec.template"), tmpl))
 		return rs;

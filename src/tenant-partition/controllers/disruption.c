@@ -70,7 +70,7 @@ static long long controller_scale(struct tpc *m, const char *t, const char *ns, 
 	int code = tpc_get(m, p.ptr, &obj);
 	buf_release(&p);
 	long long v = -1;
-	const json_t *ref = code == 200 ? tpc_controller_ref(obj) : NULL;
+	const json_t *ref = code == 200 ? json_controller_ref(obj) : NULL;
 	if (ref && json_str(ref, "kind") && !strcmp(json_str(ref, "kind"), "Deployment") && json_str(ref, "name"))
 		v = controller_scale(m, t, ns, "Deployment", json_str(ref, "name"));
 	else if (code == 200 && json_is_integer(json_path(obj, "spec.replicas")))
@@ -88,7 +88,7 @@ static long long expected_from_controllers(struct tpc *m, const char *t, const c
 	size_t i;
 	json_t *pod;
 	json_array_foreach(pods, i, pod) {
-		const json_t *ref = tpc_controller_ref(pod);
+		const json_t *ref = json_controller_ref(pod);
 		const char *uid = json_str(ref, "uid"), *kind = json_str(ref, "kind"), *name = json_str(ref, "name");
 		if (!uid || !kind || !name) {
 			total++;

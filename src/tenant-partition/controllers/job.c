@@ -94,7 +94,7 @@ static int load_pods(struct job_ctx *c)
 	size_t i;
 	json_t *pod;
 	json_array_foreach(items, i, pod) {
-		const char *ruid = json_str(tpc_controller_ref(pod), "uid");
+		const char *ruid = json_str(json_controller_ref(pod), "uid");
 		if (!ruid || strcmp(ruid, c->uid) != 0)
 			continue;
 		const char *phase = json_path_str(pod, "status.phase");

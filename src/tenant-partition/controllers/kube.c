@@ -256,7 +256,7 @@ json_t *tpc_list_controlled(struct tpc *m, const char *plural, const char *tenan
 	size_t i;
 	json_t *o;
 	json_array_foreach(all, i, o) {
-		const char *ruid = json_str(tpc_controller_ref(o), "uid");
+		const char *ruid = json_str(json_controller_ref(o), "uid");
 		if ((ruid && uid && !strcmp(ruid, uid)) || (!ruid && orphans))
 			json_array_append(items, o);
 	}

@@ -326,12 +326,3 @@ long long tpc_next_batch(long long prev, long long remaining)
 	return next < remaining ? next : remaining;
 }
 
-const json_t *tpc_controller_ref(const json_t *obj)
-{
-	size_t i;
-	json_t *r;
-	json_array_foreach(json_path(obj, "metadata.ownerReferences"), i, r)
-		if (json_is_true(json_object_get(r, "controller")))
-			return r;
-	return NULL;
-}

@@ -48,7 +48,7 @@ static void add_key(struct workqueue *q, char *k)
 /* The key of obj's controller if it is of kind, else NULL (new string). */
 static char *owner_key(const json_t *obj, const char *kind)
 {
-	const json_t *ref = tpc_controller_ref(obj);
+	const json_t *ref = json_controller_ref(obj);
 	const char *k = json_str(ref, "kind"), *n = json_str(ref, "name");
 	const char *t = json_path_str(obj, "metadata.tenant"), *ns = json_path_str(obj, "metadata.namespace");
 	if (!k || !n || !t || !ns || strcmp(k, kind) != 0)

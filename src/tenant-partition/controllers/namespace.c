@@ -78,9 +78,28 @@ static int delete_items(struct tpc *m, const json_t *items, const char *t, const
 	return n;
 }
 
+/* Whether the namespace (ns NULL: the tenant) is still to be emptied: gone or terminating. A
+ * purge decided on a read of a moment ago asks again before each kind it deletes, since a
+ * tenant or namespace of the same name may be back meanwhile (ursactl restore makes one as soon
+ * as the old one's objects are gone) and what it holds then is not the old one's. */
+static bool doomed(struct tpc *m, const char *t, const char *ns)
+{
+	struct buf path = BUF_INIT;
+	if (ns)
+		tpc_path(&path, "namespaces", t, NULL, ns);
+	else
+		buf_addf(&path, "/api/v1/tenants/%s", t);
+	json_t *obj = NULL;
+	int code = tpc_get(m, path.ptr, &obj);
+	bool d = code == 404 || (code == 200 && json_path(obj, "metadata.deletionTimestamp"));
+	json_decref(obj);
+	buf_release(&path);
+	return d;
+}
+
 /* Deletes the custom resources of the kinds t sees in namespace ns (NULL: all of the tenant's,
- * cluster-scoped ones too); how many were still there, or E_UNAVAILABLE. A collection no longer
- * served (404) is empty. */
+ * cluster-scoped ones too); how many were still there, E_UNAVAILABLE, or E_CONFLICT (doomed no
+ * more). A collection no longer served (404) is empty. */
 static int purge_custom(struct tpc *m, const char *t, const char *ns, bool force)
 {
 	struct tpc_crd_kinds ks;
@@ -97,6 +116,8 @@ static int purge_custom(struct tpc *m, const char *t, const char *ns, bool force
 		buf_release(&path);
 		if (code != 200 && code != 404)
 			left = E_UNAVAILABLE;
+		else if (json_array_size(items) && !doomed(m, t, ns))
+			left = E_CONFLICT;
 		else
 			left += delete_items(m, items, t, &(struct item_path){ custom_path, &ks.v[k] }, force);
 		json_decref(items);
@@ -106,7 +127,7 @@ static int purge_custom(struct tpc *m, const char *t, const char *ns, bool force
 }
 
 /* Deletes the tenant's CRDs (their cleanup finalizer is left to the CRD cleanup controller);
- * how many were still there, or E_UNAVAILABLE. */
+ * how many were still there, E_UNAVAILABLE, or E_CONFLICT (the tenant is back: doomed). */
 static int purge_crds(struct tpc *m, const char *t)
 {
 	struct buf path = BUF_INIT;
@@ -115,6 +136,8 @@ static int purge_crds(struct tpc *m, const char *t)
 	json_t *items = list_items(m, path.ptr, &code);
 	if (code != 200 && code != 404)
 		left = E_UNAVAILABLE;
+	else if (json_array_size(items) && !doomed(m, t, NULL))
+		left = E_CONFLICT;
 	else
 		left = delete_items(m, items, t, &(struct item_path){ builtin_path, "customresourcedefinitions" }, false);
 	json_decref(items);
@@ -123,7 +146,8 @@ static int purge_crds(struct tpc *m, const char *t)
 }
 
 /* Deletes every object of the namespace (ns NULL: of the whole tenant, and then its CRDs);
- * returns how many were still there, or E_UNAVAILABLE. */
+ * returns how many were still there, E_UNAVAILABLE, or E_CONFLICT when the namespace or tenant
+ * is no longer to be emptied (doomed). */
 static int purge(struct tpc *m, const char *t, const char *ns, bool force)
 {
 	/* custom resources first (they may be what makes the workloads); CRDs after all of them */
@@ -147,6 +171,11 @@ static int purge(struct tpc *m, const char *t, const char *ns, bool force)
 			json_decref(items);
 			buf_release(&path);
 			return E_UNAVAILABLE;
+		}
+		if (json_array_size(items) && !doomed(m, t, ns)) {
+			json_decref(items);
+			buf_release(&path);
+			return E_CONFLICT;
 		}
 		left += delete_items(m, items, t, &(struct item_path){ builtin_path, plural }, force);
 		json_decref(items);
@@ -210,7 +239,9 @@ int tpc_sync_namespace(struct tpc *m, const char *key)
 	}
 	/* terminating, or already gone (its contents must not outlive it) */
 	int left = purge(m, t, ns, code == 404 || force_due(obj));
-	if (left < 0) {
+	if (left == E_CONFLICT) {
+		wq_add(m->wq[CTL_NAMESPACE], key); /* back meanwhile: what a live one gets */
+	} else if (left < 0) {
 		rc = left;
 	} else if (left > 0) {
 		wq_add_after(m->wq[CTL_NAMESPACE], key, 1000);
@@ -267,6 +298,10 @@ int tpc_sync_tenant(struct tpc *m, const char *key)
 		goto out;
 	/* everything inside first, then the namespaces, then the tenant */
 	int left = purge(m, t, NULL, true);
+	if (left == E_CONFLICT || (left >= 0 && !doomed(m, t, NULL))) {
+		wq_add(m->wq[CTL_TENANT], key); /* back meanwhile: what a live one gets */
+		goto out;
+	}
 	nss = list_items(m, nsp.ptr, &code);
 	size_t i;
 	json_t *n;

@@ -61,7 +61,7 @@ static int load_pods(struct rs_ctx *c)
 	json_array_foreach(items, i, pod) {
 		if (!tpc_pod_active(pod) || !label_selector_matches(sel, json_path(pod, "metadata.labels")))
 			continue;
-		const json_t *ref = tpc_controller_ref(pod);
+		const json_t *ref = json_controller_ref(pod);
 		const char *ruid = json_str(ref, "uid");
 		if (ref && (!ruid || strcmp(ruid, c->uid) != 0))
 			continue;

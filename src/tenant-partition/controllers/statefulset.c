@@ -36,7 +36,7 @@ static json_t *owner_ref(const json_t *set)
 
 static bool owned(const json_t *obj, const char *uid)
 {
-	const char *ruid = json_str(tpc_controller_ref(obj), "uid");
+	const char *ruid = json_str(json_controller_ref(obj), "uid");
 	return ruid && !strcmp(ruid, uid);
 }
 

@@ -67,8 +67,6 @@ int tpc_pod_delete_cmp(const json_t *a, const json_t *b);
 void tpc_rank_for_deletion(const json_t **pods, size_t n);
 /* Slow start: size of the next creation batch after a batch of prev (0 at first) succeeded. */
 long long tpc_next_batch(long long prev, long long remaining);
-/* The controller owner reference of obj (borrowed) or NULL. */
-const json_t *tpc_controller_ref(const json_t *obj);
 
 /* svclogic.c: a Service's endpoints from the service and its pods (all borrowed) ------------ */
 #define TPC_SLICE_SERVICE_LABEL "kubernetes.io/service-name"

@@ -450,6 +450,48 @@ static void test_create_update_delete(void **state)
 	assert_int_equal(etcd_get(g_e, "/t/cud", &cur), E_NOT_FOUND);
 }
 
+/* etcd_put_all: one txn, one revision for every key; bad batches refused before sending. */
+static void test_put_all(void **state)
+{
+	(void)state;
+	struct etcd_kv kvs[ETCD_TXN_MAX_OPS + 1];
+	char keys[ETCD_TXN_MAX_OPS + 1][32];
+	int64_t rev = 0;
+	for (size_t i = 0; i <= ETCD_TXN_MAX_OPS; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "/t/putall/%03zu", i);
+		kvs[i] = (struct etcd_kv){ .key = keys[i], .value = "v", .value_len = 1 };
+	}
+	assert_int_equal(etcd_put_all(g_e, kvs, ETCD_TXN_MAX_OPS, &rev), 0);
+	assert_true(rev > 0);
+	struct etcd_range_result r;
+	char *end = etcd_prefix_end("/t/putall/");
+	assert_int_equal(etcd_range(g_e, "/t/putall/", end, 0, 0, false, &r), 0);
+	assert_int_equal(r.n, ETCD_TXN_MAX_OPS);
+	for (size_t i = 0; i < r.n; i++)
+		assert_int_equal(r.kvs[i].mod_rev, rev);
+	etcd_range_result_release(&r);
+	/* overwrites what is there */
+	kvs[0].value = "w";
+	assert_int_equal(etcd_put_all(g_e, kvs, 2, NULL), 0);
+	struct etcd_kv kv = { 0 };
+	assert_int_equal(etcd_get(g_e, keys[0], &kv), 0);
+	assert_string_equal(kv.value, "w");
+	etcd_kv_release(&kv);
+	/* too many, none, the same key twice: refused, nothing written */
+	assert_int_equal(etcd_put_all(g_e, kvs, ETCD_TXN_MAX_OPS + 1, NULL), E_BAD_REQUEST);
+	assert_int_equal(etcd_put_all(g_e, kvs, 0, NULL), E_BAD_REQUEST);
+	kvs[1].key = keys[0];
+	kvs[0].value = "x";
+	assert_int_equal(etcd_put_all(g_e, kvs, 2, NULL), E_BAD_REQUEST);
+	assert_int_equal(etcd_get(g_e, keys[0], &kv), 0);
+	assert_string_equal(kv.value, "w");
+	etcd_kv_release(&kv);
+	assert_int_equal(etcd_range(g_e, "/t/putall/", end, 0, 0, true, &r), 0);
+	assert_int_equal(r.n, ETCD_TXN_MAX_OPS);
+	etcd_range_result_release(&r);
+	free(end);
+}
+
 static void test_compaction(void **state)
 {
 	struct etcd_range_result r;
@@ -1033,6 +1075,7 @@ int main(void)
 		cmocka_unit_test(test_put_get_range),
 		cmocka_unit_test(test_binary_and_large_values),
 		cmocka_unit_test(test_create_update_delete),
+		cmocka_unit_test(test_put_all),
 		cmocka_unit_test(test_compaction),
 		cmocka_unit_test(test_lease),
 		cmocka_unit_test(test_endpoints),

@@ -108,6 +108,24 @@ static void test_json_limits(void **state)
 	buf_release(&err);
 }
 
+static void test_json_controller(void **state)
+{
+	(void)state;
+	json_t *o = json_loads("{\"metadata\":{\"ownerReferences\":[{\"kind\":\"Deployment\",\"uid\":\"u0\"},"
+			       "{\"kind\":\"ReplicaSet\",\"uid\":\"u1\",\"controller\":true}]}}",
+			       0, NULL);
+	assert_string_equal(json_str(json_controller_ref(o), "uid"), "u1");
+	assert_string_equal(json_controller_uid(o, NULL), "u1");
+	assert_string_equal(json_controller_uid(o, "ReplicaSet"), "u1");
+	assert_null(json_controller_uid(o, "Deployment")); /* an owner, not the controller */
+	json_t *bare = json_loads("{\"metadata\":{\"ownerReferences\":[{\"uid\":\"u0\",\"controller\":false}]}}", 0, NULL);
+	assert_null(json_controller_ref(bare));
+	assert_null(json_controller_uid(bare, NULL));
+	assert_null(json_controller_ref(NULL));
+	json_decref(o);
+	json_decref(bare);
+}
+
 static void test_json_path(void **state)
 {
 	json_t *o = json_loads("{\"spec\":{\"nodeName\":\"n1\",\"hostNetwork\":true,\"n\":3}}", 0, NULL);
@@ -182,6 +200,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buf),
+		cmocka_unit_test(test_json_controller),
 		cmocka_unit_test(test_buf_read_fd),
 		cmocka_unit_test(test_hex_digit),	   cmocka_unit_test(test_parse_int), cmocka_unit_test(test_json_limits),
 		cmocka_unit_test(test_json_path), cmocka_unit_test(test_time),	    cmocka_unit_test(test_options),

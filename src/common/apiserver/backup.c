@@ -1,0 +1,700 @@
+/* A tenant's objects read out of its partition and written back (ursactl tenant backup and
+ * restore; docs/operations.md "Backing up and restoring a tenant"). Region operators only
+ * (system:masters of the system tenant), on tenant partitions (servers that serve tenants):
+ *
+ *   GET  /ursa/v1/tenants/{t}/backup?limit=N&continue=TOKEN
+ *        A page of the tenant's stored objects as etcd holds them, every page at the revision
+ *        the first one was read at, as JSON lines (application/jsonl): one line per object,
+ *        {"resource":"pods","path":"default/web","object":{...}}, then the page's own line,
+ *        {"kind":"TenantBackupPage","tenant","revision","items":N,"continue"}, so a client
+ *        writes the objects' lines to a file as they are (the backup file's format). The tenant object
+ *        comes first, then its namespaces, its CustomResourceDefinitions, every other kind of
+ *        the table a tenant owns (events and ephemeral kinds aside), and its custom resources of
+ *        every CRD it had at that revision. 410 when that revision has been compacted meanwhile.
+ *   POST /ursa/v1/tenants/{t}/restore   {"from":"<backed-up tenant>","restore":"<id>",
+ *        "items":[...],"done":bool}
+ *        Writes items (a backup's, in any number of batches) into tenant t. The first batch holds
+ *        the tenant object, which must not exist yet, nor anything of an earlier tenant of the
+ *        name (a deleted tenant's objects are removed after it: 409 until they are gone). It is
+ *        created first (a tenant partition's controller purges what a tenant that does not
+ *        exist holds), in phase Restoring and annotated with the restore's id; later batches
+ *        must name that id (409 otherwise), and the last ("done") sets the phase Active. Every
+ *        item of a batch is checked before anything is written (400 naming the first bad one);
+ *        then they are put in the order given (owners first), in etcd transactions of
+ *        ETCD_TXN_MAX_OPS. A restore cut short leaves the tenant Restoring: delete it and
+ *        restore again. Restored objects are new objects: each gets a new uid derived from the
+ *        old one and the restore's id, so owner references still join up while no controller
+ *        queue, kubelet or token that knew the old ones mistakes them; pods a controller owns
+ *        are left for the controller to make again, and every other pod comes back
+ *        unscheduled, Pending.
+ *
+ * Writes go straight to etcd (no admission, no defaulting: these are objects the partition
+ * stored before); the watch caches, quota, service IPs, RBAC and CRD serving follow from the
+ * watch as for any write. */
+#include "internal.h"
+#include "ursa/jsonutil.h"
+#include "ursa/xalloc.h"
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#define PAGE_DEFAULT 500
+#define PAGE_MAX 5000
+#define RESTORE_MAX_ITEMS 100000
+#define CR_RESOURCE "customresources"
+#define RESTORE_ANNOTATION "ursa.io/restore" /* on a tenant being restored: the restore's id */ /* crd.c's CR_KEY_SEGMENT: /registry/customresources/<group>/<plural>/<tenant>/... */
+
+/* Continue tokens ------------------------------------------------------------------------- */
+
+void backup_token_format(int64_t rev, size_t range, const char *after, struct buf *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct buf plain = BUF_INIT;
+	buf_addf(&plain, "%lld/%zu/%s", (long long)rev, range, after ? after : "");
+	for (size_t i = 0; i < plain.len; i++) {
+		unsigned char c = (unsigned char)plain.ptr[i];
+		buf_addch(out, hex[c >> 4]);
+		buf_addch(out, hex[c & 15]);
+	}
+	buf_release(&plain);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int backup_token_parse(const char *tok, int64_t *ret_rev, size_t *ret_range, char **ret_after)
+{
+	size_t n = strlen(tok);
+	if (n == 0 || n % 2 || n > 4096)
+		return -1;
+	char *plain = xmalloc(n / 2 + 1);
+	for (size_t i = 0; i < n / 2; i++) {
+		int hi = hexval(tok[2 * i]), lo = hexval(tok[2 * i + 1]);
+		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+			free(plain);
+			return -1;
+		}
+		plain[i] = (char)(hi << 4 | lo);
+	}
+	plain[n / 2] = '\0';
+	char *end;
+	long long rev = strtoll(plain, &end, 10);
+	if (end == plain || *end != '/' || rev <= 0 || plain[0] == '-' || plain[0] == '+' || plain[0] == ' ')
+		goto bad;
+	char *p = end + 1;
+	if (*p < '0' || *p > '9')
+		goto bad;
+	unsigned long long range = strtoull(p, &end, 10);
+	if (*end != '/' || range > 1000000)
+		goto bad;
+	*ret_rev = rev;
+	*ret_range = (size_t)range;
+	*ret_after = xstrdup(end + 1);
+	free(plain);
+	return 0;
+bad:
+	free(plain);
+	return -1;
+}
+
+/* Restore items ----------------------------------------------------------------------------- */
+
+/* An object name as a key segment: what any kind's names allow (RBAC's have ':'), and nothing
+ * that changes the key's shape. */
+static bool valid_segment(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 253 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= ' ' || s[i] == '/' || s[i] == 0x7f || s[i] == '%')
+			return false;
+	return true;
+}
+
+/* uid's counterpart in a restored copy: SHA-256 of salt, tenant and uid as a UUID (version 8,
+ * RFC 9562's custom kind), so the same uid maps the same way throughout one restore. */
+void restore_map_uid(const char *salt, const char *tenant, const char *uid, char out[37])
+{
+	struct buf in = BUF_INIT;
+	buf_addf(&in, "%s/%s/%s", salt, tenant, uid);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	if (EVP_Digest(in.ptr, in.len, md, &mdlen, EVP_sha256(), NULL) != 1)
+		abort(); /* as xmalloc does: a uid must not repeat */
+	buf_release(&in);
+	md[6] = (md[6] & 0x0f) | 0x80;
+	md[8] = (md[8] & 0x3f) | 0x80;
+	uid_format(md, out);
+}
+
+static void map_uid_field(json_t *obj, const char *key, const char *salt, const char *tenant)
+{
+	const char *uid = json_str(obj, key);
+	if (!uid)
+		return;
+	char out[37];
+	restore_map_uid(salt, tenant, uid, out);
+	json_object_set_new(obj, key, json_string(out));
+}
+
+/* Splits resource into its kind's scope: table kinds by t->scope_of, custom resources
+ * ("customresources/<group>/<plural>") either scope. -1 when unknown. */
+static int scope_of(const struct restore_target *t, const char *resource, bool *ret_either)
+{
+	*ret_either = false;
+	if (strncmp(resource, CR_RESOURCE "/", sizeof(CR_RESOURCE)) == 0) {
+		const char *g = resource + sizeof(CR_RESOURCE), *slash = strchr(g, '/');
+		if (!slash || strchr(slash + 1, '/'))
+			return -1;
+		char *group = xstrndup(g, (size_t)(slash - g));
+		bool ok = valid_dns1123_subdomain(group) && strchr(group, '.') && valid_dns1123_label(slash + 1);
+		free(group);
+		*ret_either = true;
+		return ok ? SCOPE_NAMESPACE : -1;
+	}
+	return t->scope_of(t->ud, resource);
+}
+
+int restore_item(const struct restore_target *t, const json_t *item, char **ret_rel, json_t **ret_obj,
+		 struct buf *err)
+{
+	*ret_rel = NULL;
+	*ret_obj = NULL;
+	const char *resource = json_str(item, "resource"), *path = json_str(item, "path");
+	json_t *src = json_object_get(item, "object");
+	if (!json_is_object(item) || !resource || !path || !json_is_object(src)) {
+		buf_adds(err, "an item needs \"resource\", \"path\" and \"object\"");
+		return -1;
+	}
+	bool either;
+	int scope = scope_of(t, resource, &either);
+	if (scope < 0) {
+		buf_addf(err, "unknown resource \"%s\"", resource);
+		return -1;
+	}
+	bool is_tenant = scope == SCOPE_CLUSTER;
+	if (is_tenant && strcmp(resource, "tenants") != 0) {
+		buf_addf(err, "resource \"%s\" is not a tenant's", resource);
+		return -1;
+	}
+	/* path: the tenant's own name, or [namespace/]name */
+	const char *slash = strchr(path, '/');
+	char *ns = slash ? xstrndup(path, (size_t)(slash - path)) : NULL;
+	const char *name = slash ? slash + 1 : path;
+	const char *meta_name = json_path_str(src, "metadata.name");
+	const char *meta_ns = json_path_str(src, "metadata.namespace");
+	if (is_tenant ? (slash || strcmp(path, t->from) != 0)
+		      : (slash ? (!either && scope != SCOPE_NAMESPACE) || !valid_dns1123_label(ns)
+			       : !either && scope == SCOPE_NAMESPACE)) {
+		buf_addf(err, "path \"%s\" does not fit resource \"%s\"", path, resource);
+		goto fail;
+	}
+	if (!valid_segment(name) || !meta_name || strcmp(meta_name, name) != 0 ||
+	    (ns ? !meta_ns || strcmp(meta_ns, ns) != 0 : meta_ns && *meta_ns)) {
+		buf_addf(err, "path \"%s\" does not match the object's metadata", path);
+		goto fail;
+	}
+	json_t *obj = json_deep_copy(src);
+	json_t *meta = json_object_get(obj, "metadata");
+	bool pod = strcmp(resource, "pods") == 0;
+	if (pod && json_controller_ref(obj)) {
+		json_decref(obj);
+		free(ns);
+		return 1;
+	}
+	static const char *const drop[] = { "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
+					    "selfLink", "managedFields" };
+	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
+		json_object_del(meta, drop[i]);
+	if (is_tenant) {
+		json_object_set_new(meta, "name", json_string(t->to));
+		json_object_set_new(meta, "tenant", json_string(TENANT_SYSTEM));
+		json_object_set_new(json_obj_child(meta, "annotations"), RESTORE_ANNOTATION, json_string(t->restore_id));
+		json_object_set_new(json_obj_child(obj, "status"), "phase", json_string("Restoring"));
+	} else {
+		json_object_set_new(meta, "tenant", json_string(t->to));
+	}
+	/* A restored object is a new one: a uid no kubelet, controller queue or token has seen, the
+	 * same for every reference to it throughout the restore (its id is the salt). */
+	map_uid_field(meta, "uid", t->restore_id, t->to);
+	const char *uid = json_str(meta, "uid");
+	if (uid)
+		json_object_set_new(meta, "hashKey", json_integer(hash_key_of_uid(uid)));
+	size_t i;
+	json_t *ref;
+	json_array_foreach(json_object_get(meta, "ownerReferences"), i, ref)
+		if (json_is_object(ref))
+			map_uid_field(ref, "uid", t->restore_id, t->to);
+	json_t *ann = json_object_get(meta, "annotations");
+	if (json_is_object(ann))
+		map_uid_field(ann, "kubernetes.io/service-account.uid", t->restore_id, t->to);
+	if (pod) {
+		json_t *spec = json_object_get(obj, "spec");
+		if (json_is_object(spec))
+			json_object_del(spec, "nodeName");
+		json_object_set_new(obj, "status", json_pack("{s:s}", "phase", "Pending"));
+	}
+	if (is_tenant)
+		*ret_rel = xasprintf("tenants/%s", t->to);
+	else
+		*ret_rel = xasprintf("%s/%s/%s", resource, t->to, path);
+	*ret_obj = obj;
+	free(ns);
+	return 0;
+fail:
+	free(ns);
+	return -1;
+}
+
+/* The server's side --------------------------------------------------------------------------- */
+
+struct brange {
+	char *resource; /* "pods", "customresources/<group>/<plural>", "tenants" */
+	char *start;    /* etcd key (the tenant's: exact) */
+	bool exact;
+};
+
+static void ranges_free(struct brange *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(r[i].resource);
+		free(r[i].start);
+	}
+	free(r);
+}
+
+static void range_add(struct brange **v, size_t *n, char *resource, char *start, bool exact)
+{
+	*v = xrealloc(*v, (*n + 1) * sizeof(**v));
+	(*v)[(*n)++] = (struct brange){ resource, start, exact };
+}
+
+static bool backed_up(const struct api_resource *r)
+{
+	return !r->ephemeral && !r->metrics && r->scope != SCOPE_CLUSTER && strcmp(r->plural, "events") != 0;
+}
+
+/* The ranges a backup of tenant reads, in order; the custom resources' from the tenant's CRDs
+ * at rev. 0 or an etcd error. */
+static int backup_ranges(struct apiserver *s, const char *tenant, int64_t rev, struct brange **ret, size_t *ret_n)
+{
+	struct brange *v = NULL;
+	size_t n = 0;
+	const char *pre = s->o.etcd_prefix;
+	range_add(&v, &n, xstrdup("tenants"), xasprintf("%s/tenants/%s", pre, tenant), true);
+	static const char *const first[] = { "namespaces", "customresourcedefinitions" };
+	for (size_t i = 0; i < 2; i++)
+		if (served_by_plural(s, first[i]))
+			range_add(&v, &n, xstrdup(first[i]), xasprintf("%s/%s/%s/", pre, first[i], tenant), false);
+	for (size_t i = 0; i < s->nres; i++) {
+		const struct api_resource *r = s->res[i].r;
+		if (!backed_up(r) || strcmp(r->plural, first[0]) == 0 || strcmp(r->plural, first[1]) == 0)
+			continue;
+		bool seen = false; /* a kind served under two groups shares its key */
+		for (size_t j = 0; j < n && !seen; j++)
+			seen = strcmp(v[j].resource, r->plural) == 0;
+		if (!seen)
+			range_add(&v, &n, xstrdup(r->plural), xasprintf("%s/%s/%s/", pre, r->plural, tenant), false);
+	}
+	if (served_by_plural(s, "customresourcedefinitions")) {
+		char *key = xasprintf("%s/customresourcedefinitions/%s/", pre, tenant);
+		char *end = etcd_prefix_end(key);
+		struct etcd_range_result rr = { 0 };
+		int err = etcd_range(s->etcd, key, end, rev, 0, false, &rr);
+		free(key);
+		free(end);
+		if (err) {
+			ranges_free(v, n);
+			return err;
+		}
+		for (size_t i = 0; i < rr.n; i++) {
+			json_t *crd = json_loadb(rr.kvs[i].value, rr.kvs[i].value_len, 0, NULL);
+			const char *g = json_path_str(crd, "spec.group"), *p = json_path_str(crd, "spec.names.plural");
+			if (g && p && valid_dns1123_subdomain(g) && valid_dns1123_label(p))
+				range_add(&v, &n, xasprintf(CR_RESOURCE "/%s/%s", g, p),
+					  xasprintf("%s/" CR_RESOURCE "/%s/%s/%s/", pre, g, p, tenant), false);
+			json_decref(crd);
+		}
+		etcd_range_result_release(&rr);
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+static bool valid_tenant_name(const char *t)
+{
+	return valid_dns1123_label(t) && strcmp(t, TENANT_SYSTEM) != 0;
+}
+
+static void handle_backup(struct req *q, const char *tenant)
+{
+	struct apiserver *s = q->s;
+	long limit = PAGE_DEFAULT;
+	const char *lim = http_query(q->http, "limit"), *cont = http_query(q->http, "continue");
+	if (lim) {
+		char *end;
+		limit = strtol(lim, &end, 10);
+		if (*end || end == lim || limit <= 0) {
+			reply_status(q, E_BAD_REQUEST, "limit must be a positive integer");
+			return;
+		}
+		if (limit > PAGE_MAX)
+			limit = PAGE_MAX;
+	}
+	int64_t rev = 0;
+	size_t idx = 0;
+	char *after = NULL;
+	if (cont && *cont && backup_token_parse(cont, &rev, &idx, &after) < 0) {
+		reply_status(q, E_BAD_REQUEST, "the continue token is not valid");
+		return;
+	}
+	int err = rev ? 0 : etcd_current_revision(s->etcd, &rev);
+	struct brange *rg = NULL;
+	size_t nrg = 0;
+	if (!err)
+		err = backup_ranges(s, tenant, rev, &rg, &nrg);
+	if (err) {
+		reply_status(q, err, err == E_GONE ? "the backup's revision has been compacted: start the backup again"
+						   : "reading the tenant's objects failed: %s",
+			     err_reason(err));
+		free(after);
+		return;
+	}
+	if (after && *after && (idx >= nrg || strncmp(after, rg[idx].start, strlen(rg[idx].start)) != 0)) {
+		reply_status(q, E_BAD_REQUEST, "the continue token is not valid");
+		goto out;
+	}
+	struct buf body = BUF_INIT;
+	long count = 0;
+	while (idx < nrg && count < limit) {
+		const struct brange *r = &rg[idx];
+		char *end = r->exact ? NULL : etcd_prefix_end(r->start);
+		const char *from = after && *after ? after : r->start;
+		struct etcd_range_result rr = { 0 };
+		/* one more than wanted: the range restarts at the last key sent, which is skipped */
+		err = etcd_range(s->etcd, from, end, rev, r->exact ? 0 : limit - count + 1, false, &rr);
+		free(end);
+		if (err) {
+			buf_release(&body);
+			reply_status(q, err,
+				     err == E_GONE ? "the backup's revision has been compacted: start the backup again"
+						   : "reading the tenant's objects failed: %s",
+				     err_reason(err));
+			goto out;
+		}
+		if (idx == 0 && rr.n == 0) {
+			etcd_range_result_release(&rr);
+			buf_release(&body);
+			reply_status_details(q, E_NOT_FOUND, tenant, NULL, "tenants \"%s\" not found", tenant);
+			goto out;
+		}
+		bool full = false;
+		for (size_t i = 0; i < rr.n && !full; i++) {
+			const struct etcd_kv *kv = &rr.kvs[i];
+			if (after && *after && strcmp(kv->key, after) == 0)
+				continue;
+			if (count == limit) {
+				full = true; /* a key past the page: the range goes on next time */
+				break;
+			}
+			free(after);
+			after = xstrdup(kv->key);
+			if (kv->value_len < 2 || kv->value[0] != '{' || kv->value[kv->value_len - 1] != '}')
+				continue; /* not an object this server wrote */
+			const char *path = r->exact ? tenant : kv->key + strlen(r->start);
+			json_t *reenc = NULL; /* an object stored with line breaks: on one line, as items are */
+			if (memchr(kv->value, '\n', kv->value_len) &&
+			    !(reenc = json_loadb(kv->value, kv->value_len, 0, NULL)))
+				continue;
+			buf_adds(&body, "{\"resource\":");
+			buf_add_json_str(&body, r->resource, strlen(r->resource));
+			buf_adds(&body, ",\"path\":");
+			buf_add_json_str(&body, path, strlen(path));
+			buf_adds(&body, ",\"object\":");
+			if (reenc)
+				store_dump(reenc, &body);
+			else
+				buf_add(&body, kv->value, kv->value_len);
+			json_decref(reenc);
+			buf_adds(&body, "}\n");
+			count++;
+		}
+		if (!full && !rr.more) { /* the range is done */
+			idx++;
+			free(after);
+			after = NULL;
+		}
+		etcd_range_result_release(&rr);
+	}
+	buf_adds(&body, "{\"kind\":\"TenantBackupPage\",\"apiVersion\":\"ursa.io/v1\",\"tenant\":");
+	buf_add_json_str(&body, tenant, strlen(tenant));
+	buf_addf(&body, ",\"revision\":%lld,\"items\":%ld,\"continue\":\"", (long long)rev, count);
+	if (idx < nrg)
+		backup_token_format(rev, idx, after, &body);
+	buf_adds(&body, "\"}\n");
+	q->replied_code = 200;
+	http_reply_set(q->reply, 200, "application/jsonl", &body);
+out:
+	free(after);
+	ranges_free(rg, nrg);
+}
+
+static int table_scope(void *ud, const char *resource)
+{
+	struct apiserver *s = ud;
+	struct served *sv = served_by_plural(s, resource);
+	if (!sv || !(backed_up(sv->r) || strcmp(resource, "tenants") == 0))
+		return -1;
+	return (int)sv->r->scope;
+}
+
+struct put {
+	char *rel;
+	struct buf val;
+};
+
+static void puts_free(struct put *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].rel);
+		buf_release(&v[i].val);
+	}
+	free(v);
+}
+
+/* The tenant being restored by restore id (new reference and its mod revision), or a reply
+ * (409 when it is not being restored by id, 404 when absent) and NULL. */
+static json_t *restoring_tenant(struct req *q, const char *key, const char *tenant, const char *id, int64_t *ret_rev)
+{
+	struct etcd_kv kv = { 0 };
+	int rc = etcd_get(q->s->etcd, key, &kv);
+	json_t *obj = rc ? NULL : json_loadb(kv.value, kv.value_len, 0, NULL);
+	*ret_rev = kv.mod_rev;
+	etcd_kv_release(&kv);
+	if (rc == E_NOT_FOUND)
+		reply_status_details(q, rc, tenant, NULL,
+				     "tenants \"%s\" not found: a restore's first batch holds the tenant object", tenant);
+	else if (rc)
+		reply_status(q, rc, "reading the tenant failed: %s", err_reason(rc));
+	else if (!obj || strcmp(json_str(json_path(obj, "metadata.annotations"), RESTORE_ANNOTATION) ?: "", id) != 0)
+		reply_status_details(q, E_CONFLICT, tenant, NULL,
+				     "tenants \"%s\" exists and is not being restored by restore %s (a restore left unfinished? delete the tenant and restore again)",
+				     tenant, id);
+	else
+		return obj;
+	json_decref(obj);
+	return NULL;
+}
+
+/* A tenant's objects outlive it for a moment: a deleted tenant's controller empties it after the
+ * tenant object is gone. A restore must not start before it is done (the controller would take
+ * the restored objects for more of the same): 0 when tenant holds nothing, else a reply (409
+ * naming a kind it still holds, which ursactl waits out) and an error. */
+static int leftovers(struct req *q, const char *tenant)
+{
+	struct apiserver *s = q->s;
+	int64_t rev;
+	struct brange *rg = NULL;
+	size_t n = 0;
+	int err = etcd_current_revision(s->etcd, &rev);
+	if (!err)
+		err = backup_ranges(s, tenant, rev, &rg, &n);
+	for (size_t i = 1; i < n && !err; i++) { /* 0: the tenant object, checked by its create */
+		char *end = etcd_prefix_end(rg[i].start);
+		struct etcd_range_result rr = { 0 };
+		err = etcd_range(s->etcd, rg[i].start, end, rev, 1, true, &rr);
+		free(end);
+		if (!err && rr.n) {
+			reply_status_details(q, E_CONFLICT, tenant, NULL,
+					     "tenant \"%s\" still holds %s of before (its deletion is in progress): restore it once they are gone",
+					     tenant, rg[i].resource);
+			err = E_CONFLICT;
+			etcd_range_result_release(&rr);
+			ranges_free(rg, n);
+			return err;
+		}
+		etcd_range_result_release(&rr);
+	}
+	ranges_free(rg, n);
+	if (err)
+		reply_status(q, err, "reading the tenant's objects failed: %s", err_reason(err));
+	return err;
+}
+
+static void handle_restore(struct req *q, const char *tenant)
+{
+	struct apiserver *s = q->s;
+	size_t len;
+	const char *text = http_body(q->http, &len);
+	struct buf err = BUF_INIT;
+	json_t *doc = json_parse_limited(text, len, MAX_JSON_DEPTH + 3, &err);
+	if (!doc) {
+		reply_status(q, E_BAD_REQUEST, "the restore request is not valid JSON: %s", buf_cstr(&err));
+		buf_release(&err);
+		return;
+	}
+	const char *from = json_str(doc, "from"), *id = json_str(doc, "restore");
+	json_t *items = json_object_get(doc, "items"), *done = json_object_get(doc, "done");
+	if (!from || !valid_tenant_name(from) || !id || !valid_dns1123_label(id) || !json_is_array(items) ||
+	    json_array_size(items) > RESTORE_MAX_ITEMS || (done && !json_is_boolean(done))) {
+		reply_status(q, E_BAD_REQUEST,
+			     "a restore request is {\"from\": <the backed-up tenant>, \"restore\": <an id, a DNS label>, \"items\": [at most %d items], \"done\": <bool>}",
+			     RESTORE_MAX_ITEMS);
+		json_decref(doc);
+		return;
+	}
+	struct restore_target t = {
+		.from = from, .to = tenant, .restore_id = id, .scope_of = table_scope, .ud = s
+	};
+	size_t n = json_array_size(items), nput = 0, skipped = 0;
+	struct put *puts = xcalloc(n ? n : 1, sizeof(*puts));
+	ssize_t tenant_at = -1;
+	char *tkey = xasprintf("%s/tenants/%s", s->o.etcd_prefix, tenant);
+	json_t *cur = NULL;
+	struct strmap seen;
+	strmap_init(&seen);
+	for (size_t i = 0; i < n; i++) {
+		char *rel;
+		json_t *obj;
+		int rc = restore_item(&t, json_array_get(items, i), &rel, &obj, &err);
+		if (rc < 0) {
+			reply_status(q, E_BAD_REQUEST, "items[%zu]: %s; nothing was restored", i, buf_cstr(&err));
+			goto out;
+		}
+		if (rc > 0) {
+			skipped++;
+			continue;
+		}
+		bool created;
+		strmap_put(&seen, rel, &created);
+		if (!created) {
+			reply_status(q, E_BAD_REQUEST, "items[%zu]: %s is in the request twice; nothing was restored", i,
+				     rel);
+			free(rel);
+			json_decref(obj);
+			goto out;
+		}
+		if (strncmp(rel, "tenants/", 8) == 0)
+			tenant_at = (ssize_t)nput;
+		puts[nput].rel = rel;
+		store_dump(obj, &puts[nput].val);
+		json_decref(obj);
+		nput++;
+	}
+	/* The tenant first (its controller purges what a tenant that does not exist holds), marked
+	 * as being restored by this restore; the batches after it must name the same restore. */
+	int64_t rev = 0, trev;
+	int rc = 0;
+	if (tenant_at >= 0) {
+		struct etcd_kv kv = { 0 };
+		rc = etcd_get(s->etcd, tkey, &kv);
+		etcd_kv_release(&kv);
+		if (rc == 0) { /* this restore's first batch sent again is fine */
+			if (!(cur = restoring_tenant(q, tkey, tenant, id, &trev)))
+				goto out;
+		} else if (rc != E_NOT_FOUND) {
+			reply_status(q, rc, "reading the tenant failed: %s", err_reason(rc));
+			goto out;
+		} else if ((rc = leftovers(q, tenant)) != 0) {
+			goto out;
+		} else if ((rc = etcd_create(s->etcd, tkey, puts[tenant_at].val.ptr, puts[tenant_at].val.len, 0, &rev))) {
+			if (rc == E_ALREADY_EXISTS)
+				reply_status_details(q, rc, tenant, NULL, "tenants \"%s\" already exists", tenant);
+			else
+				reply_status(q, rc, "writing the tenant failed: %s", err_reason(rc));
+			goto out;
+		}
+	} else if (!(cur = restoring_tenant(q, tkey, tenant, id, &trev))) {
+		goto out;
+	}
+	/* everything else in the order given (owners before what they own), a transaction at a time */
+	struct etcd_kv batch[ETCD_TXN_MAX_OPS];
+	size_t nb = 0;
+	for (size_t i = 0; i <= nput && !rc; i++) {
+		if (i < nput && (ssize_t)i != tenant_at) {
+			batch[nb++] = (struct etcd_kv){ .key = xasprintf("%s/%s", s->o.etcd_prefix, puts[i].rel),
+							.value = (char *)buf_cstr(&puts[i].val),
+							.value_len = puts[i].val.len };
+		}
+		if (nb && (nb == ETCD_TXN_MAX_OPS || i == nput)) {
+			rc = etcd_put_all(s->etcd, batch, nb, &rev);
+			for (size_t j = 0; j < nb; j++)
+				free(batch[j].key);
+			nb = 0;
+		}
+	}
+	/* what this server wrote, for those that wait to see its own writes (the authorizer: a user
+	 * of the tenant restored is not refused while its bindings are on their way to the cache) */
+	for (size_t i = 0; i < nput && !rc; i++) {
+		char *slash = strchr(puts[i].rel, '/');
+		*slash = '\0';
+		struct served *sv = served_by_plural(s, puts[i].rel);
+		*slash = '/';
+		if (sv)
+			note_written(sv, rev);
+	}
+	if (!rc && json_is_true(done)) { /* the last batch: the tenant is whole */
+		json_decref(cur);
+		if (!(cur = restoring_tenant(q, tkey, tenant, id, &trev)))
+			goto out;
+		json_object_del(json_path(cur, "metadata.annotations"), RESTORE_ANNOTATION);
+		if (!json_object_size(json_path(cur, "metadata.annotations")))
+			json_object_del(json_object_get(cur, "metadata"), "annotations");
+		json_object_set_new(json_obj_child(cur, "status"), "phase", json_string("Active"));
+		struct buf v = BUF_INIT;
+		store_dump(cur, &v);
+		rc = etcd_update(s->etcd, tkey, v.ptr, v.len, trev, &rev, NULL);
+		buf_release(&v);
+	}
+	if (rc) {
+		reply_status(q, rc, "writing the restored objects failed (%s)", err_reason(rc));
+		goto out;
+	}
+	json_t *res = json_pack("{s:s,s:s,s:s,s:I,s:I,s:b,s:I}", "kind", "TenantRestoreResult", "apiVersion", "ursa.io/v1",
+				"tenant", tenant, "restored", (json_int_t)nput, "skipped", (json_int_t)skipped, "done",
+				json_is_true(done), "revision", (json_int_t)rev);
+	reply_json(q, 200, res);
+	json_decref(res);
+out:
+	json_decref(cur);
+	free(tkey);
+	strmap_release(&seen, NULL);
+	puts_free(puts, nput);
+	buf_release(&err);
+	json_decref(doc);
+}
+
+bool serve_tenant_backup(struct req *q)
+{
+	const char *path = http_path(q->http);
+	if (strncmp(path, TENANT_BACKUP_PATH, strlen(TENANT_BACKUP_PATH)) != 0)
+		return false;
+	const char *t = path + strlen(TENANT_BACKUP_PATH), *slash = strchr(t, '/');
+	const char *op = slash ? slash + 1 : "";
+	bool backup = strcmp(op, "backup") == 0, restore = strcmp(op, "restore") == 0;
+	char *tenant = slash ? xstrndup(t, (size_t)(slash - t)) : NULL;
+	if ((!backup && !restore) || !served_by_plural(q->s, "tenants"))
+		reply_status(q, E_NOT_FOUND, "the server could not find the requested resource");
+	else if (strcmp(http_method(q->http), backup ? "GET" : "POST") != 0)
+		reply_status(q, E_METHOD, "the server does not allow this method on the requested resource");
+	else if (!identity_is_system_admin(&q->id))
+		reply_status(q, E_FORBIDDEN, "tenant %s is for the region's operators (system:masters of the system tenant)",
+			     backup ? "backup" : "restore");
+	else if (!valid_tenant_name(tenant))
+		reply_status(q, E_BAD_REQUEST, "\"%s\" is not a tenant that can be backed up or restored", tenant);
+	else if (backup)
+		handle_backup(q, tenant);
+	else
+		handle_restore(q, tenant);
+	free(tenant);
+	return true;
+}
