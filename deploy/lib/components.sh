@@ -451,14 +451,18 @@ component_kubeconfig() {
 
 # start_tp_controller_manager NAME PARTITION PORT HEALTH_PORT: the tenant partition's controllers
 # (tenant, namespace, replicaset, deployment, garbage collector), leader-elected through a Lease;
-# /healthz and /metrics on http://127.0.0.1:HEALTH_PORT. Any FLAG... after them is passed on.
+# /healthz and /metrics on http://127.0.0.1:HEALTH_PORT; deleted tenants' final backups in
+# .ursa/PARTITION/final-backups. Any FLAG... after them is passed on.
 start_tp_controller_manager() {
 	local name=$1 part=$2 port=$3 health=$4 kc log=$URSA_STATE/$2/controller-manager.log
 	shift 4
 	kc=$(component_kubeconfig "$part" controller-manager "$port")
+	mkdir -p "$URSA_STATE/$part/final-backups"
 	start_daemon "$name" "$log" "$URSA_BUILD_DIR/src/tenant-partition/controllers/ursa-tp-controller-manager" \
 		--kubeconfig "$kc" --node-monitor-grace-period "${URSA_NODE_MONITOR_GRACE_SECONDS:-50}" \
-		--health-listen "127.0.0.1:$health" --root-ca-file "$URSA_CA" --log-level info "$@"
+		--health-listen "127.0.0.1:$health" --root-ca-file "$URSA_CA" \
+		--final-backup-dir "$URSA_STATE/$part/final-backups" --backup-key-file "$URSA_STATE/backup.key" \
+		--log-level info "$@"
 	URSA_SUMMARY+=("$name: controller manager of $part, http://127.0.0.1:$health/healthz (log $log)")
 }
 

@@ -112,6 +112,11 @@ struct api_resource {
 	const struct crd_version *crd_version;
 };
 
+/* A tenant annotated TENANT_FINAL_BACKUP: "true" is backed up when deleted: its strategy gives it
+ * the finalizer of the same name, which the tenant partition's controller manager takes away
+ * once the backup is written (src/tenant-partition/controllers/finalbackup.c, ursa/backup.h). */
+#define TENANT_FINAL_BACKUP "ursa.io/final-backup"
+
 /* Kinds in src/common/kinds/: one strategy each, shared by every API server that serves them. */
 extern const struct api_strategy strategy_tenant, strategy_namespace, strategy_pod, strategy_configmap,
 	strategy_secret, strategy_serviceaccount, strategy_event, strategy_service, strategy_deployment,

@@ -1,21 +1,14 @@
 /* ursactl tenant backup / restore: a tenant copied out of its partition into a file, and back into
  * the region under its own name or another, on the same partition or another
- * (docs/operations.md "Backing up and restoring a tenant").
- *
- * The file is JSON lines: a header {"kind":"TenantBackup","apiVersion":"ursa.io/v1","tenant",
- * "partition","revision","time","keyId"}, one line per object as the partition's backup pages
- * give it ({"resource","path","object"}), and a trailer {"end":true,"objects":N}, so a file cut
- * short is refused. Secrets' data and stringData are sealed with AES-256-GCM under the region's
- * backup key (--key, else $URSA_BACKUP_KEY, else backup.key in the region directory: base64 of
- * 32 random bytes) into "sealed" (base64 of nonce, ciphertext and tag; the item's resource and
- * path are the associated data, so a sealed value cannot be moved to another secret); keyId
- * names the key (the first 8 bytes of its SHA-256, hex) so a restore with another key is refused
- * before anything is written.
+ * (docs/operations.md "Backing up and restoring a tenant"; the file's format and sealing are
+ * ursa/backup.h's, the partitions' side src/common/apiserver/backup.c).
  *
  * A restore places the tenant in the gateways' registry as pending (so no one creates it
- * meanwhile), posts the objects to the partition in batches, the tenant object last, and marks
- * the placement ready. */
+ * meanwhile), posts the objects to the partition in batches (the tenant object first; the
+ * partition keeps it Restoring until the last batch), and marks the placement ready. */
 #include "ursactl.h"
+#include "ursa/api.h"
+#include "ursa/backup.h"
 #include "ursa/client.h"
 #include "ursa/errors.h"
 #include "ursa/etcd.h"
@@ -24,20 +17,18 @@
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
-#include <openssl/evp.h>
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#define BACKUP_PAGE 1000
 #define BATCH_BYTES (2u << 20) /* under the API server's 3 MB request bodies */
 #define BATCH_ITEMS 5000
-#define KEY_LEN 32
-#define NONCE_LEN 12
-#define TAG_LEN 16
 
 const struct flag_spec tenant_flags[] = {
 	{ "as", "NAME", "restore: make the tenant under this name (default: the backed-up tenant's)", false },
@@ -49,14 +40,8 @@ const struct flag_spec tenant_flags[] = {
 	{ NULL, NULL, NULL, false },
 };
 
-/* The backup key ----------------------------------------------------------------------------- */
-
-struct bkey {
-	unsigned char k[KEY_LEN];
-	char id[17];
-};
-
-static int key_load(const struct flags *f, struct bkey *ret)
+/* The backup key: --key, else $URSA_BACKUP_KEY, else backup.key in the region directory. */
+static int key_load(const struct flags *f, struct backup_key *ret)
 {
 	char *hint = NULL;
 	char *path = region_file(flag_get(f, "key"), "--key", "URSA_BACKUP_KEY", "backup.key", &hint);
@@ -65,140 +50,11 @@ static int key_load(const struct flags *f, struct bkey *ret)
 		free(hint);
 		return rc;
 	}
-	FILE *fp = fopen(path, "r");
-	char line[256] = "";
-	bool ok = fp && fgets(line, sizeof(line), fp);
-	if (fp)
-		fclose(fp);
-	line[strcspn(line, "\r\n")] = '\0';
-	unsigned char raw[sizeof(line)];
-	size_t n = strlen(line);
-	int len = ok && n % 4 == 0 ? EVP_DecodeBlock(raw, (const unsigned char *)line, (int)n) : -1;
-	if (len >= 0) /* EVP_DecodeBlock counts the padding's zero bytes */
-		len -= (n >= 1 && line[n - 1] == '=') + (n >= 2 && line[n - 2] == '=');
-	if (len != KEY_LEN) {
-		int rc = fail("%s: not a backup key (one line: base64 of %d bytes)", path, KEY_LEN);
-		free(path);
-		return rc;
-	}
+	struct buf err = BUF_INIT;
+	int rc = backup_key_load(path, ret, &err) == 0 ? EXIT_OK : fail("%s", buf_cstr(&err));
+	buf_release(&err);
 	free(path);
-	memcpy(ret->k, raw, KEY_LEN);
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen;
-	EVP_Digest(ret->k, KEY_LEN, md, &mdlen, EVP_sha256(), NULL);
-	for (int i = 0; i < 8; i++)
-		snprintf(ret->id + 2 * i, 3, "%02x", md[i]);
-	OPENSSL_cleanse(raw, sizeof(raw));
-	return EXIT_OK;
-}
-
-/* plain sealed under key with aad: base64 of nonce | ciphertext | tag. New string. */
-static char *seal(const struct bkey *key, const char *aad, const char *plain, size_t n)
-{
-	unsigned char *out = xmalloc(NONCE_LEN + n + TAG_LEN);
-	if (RAND_bytes(out, NONCE_LEN) != 1)
-		abort();
-	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-	int len = 0, fin = 0;
-	if (!c || EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, key->k, out) != 1 ||
-	    EVP_EncryptUpdate(c, NULL, &len, (const unsigned char *)aad, (int)strlen(aad)) != 1 ||
-	    EVP_EncryptUpdate(c, out + NONCE_LEN, &len, (const unsigned char *)plain, (int)n) != 1 ||
-	    EVP_EncryptFinal_ex(c, out + NONCE_LEN + len, &fin) != 1 ||
-	    EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, TAG_LEN, out + NONCE_LEN + n) != 1)
-		abort(); /* AES-GCM in memory does not fail */
-	EVP_CIPHER_CTX_free(c);
-	size_t total = NONCE_LEN + n + TAG_LEN;
-	char *b64 = xmalloc(4 * ((total + 2) / 3) + 1);
-	EVP_EncodeBlock((unsigned char *)b64, out, (int)total);
-	free(out);
-	return b64;
-}
-
-/* The plaintext of sealed (new string, *ret_n bytes), or NULL when it is not sealed under key
- * with aad. */
-static char *unseal(const struct bkey *key, const char *aad, const char *b64, size_t *ret_n)
-{
-	size_t n = strlen(b64);
-	if (n % 4 || n < 4)
-		return NULL;
-	unsigned char *raw = xmalloc(n / 4 * 3 + 1);
-	int len = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)n);
-	if (len >= 0)
-		len -= (b64[n - 1] == '=') + (b64[n - 2] == '=');
-	if (len < NONCE_LEN + TAG_LEN) {
-		free(raw);
-		return NULL;
-	}
-	size_t clen = (size_t)len - NONCE_LEN - TAG_LEN;
-	char *plain = xmalloc(clen + 1);
-	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-	int l = 0, fin = 0;
-	bool ok = c && EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, key->k, raw) == 1 &&
-		  EVP_DecryptUpdate(c, NULL, &l, (const unsigned char *)aad, (int)strlen(aad)) == 1 &&
-		  EVP_DecryptUpdate(c, (unsigned char *)plain, &l, raw + NONCE_LEN, (int)clen) == 1 &&
-		  EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, TAG_LEN, raw + NONCE_LEN + clen) == 1 &&
-		  EVP_DecryptFinal_ex(c, (unsigned char *)plain + l, &fin) == 1;
-	EVP_CIPHER_CTX_free(c);
-	free(raw);
-	if (!ok) {
-		free(plain);
-		return NULL;
-	}
-	plain[clen] = '\0';
-	*ret_n = clen;
-	return plain;
-}
-
-static char *item_aad(const json_t *item)
-{
-	return xasprintf("%s/%s", json_str(item, "resource"), json_str(item, "path"));
-}
-
-/* A secret's data and stringData moved into "sealed". */
-static void seal_item(const struct bkey *key, json_t *item)
-{
-	json_t *obj = json_object_get(item, "object");
-	json_t *secret = json_object();
-	static const char *const fields[] = { "data", "stringData" };
-	for (int i = 0; i < 2; i++)
-		if (json_object_get(obj, fields[i])) {
-			json_object_set(secret, fields[i], json_object_get(obj, fields[i]));
-			json_object_del(obj, fields[i]);
-		}
-	if (json_object_size(secret)) {
-		char *plain = json_dumps(secret, JSON_COMPACT);
-		char *aad = item_aad(item);
-		char *sealed = seal(key, aad, plain, strlen(plain));
-		json_object_set_new(item, "sealed", json_string(sealed));
-		free(sealed);
-		OPENSSL_cleanse(plain, strlen(plain));
-		free(plain);
-		free(aad);
-	}
-	json_decref(secret);
-}
-
-static int unseal_item(const struct bkey *key, json_t *item)
-{
-	const char *sealed = json_str(item, "sealed");
-	if (!sealed)
-		return 0;
-	char *aad = item_aad(item);
-	size_t n;
-	char *plain = unseal(key, aad, sealed, &n);
-	free(aad);
-	json_t *secret = plain ? json_loadb(plain, n, 0, NULL) : NULL;
-	if (plain)
-		OPENSSL_cleanse(plain, n);
-	free(plain);
-	if (!json_is_object(secret)) {
-		json_decref(secret);
-		return -1;
-	}
-	json_object_update(json_object_get(item, "object"), secret);
-	json_object_del(item, "sealed");
-	json_decref(secret);
-	return 0;
+	return rc;
 }
 
 /* The region ---------------------------------------------------------------------------------- */
@@ -288,13 +144,7 @@ static char *tenant_partition(const struct region *r, const char *tenant)
 
 static bool valid_tenant(const char *t)
 {
-	size_t n = strlen(t);
-	if (n == 0 || n > 63 || t[0] == '-' || t[n - 1] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((t[i] >= 'a' && t[i] <= 'z') || (t[i] >= '0' && t[i] <= '9') || t[i] == '-'))
-			return false;
-	return true;
+	return valid_dns1123_label(t);
 }
 
 /* An error reply's message (new string). */
@@ -314,7 +164,7 @@ static int tenant_backup(const struct flags *f, const char *tenant, const char *
 {
 	if (!valid_tenant(tenant) || strcmp(tenant, "system") == 0)
 		return fail("\"%s\" is not a tenant that can be backed up", tenant);
-	struct bkey key;
+	struct backup_key key;
 	struct region r;
 	int rc = key_load(f, &key);
 	if (rc != EXIT_OK || (rc = region_load(f, &r)) != EXIT_OK)
@@ -342,87 +192,15 @@ static int tenant_backup(const struct flags *f, const char *tenant, const char *
 		return rc;
 	}
 	struct rest_client *c = tp_client(&r, tp);
-	int64_t t0 = mono_us(), rev = 0;
-	size_t objects = 0, sealed = 0;
-	char *cont = NULL;
-	rc = EXIT_OK;
-	do {
-		struct buf path = BUF_INIT, body = BUF_INIT;
-		buf_addf(&path, "%s%s/backup?limit=%d", TENANT_BACKUP_PATH, tenant, BACKUP_PAGE);
-		if (cont) {
-			buf_adds(&path, "&continue=");
-			buf_add_query_escaped(&path, cont);
-		}
-		int st = rest_do_raw(c, "GET", path.ptr, NULL, 0, NULL, &body);
-		buf_release(&path);
-		/* the objects' lines, then the page's own line */
-		const char *text = buf_cstr(&body), *last = NULL;
-		size_t len = body.len;
-		if (st == 200 && len && text[len - 1] == '\n') {
-			last = text + len - 1;
-			while (last > text && last[-1] != '\n')
-				last--;
-		}
-		json_t *page = last ? json_loadb(last, (size_t)(text + len - last), 0, NULL) : NULL;
-		if (!page || strcmp(json_str(page, "kind") ?: "", "TenantBackupPage") != 0 ||
-		    json_integer_value(json_object_get(page, "revision")) <= 0) {
-			char *m = st == 200 ? xstrdup("not a backup page") : reply_message(st, &body);
-			rc = fail("backup of tenant %s from %s failed: %s", tenant, pname, m);
-			free(m);
-			json_decref(page);
-			buf_release(&body);
-			break;
-		}
-		if (!rev) {
-			rev = json_integer_value(json_object_get(page, "revision"));
-			char when[32];
-			time_t now = time(NULL);
-			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-			json_t *h = json_pack("{s:s,s:s,s:s,s:s,s:I,s:s,s:s}", "kind", "TenantBackup", "apiVersion",
-					      "ursa.io/v1", "tenant", tenant, "partition", pname, "revision", (json_int_t)rev,
-					      "time", when, "keyId", key.id);
-			json_dumpf(h, fp, JSON_COMPACT);
-			fputc('\n', fp);
-			json_decref(h);
-		}
-		size_t n = 0;
-		for (const char *l = text, *nl; l < last; l = nl + 1, n++) {
-			nl = memchr(l, '\n', (size_t)(last - l));
-			/* a secret's line is parsed to seal it; every other one is written as it came */
-			static const char secret[] = "{\"resource\":\"secrets\",";
-			if ((size_t)(nl - l) > sizeof(secret) - 1 && memcmp(l, secret, sizeof(secret) - 1) == 0) {
-				json_t *item = json_loadb(l, (size_t)(nl - l), 0, NULL);
-				if (!item) {
-					rc = fail("backup of tenant %s from %s failed: a secret's line is not JSON", tenant, pname);
-					break;
-				}
-				seal_item(&key, item);
-				json_dumpf(item, fp, JSON_COMPACT);
-				fputc('\n', fp);
-				json_decref(item);
-				sealed++;
-			} else {
-				fwrite(l, 1, (size_t)(nl + 1 - l), fp);
-			}
-		}
-		objects += n;
-		if (rc == EXIT_OK && (json_int_t)n != json_integer_value(json_object_get(page, "items")))
-			rc = fail("backup of tenant %s from %s failed: a page said %lld objects and held %zu", tenant, pname,
-				  (long long)json_integer_value(json_object_get(page, "items")), n);
-		buf_release(&body);
-		free(cont);
-		cont = rc == EXIT_OK && json_str(page, "continue") && *json_str(page, "continue")
-			       ? xstrdup(json_str(page, "continue"))
-			       : NULL;
-		json_decref(page);
-	} while (cont);
-	free(cont);
+	int64_t t0 = mono_us();
+	struct backup_stats st;
+	struct buf err = BUF_INIT;
+	rc = backup_write(c, tenant, pname, &key, fp, &st, &err) == 0 ? EXIT_OK
+		: fail("backup of tenant %s from %s failed: %s", tenant, pname, buf_cstr(&err));
+	buf_release(&err);
 	rest_free(c);
-	if (rc == EXIT_OK) {
-		fprintf(fp, "{\"end\":true,\"objects\":%zu}\n", objects);
-		if (fflush(fp) != 0 || fsync(fileno(fp)) != 0)
-			rc = fail("writing %s failed: %s", tmp, strerror(errno));
-	}
+	if (rc == EXIT_OK && fsync(fileno(fp)) != 0)
+		rc = fail("writing %s failed: %s", tmp, strerror(errno));
 	fclose(fp);
 	if (rc == EXIT_OK && rename(tmp, out) != 0)
 		rc = fail("cannot rename %s to %s: %s", tmp, out, strerror(errno));
@@ -431,8 +209,9 @@ static int tenant_backup(const struct flags *f, const char *tenant, const char *
 	double secs = (double)(mono_us() - t0) / 1e6;
 	if (rc == EXIT_OK)
 		printf("tenant %s: %zu objects (%zu secrets sealed, key %s) from %s at revision %lld written to %s in %.2f s (%.0f objects/s)\n",
-		       tenant, objects, sealed, key.id, pname, (long long)rev, out, secs, secs > 0 ? (double)objects / secs : 0.0);
-	OPENSSL_cleanse(&key, sizeof(key));
+		       tenant, st.objects, st.sealed, key.id, pname, (long long)st.revision, out, secs,
+		       secs > 0 ? (double)st.objects / secs : 0.0);
+	backup_key_forget(&key);
 	free(tmp);
 	free(pname);
 	region_release(&r);
@@ -441,83 +220,20 @@ static int tenant_backup(const struct flags *f, const char *tenant, const char *
 
 /* restore --------------------------------------------------------------------------------------- */
 
-/* Reads a backup file: *ret_header and *ret_items (new references) in the order a restore writes
- * them: the tenant, then what no other object owns (namespaces and CRDs come first in the file),
- * then what has owners, so the garbage collector never finds an owner missing.
- * EXIT_OK or EXIT_FAIL (printed). */
+/* Reads and parses a backup file (ursa/backup.h: backup_parse). EXIT_OK or EXIT_FAIL (printed). */
 static int backup_read(const char *path, json_t **ret_header, json_t **ret_items)
 {
-	FILE *fp = fopen(path, "r");
-	if (!fp)
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return fail("cannot read %s: %s", path, strerror(errno));
-	json_t *header = NULL, *items = json_array(), *tenant_item = NULL;
-	bool ended = false;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	size_t lineno = 0;
-	int rc = EXIT_OK;
-	while (rc == EXIT_OK && (n = getline(&line, &cap, fp)) > 0) {
-		lineno++;
-		json_error_t je;
-		json_t *j = json_loadb(line, (size_t)n, 0, &je);
-		if (!json_is_object(j)) {
-			rc = fail("%s:%zu: not a JSON object: %s", path, lineno, j ? "" : je.text);
-		} else if (ended) {
-			rc = fail("%s:%zu: lines after the end of the backup", path, lineno);
-		} else if (!header) {
-			if (strcmp(json_str(j, "kind") ?: "", "TenantBackup") != 0 ||
-			    strcmp(json_str(j, "apiVersion") ?: "", "ursa.io/v1") != 0 || !json_str(j, "tenant") ||
-			    !valid_tenant(json_str(j, "tenant")))
-				rc = fail("%s: not a tenant backup (its first line is no TenantBackup header)", path);
-			else
-				header = json_incref(j);
-		} else if (json_is_true(json_object_get(j, "end"))) {
-			if ((size_t)json_integer_value(json_object_get(j, "objects")) !=
-			    json_array_size(items) + (tenant_item != NULL))
-				rc = fail("%s: the trailer counts %lld objects, the file has %zu", path,
-					  (long long)json_integer_value(json_object_get(j, "objects")),
-					  json_array_size(items) + (tenant_item != NULL));
-			ended = true;
-		} else if (!json_str(j, "resource") || !json_str(j, "path") || !json_is_object(json_object_get(j, "object"))) {
-			rc = fail("%s:%zu: not a backup item", path, lineno);
-		} else if (strcmp(json_str(j, "resource"), "tenants") == 0) {
-			if (tenant_item)
-				rc = fail("%s:%zu: a second tenant object", path, lineno);
-			else
-				tenant_item = json_incref(j);
-		} else {
-			json_array_append(items, j);
-		}
-		json_decref(j);
-	}
-	free(line);
-	fclose(fp);
-	if (rc == EXIT_OK && (!header || !ended))
-		rc = fail("%s: the backup is incomplete (no %s)", path, header ? "trailer: cut short?" : "header");
-	if (rc == EXIT_OK && !tenant_item)
-		rc = fail("%s: the backup has no tenant object", path);
-	if (rc != EXIT_OK) {
-		json_decref(header);
-		json_decref(items);
-		json_decref(tenant_item);
-		return rc;
-	}
-	json_t *ordered = json_array();
-	json_array_append_new(ordered, tenant_item);
-	for (int owned = 0; owned < 2; owned++) {
-		size_t i;
-		json_t *it;
-		json_array_foreach(items, i, it) {
-			json_t *refs = json_path(json_object_get(it, "object"), "metadata.ownerReferences");
-			if ((json_array_size(refs) > 0) == owned)
-				json_array_append(ordered, it);
-		}
-	}
-	json_decref(items);
-	*ret_header = header;
-	*ret_items = ordered;
-	return EXIT_OK;
+	struct buf text = BUF_INIT, err = BUF_INIT;
+	int rc = buf_read_fd(&text, fd, SIZE_MAX) < 0 ? fail("cannot read %s: %s", path, strerror(errno)) : EXIT_OK;
+	close(fd);
+	if (rc == EXIT_OK && backup_parse(text.ptr ? text.ptr : "", text.len, ret_header, ret_items, &err) < 0)
+		rc = fail("%s: %s", path, buf_cstr(&err));
+	buf_release(&text);
+	buf_release(&err);
+	return rc;
 }
 
 /* Records tenant's placement on partition: pending replaces only the record read at mod_rev (0:
@@ -588,7 +304,7 @@ static int tenant_restore(const struct flags *f, const char *file)
 		return rc;
 	const char *from = json_str(header, "tenant");
 	const char *to = flag_get(f, "as") ? flag_get(f, "as") : from;
-	struct bkey key;
+	struct backup_key key;
 	struct region r = { 0 };
 	json_t *tp = NULL;
 	struct rest_client *c = NULL;
@@ -599,19 +315,13 @@ static int tenant_restore(const struct flags *f, const char *file)
 	}
 	if ((rc = key_load(f, &key)) != EXIT_OK)
 		goto out_header;
-	if (json_str(header, "keyId") && strcmp(json_str(header, "keyId"), key.id) != 0) {
-		rc = fail("%s was sealed with backup key %s; this key is %s", file, json_str(header, "keyId"), key.id);
+	struct buf uerr = BUF_INIT;
+	if (backup_unseal(&key, header, items, &uerr) < 0) {
+		rc = fail("%s: %s", file, buf_cstr(&uerr));
+		buf_release(&uerr);
 		goto out_key;
 	}
-	size_t i;
-	json_t *item;
-	json_array_foreach(items, i, item) {
-		if (unseal_item(&key, item) < 0) {
-			rc = fail("%s: the sealed data of %s/%s does not open with this key", file,
-				  json_str(item, "resource"), json_str(item, "path"));
-			goto out_key;
-		}
-	}
+	buf_release(&uerr);
 	if ((rc = region_load(f, &r)) != EXIT_OK || (rc = region_auth(f, &r)) != EXIT_OK)
 		goto out_key;
 	const char *want = flag_get(f, "to");
@@ -656,7 +366,7 @@ static int tenant_restore(const struct flags *f, const char *file)
 	size_t restored = 0, skipped = 0, batches = 0, nitems = json_array_size(items);
 	struct buf batch = BUF_INIT;
 	size_t inbatch = 0;
-	for (i = 0; i <= nitems && rc == EXIT_OK; i++) {
+	for (size_t i = 0; i <= nitems && rc == EXIT_OK; i++) {
 		char *text = i < nitems ? json_dumps(json_array_get(items, i), JSON_COMPACT) : NULL;
 		size_t tl = text ? strlen(text) : 0;
 		if (inbatch && (!text || batch.len + tl + 1 > BATCH_BYTES || inbatch == BATCH_ITEMS)) {
@@ -711,7 +421,7 @@ static int tenant_restore(const struct flags *f, const char *file)
 		free(what);
 	}
 out_key:
-	OPENSSL_cleanse(&key, sizeof(key));
+	backup_key_forget(&key);
 	if (placed && placement(&r, to, NULL, false, 0) != 0)
 		fprintf(stderr, "ursactl: the pending placement of %s is left; the gateways remove it after their grace period\n", to);
 	rest_free(c);

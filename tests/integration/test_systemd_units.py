@@ -18,6 +18,7 @@
 Every server listens on 127.0.0.1.
 """
 
+import base64
 import grp
 import os
 import pwd
@@ -425,6 +426,8 @@ def make_identity():
         f.write(token + "\n")
     with open(os.path.join(etc, "kubelet-client.token"), "w") as f:
         f.write(secrets.token_hex(32) + "\n")
+    with open(os.path.join(etc, "backup.key"), "w") as f:
+        f.write(base64.b64encode(secrets.token_bytes(32)).decode() + "\n")
     with open(os.path.join(etc, "haproxy", "haproxy.pem"), "w") as f:
         f.write(open(crt).read() + open(key).read())
     S.update(ca=ca, crt=crt, key=key, etc=etc)
@@ -539,7 +542,9 @@ def start_workers():
         return "127.0.0.1:%d" % S["health"][kind]
     start_unit("ursa-tp-controller-manager@.service", "tp-1", {
         "URSA_KUBECONFIG": kubeconfig("tp-1-controller-manager", tp),
-        "URSA_HEALTH_LISTEN": health("tp-controller-manager"), "URSA_ROOT_CA_FILE": S["ca"]})
+        "URSA_HEALTH_LISTEN": health("tp-controller-manager"), "URSA_ROOT_CA_FILE": S["ca"],
+        "URSA_BACKUP_KEY_FILE": os.path.join(S["etc"], "backup.key"),
+        "URSA_FINAL_BACKUP_DIR": state_dir(rooted("/var/lib/ursa/final-backups"), private=False)})
     start_unit("ursa-scheduler@.service", "tp-1", {"URSA_KUBECONFIG": kubeconfig("tp-1-scheduler", tp),
                                                    "URSA_HEALTH_LISTEN": health("scheduler")})
     start_unit("ursa-rm-controller-manager@.service", "rm-az-1", {

@@ -1,6 +1,8 @@
 """ursa-tp-controller-manager against real etcd + ursa-tp-apiserver: deployments, replicasets,
 rollouts (kubectl rollout status/history/undo), garbage collection, namespace and tenant
-deletion, leader election."""
+deletion, a deleted tenant's final backup, leader election."""
+import base64
+import json
 import os
 import sys
 import time
@@ -17,6 +19,7 @@ def start_cm(identity):
     log = os.path.join(S["api"].dir, "cm-%s.log" % identity)
     H._logs.append(("controller-manager " + identity, log))
     return H.spawn([CM_BIN, "--kubeconfig", S["api"].admin_kubeconfig(), "--identity", identity,
+                    "--final-backup-dir", S["backups"], "--backup-key-file", S["key"],
                     "--log-level", "debug"], log)
 
 
@@ -27,6 +30,11 @@ def setup():
     S["admin"] = S["api"].admin()
     H.create_tenant(S["admin"], "acme")
     S["kc"] = S["api"].kubeconfig("acme", "alice")  # the tenant's administrator
+    S["backups"] = os.path.join(S["api"].dir, "final-backups")
+    os.makedirs(S["backups"])
+    S["key"] = os.path.join(S["api"].dir, "backup.key")
+    with open(S["key"], "w") as f:
+        f.write(base64.b64encode(os.urandom(32)).decode() + "\n")
     S["cm"] = start_cm("cm-a")
 
 
@@ -185,6 +193,50 @@ def test_delete_tenant():
     wait_until(empty, 60, "nothing of tenant doomed left")
     keys = [k for k in S["etcd"].keys("/registry/") if "/doomed/" in k or k.endswith("/doomed")]
     eq(keys, [], "etcd keys of tenant doomed")
+
+
+def finalizers(tenant):
+    r = S["admin"].get("/api/v1/tenants/" + tenant)
+    return r.json["metadata"].get("finalizers") or [] if r.status == 200 else None
+
+
+def test_final_backup():
+    admin = S["admin"]
+    r = admin.post("/api/v1/tenants", {"apiVersion": "v1", "kind": "Tenant", "metadata": {
+        "name": "keep", "annotations": {"ursa.io/final-backup": "true"}}})
+    expect_status(r, 201, "create tenant keep")
+    # given by the API server at once, so that no delete can come before it
+    eq(r.json["metadata"].get("finalizers"), ["ursa.io/final-backup"], "keep's finalizers as created")
+    wait_ok(admin, "/api/v1/tenants/keep/namespaces/default")
+    expect_status(admin.post("/api/v1/tenants/keep/namespaces/default/configmaps", {
+        "metadata": {"name": "settings"}, "data": {"color": "blue"}}), 201, "configmap")
+    expect_status(admin.post("/api/v1/tenants/keep/namespaces/default/secrets", {
+        "metadata": {"name": "db"}, "stringData": {"password": "final-plaintext-77"}}), 201, "secret")
+    # a tenant that stops asking loses the finalizer
+    H.create_tenant(admin, "plain")
+    admin.patch("/api/v1/tenants/plain", {"metadata": {"annotations": {"ursa.io/final-backup": "true"}}})
+    wait_until(lambda: "ursa.io/final-backup" in (finalizers("plain") or []), 20, "plain holds the finalizer")
+    admin.patch("/api/v1/tenants/plain", {"metadata": {"annotations": {"ursa.io/final-backup": None}}})
+    wait_until(lambda: finalizers("plain") == [], 20, "plain's finalizer taken away")
+
+    expect_status(admin.delete("/api/v1/tenants/keep"), 200, "delete tenant keep")
+    wait_until(lambda: admin.get("/api/v1/tenants/keep").status == 404, 60, "keep deleted after its backup")
+    files = [f for f in os.listdir(S["backups"]) if f.startswith("keep-") and f.endswith(".backup")]
+    eq(len(files), 1, "final backups of keep: %r" % files)
+    with open(os.path.join(S["backups"], files[0])) as f:
+        text = f.read()
+    lines = [json.loads(line) for line in text.splitlines()]
+    eq((lines[0]["kind"], lines[0]["tenant"]), ("TenantBackup", "keep"), "header")
+    eq(lines[-1], {"end": True, "objects": len(lines) - 2}, "trailer")
+    got = {(i["resource"], i["path"]) for i in lines[1:-1]}
+    for want in (("tenants", "keep"), ("configmaps", "default/settings"), ("secrets", "default/db"),
+                 ("namespaces", "default"), ("clusterrolebindings", "ursa:tenant-admins")):
+        check(want in got, "the final backup holds %s %s" % want)
+    check("final-plaintext-77" not in text and base64.b64encode(b"final-plaintext-77").decode() not in text,
+          "the secret's value is not in the file")
+    # and then the tenant was emptied as any deleted tenant
+    wait_until(lambda: not [k for k in S["etcd"].keys("/registry/") if "/keep/" in k or k.endswith("/keep")], 60,
+               "nothing of tenant keep left")
 
 
 def test_leader_election():

@@ -6,7 +6,7 @@
  *        A page of the tenant's stored objects as etcd holds them, every page at the revision
  *        the first one was read at, as JSON lines (application/jsonl): one line per object,
  *        {"resource":"pods","path":"default/web","object":{...}}, then the page's own line,
- *        {"kind":"TenantBackupPage","tenant","revision","items":N,"continue"}, so a client
+ *        {"kind":"TenantBackupPage","tenant","partition","revision","items":N,"continue"}, so a client
  *        writes the objects' lines to a file as they are (the backup file's format). The tenant object
  *        comes first, then its namespaces, its CustomResourceDefinitions, every other kind of
  *        the table a tenant owns (events and ephemeral kinds aside), and its custom resources of
@@ -437,6 +437,10 @@ static void handle_backup(struct req *q, const char *tenant)
 	}
 	buf_adds(&body, "{\"kind\":\"TenantBackupPage\",\"apiVersion\":\"ursa.io/v1\",\"tenant\":");
 	buf_add_json_str(&body, tenant, strlen(tenant));
+	if (s->o.partition_id) {
+		buf_adds(&body, ",\"partition\":");
+		buf_add_json_str(&body, s->o.partition_id, strlen(s->o.partition_id));
+	}
 	buf_addf(&body, ",\"revision\":%lld,\"items\":%ld,\"continue\":\"", (long long)rev, count);
 	if (idx < nrg)
 		backup_token_format(rev, idx, after, &body);

@@ -1,10 +1,34 @@
 /* Arktos tenants (cluster scope, system tenant only): {spec:{finalizers, storageClusterId,
  * quota:{hard}}, status:{phase, quota:{hard, used}}}. The spec is kept as the client gave it. */
 #include <stdlib.h>
+#include <string.h>
 #include "kinds/kinds_common.h"
 #include "ursa/jsonutil.h"
 #include "ursa/quota.h"
 #include "ursa/xalloc.h"
+
+/* A tenant that asks for a final backup holds its finalizer from the moment it asks (the
+ * controller manager takes it away again if the annotation goes), so no delete can come first. */
+static void tenant_defaults(json_t *obj)
+{
+	json_t *meta = json_object_get(obj, "metadata");
+	const char *want = json_str(json_object_get(meta, "annotations"), TENANT_FINAL_BACKUP);
+	if (!json_is_object(meta) || !want || strcmp(want, "true") != 0 || json_object_get(meta, "deletionTimestamp"))
+		return;
+	json_t *fs = json_object_get(meta, "finalizers");
+	size_t i;
+	json_t *f;
+	json_array_foreach(fs, i, f)
+		if (strcmp(json_string_value(f) ?: "", TENANT_FINAL_BACKUP) == 0)
+			return;
+	if (!json_is_array(fs)) {
+		if (fs && !json_is_null(fs))
+			return; /* validation says what is wrong with it */
+		fs = json_array();
+		json_object_set_new(meta, "finalizers", fs);
+	}
+	json_array_append_new(fs, json_string(TENANT_FINAL_BACKUP));
+}
 
 static void tenant_prepare_create(json_t *obj)
 {
@@ -37,6 +61,7 @@ static const struct api_column tenant_columns[] = {
 };
 
 const struct api_strategy strategy_tenant = {
+	.defaults = tenant_defaults,
 	.prepare_create = tenant_prepare_create,
 	.validate = tenant_validate,
 	.columns = tenant_columns,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "tpc.h"
+#include "ursa/backup.h"
 #include "ursa/daemon.h"
 #include "ursa/log.h"
 #include "ursa/xalloc.h"
@@ -13,7 +14,7 @@
 
 /* The flags and the running manager. */
 struct tpcm {
-	const char *kubeconfig, *identity, *controllers, *evict_rate, *root_ca_file;
+	const char *kubeconfig, *identity, *controllers, *evict_rate, *root_ca_file, *final_backup_dir, *backup_key_file;
 	bool leader_elect;
 	long long workers, grace, default_tol, rm_period;
 	struct tpc mgr;
@@ -89,6 +90,22 @@ static int start(void *ud, struct daemon *dm, char **ret_err)
 		c->mgr.root_ca = xstrdup(buf_cstr(&ca));
 		buf_release(&ca);
 	}
+	if (c->final_backup_dir && *c->final_backup_dir)
+		c->mgr.final_backup_dir = c->final_backup_dir;
+	if (c->backup_key_file && *c->backup_key_file) {
+		struct buf kerr = BUF_INIT;
+		c->mgr.backup_key = xcalloc(1, sizeof(*c->mgr.backup_key));
+		if (backup_key_load(c->backup_key_file, c->mgr.backup_key, &kerr) < 0) {
+			*ret_err = xasprintf("--backup-key-file: %s", buf_cstr(&kerr));
+			buf_release(&kerr);
+			free(c->mgr.backup_key);
+			c->mgr.backup_key = NULL;
+			free(c->mgr.root_ca);
+			c->mgr.root_ca = NULL;
+			rest_free(c->mgr.rest);
+			return 2;
+		}
+	}
 	c->mgr.grace_s = c->grace;
 	c->mgr.default_tol_s = c->default_tol;
 	c->mgr.rm_period_s = c->rm_period;
@@ -122,6 +139,10 @@ static void stop(void *ud)
 	tpc_manager_release(&c->mgr);
 	free(c->mgr.root_ca);
 	c->mgr.root_ca = NULL;
+	if (c->mgr.backup_key)
+		backup_key_forget(c->mgr.backup_key);
+	free(c->mgr.backup_key);
+	c->mgr.backup_key = NULL;
 	rest_free(c->mgr.rest);
 }
 
@@ -147,6 +168,11 @@ int main(int argc, char **argv)
 		{ "root-ca-file", OPT_STRING, &cm.root_ca_file,
 		  "root-ca-cert-publisher: PEM CA bundle of the API's front door, published in every namespace as the "
 		  "ConfigMap kube-root-ca.crt (unset: none)" },
+		{ "final-backup-dir", OPT_STRING, &cm.final_backup_dir,
+		  "tenant: where the backup of a deleted tenant annotated ursa.io/final-backup=true is written "
+		  "(<tenant>-<time>.backup; unset: such tenants wait, Terminating)" },
+		{ "backup-key-file", OPT_STRING, &cm.backup_key_file,
+		  "tenant: the region's backup key (one line, base64 of 32 bytes) sealing secrets in final backups" },
 		{ "cronjob-now-offset", OPT_INT, &cm.mgr.cronjob_now_offset_s,
 		  "cronjob: seconds added to the clock the schedules are run by (tests; default 0)" },
 	};

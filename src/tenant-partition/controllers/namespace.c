@@ -292,10 +292,20 @@ int tpc_sync_tenant(struct tpc *m, const char *key)
 				 IPNET_DEFAULT_SERVICE_CIDR));
 		buf_release(&np);
 		buf_release(&nc);
+		rc = tpc_final_backup(m, t, path.ptr, obj); /* its finalizer follows its annotation */
+		if (rc > 0)
+			rc = 0;
 		goto out;
 	}
 	if (strcmp(t, "system") == 0)
 		goto out;
+	if (code == 200 && (rc = tpc_final_backup(m, t, path.ptr, obj)) != 0) {
+		/* asked for a backup before it goes: written (then the tenant changes, and this runs
+		 * again), or not yet */
+		if (rc > 0)
+			rc = 0;
+		goto out;
+	}
 	/* everything inside first, then the namespaces, then the tenant */
 	int left = purge(m, t, NULL, true);
 	if (left == E_CONFLICT || (left >= 0 && !doomed(m, t, NULL))) {

@@ -248,6 +248,7 @@ enum tpc_ctl {
 };
 
 struct rmloss;
+struct backup_key;
 struct tpc {
 	struct rest_client *rest;
 	struct ctl_manager *ctl;
@@ -264,6 +265,8 @@ struct tpc {
 	long long cronjob_now_offset_s; /* --cronjob-now-offset: seconds added to the cronjob clock (tests) */
 	char *root_ca;                  /* --root-ca-file's contents (owned), or NULL: kube-root-ca.crt not published */
 	struct crwatch *crw;            /* crwatch.c (owned; made by the first TPC_CRWATCH_KEY sync) */
+	const char *final_backup_dir;   /* --final-backup-dir (borrowed), or NULL */
+	struct backup_key *backup_key;  /* --backup-key-file's key (owned), or NULL */
 };
 /* Each controller's sync: 0 when done, else an E_* code and the key is retried with back-off. */
 int tpc_sync_tenant(struct tpc *m, const char *key);
@@ -281,6 +284,11 @@ int tpc_sync_statefulset(struct tpc *m, const char *key);    /* statefulset.c */
 int tpc_sync_disruption(struct tpc *m, const char *key);     /* disruption.c */
 int tpc_sync_rootca(struct tpc *m, const char *key);         /* rootca.c */
 int tpc_sync_crdcleanup(struct tpc *m, const char *key);     /* crdcleanup.c */
+/* finalbackup.c: for the tenant controller, tenant t (obj, at API path): a live one's finalizer
+ * ursa.io/final-backup made to follow its annotation; a deleted one that holds it gets its backup
+ * written and the finalizer taken away. 0: nothing (more) to do; 1: it acted (the tenant changes,
+ * and syncs again); an error to retry. */
+int tpc_final_backup(struct tpc *m, const char *t, const char *path, const json_t *obj);
 /* GC: enqueue the owners named by obj's ownerReferences / obj itself as an owner. */
 void tpc_gc_enqueue_owners(struct tpc *m, const json_t *obj);
 void tpc_gc_enqueue_self(struct tpc *m, const json_t *obj, const char *kind);

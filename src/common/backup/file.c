@@ -1,0 +1,246 @@
+/* A tenant backup file written from a partition's backup pages, and read back (ursa/backup.h). */
+#include "ursa/backup.h"
+#include "internal.h"
+#include "ursa/api.h"
+#include "ursa/client.h"
+#include "ursa/jsonutil.h"
+#include "ursa/path.h"
+#include "ursa/xalloc.h"
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PAGE_LIMIT 1000
+
+/* An error reply's message, appended to err. */
+static void reply_message(int status, const struct buf *body, struct buf *err)
+{
+	json_t *j = json_loadb(body->ptr ? body->ptr : "", body->len, 0, NULL);
+	if (json_str(j, "message"))
+		buf_adds(err, json_str(j, "message"));
+	else if (status > 0)
+		buf_addf(err, "HTTP %d", status);
+	else
+		buf_adds(err, "no answer");
+	json_decref(j);
+}
+
+/* One page's object lines to fp (secrets sealed, the rest as they came); the page's own line
+ * (its last) parsed into *ret_page. 0, or -1 with err. */
+static int write_page(const struct buf *body, const struct backup_key *key, FILE *fp, json_t **ret_page,
+		      struct backup_stats *st, struct buf *err)
+{
+	const char *text = buf_cstr(body), *last = NULL;
+	size_t len = body->len;
+	*ret_page = NULL;
+	if (len && text[len - 1] == '\n') {
+		last = text + len - 1;
+		while (last > text && last[-1] != '\n')
+			last--;
+	}
+	json_t *page = last ? json_loadb(last, (size_t)(text + len - last), 0, NULL) : NULL;
+	if (!page || strcmp(json_str(page, "kind") ?: "", "TenantBackupPage") != 0 ||
+	    json_integer_value(json_object_get(page, "revision")) <= 0) {
+		json_decref(page);
+		buf_adds(err, "not a backup page");
+		return -1;
+	}
+	size_t n = 0;
+	static const char secret[] = "{\"resource\":\"secrets\",";
+	for (const char *l = text, *nl; l < last; l = nl + 1, n++) {
+		nl = memchr(l, '\n', (size_t)(last - l));
+		if ((size_t)(nl - l) > sizeof(secret) - 1 && memcmp(l, secret, sizeof(secret) - 1) == 0) {
+			json_t *item = json_loadb(l, (size_t)(nl - l), 0, NULL);
+			if (!item) {
+				json_decref(page);
+				buf_adds(err, "a secret's line is not JSON");
+				return -1;
+			}
+			st->sealed += backup_seal_item(key, item);
+			json_dumpf(item, fp, JSON_COMPACT);
+			fputc('\n', fp);
+			json_decref(item);
+		} else {
+			fwrite(l, 1, (size_t)(nl + 1 - l), fp);
+		}
+	}
+	if ((json_int_t)n != json_integer_value(json_object_get(page, "items"))) {
+		buf_addf(err, "a page said %lld objects and held %zu",
+			 (long long)json_integer_value(json_object_get(page, "items")), n);
+		json_decref(page);
+		return -1;
+	}
+	st->objects += n;
+	*ret_page = page;
+	return 0;
+}
+
+int backup_write(struct rest_client *c, const char *tenant, const char *partition, const struct backup_key *key,
+		 FILE *fp, struct backup_stats *st, struct buf *err)
+{
+	memset(st, 0, sizeof(*st));
+	char *cont = NULL;
+	int rc = 0;
+	do {
+		struct buf path = BUF_INIT, body = BUF_INIT;
+		buf_addf(&path, "%s%s/backup?limit=%d", TENANT_BACKUP_PATH, tenant, PAGE_LIMIT);
+		if (cont) {
+			buf_adds(&path, "&continue=");
+			buf_add_query_escaped(&path, cont);
+		}
+		int status = rest_do_raw(c, "GET", path.ptr, NULL, 0, NULL, &body);
+		buf_release(&path);
+		if (status != 200) {
+			reply_message(status, &body, err);
+			buf_release(&body);
+			rc = -1;
+			break;
+		}
+		if (!st->revision) { /* the header, once the first page says the revision */
+			json_t *page = NULL;
+			const char *t = buf_cstr(&body), *last = t + body.len;
+			if (body.len && last[-1] == '\n') {
+				last--;
+				while (last > t && last[-1] != '\n')
+					last--;
+				page = json_loadb(last, (size_t)(t + body.len - last), 0, NULL);
+			}
+			st->revision = json_integer_value(json_object_get(page, "revision"));
+			char *part = xstrdup(partition ? partition : json_str(page, "partition") ?: "");
+			json_decref(page);
+			char when[32];
+			time_t now = time(NULL);
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+			json_t *h = json_pack("{s:s,s:s,s:s,s:s,s:I,s:s,s:s}", "kind", "TenantBackup", "apiVersion",
+					      "ursa.io/v1", "tenant", tenant, "partition", part, "revision",
+					      (json_int_t)st->revision, "time", when, "keyId", key->id);
+			json_dumpf(h, fp, JSON_COMPACT);
+			fputc('\n', fp);
+			json_decref(h);
+			free(part);
+		}
+		json_t *page;
+		rc = write_page(&body, key, fp, &page, st, err);
+		buf_release(&body);
+		free(cont);
+		cont = NULL;
+		if (rc == 0 && json_str(page, "continue") && *json_str(page, "continue"))
+			cont = xstrdup(json_str(page, "continue"));
+		json_decref(page);
+	} while (rc == 0 && cont);
+	free(cont);
+	if (rc == 0)
+		fprintf(fp, "{\"end\":true,\"objects\":%zu}\n", st->objects);
+	if (rc == 0 && (fflush(fp) != 0 || ferror(fp))) {
+		buf_adds(err, "writing the file failed");
+		rc = -1;
+	}
+	return rc;
+}
+
+static bool valid_tenant(const char *t)
+{
+	return t && valid_dns1123_label(t);
+}
+
+int backup_parse(const char *text, size_t len, json_t **ret_header, json_t **ret_items, struct buf *err)
+{
+	json_t *header = NULL, *items = json_array(), *tenant_item = NULL;
+	bool ended = false;
+	size_t lineno = 0;
+	int rc = 0;
+	*ret_header = *ret_items = NULL;
+	for (const char *l = text, *end = text + len, *nl; rc == 0 && l < end; l = nl + 1) {
+		nl = memchr(l, '\n', (size_t)(end - l));
+		if (!nl)
+			nl = end;
+		lineno++;
+		json_error_t je;
+		json_t *j = json_loadb(l, (size_t)(nl - l), 0, &je);
+		if (!json_is_object(j)) {
+			buf_addf(err, "line %zu: not a JSON object%s%s", lineno, j ? "" : ": ", j ? "" : je.text);
+			rc = -1;
+		} else if (ended) {
+			buf_addf(err, "line %zu: lines after the end of the backup", lineno);
+			rc = -1;
+		} else if (!header) {
+			if (strcmp(json_str(j, "kind") ?: "", "TenantBackup") != 0 ||
+			    strcmp(json_str(j, "apiVersion") ?: "", "ursa.io/v1") != 0 || !valid_tenant(json_str(j, "tenant"))) {
+				buf_adds(err, "not a tenant backup (its first line is no TenantBackup header)");
+				rc = -1;
+			} else {
+				header = json_incref(j);
+			}
+		} else if (json_is_true(json_object_get(j, "end"))) {
+			size_t have = json_array_size(items) + (tenant_item != NULL);
+			json_t *want = json_object_get(j, "objects");
+			if (!json_is_integer(want) || (size_t)json_integer_value(want) != have) {
+				buf_addf(err, "the trailer counts %lld objects, the file has %zu",
+					 (long long)json_integer_value(want), have);
+				rc = -1;
+			}
+			ended = true;
+		} else if (!json_str(j, "resource") || !json_str(j, "path") || !json_is_object(json_object_get(j, "object"))) {
+			buf_addf(err, "line %zu: not a backup item", lineno);
+			rc = -1;
+		} else if (strcmp(json_str(j, "resource"), "tenants") == 0) {
+			if (tenant_item) {
+				buf_addf(err, "line %zu: a second tenant object", lineno);
+				rc = -1;
+			} else {
+				tenant_item = json_incref(j);
+			}
+		} else {
+			json_array_append(items, j);
+		}
+		json_decref(j);
+	}
+	if (rc == 0 && (!header || !ended)) {
+		buf_addf(err, "the backup is incomplete (no %s)", header ? "trailer: cut short?" : "header");
+		rc = -1;
+	}
+	if (rc == 0 && !tenant_item) {
+		buf_adds(err, "the backup has no tenant object");
+		rc = -1;
+	}
+	if (rc < 0) {
+		json_decref(header);
+		json_decref(items);
+		json_decref(tenant_item);
+		return -1;
+	}
+	json_t *ordered = json_array();
+	json_array_append_new(ordered, tenant_item);
+	for (int owned = 0; owned < 2; owned++) {
+		size_t i;
+		json_t *it;
+		json_array_foreach(items, i, it) {
+			json_t *refs = json_path(json_object_get(it, "object"), "metadata.ownerReferences");
+			if ((json_array_size(refs) > 0) == owned)
+				json_array_append(ordered, it);
+		}
+	}
+	json_decref(items);
+	*ret_header = header;
+	*ret_items = ordered;
+	return 0;
+}
+
+int backup_unseal(const struct backup_key *key, const json_t *header, json_t *items, struct buf *err)
+{
+	const char *id = json_str(header, "keyId");
+	if (id && strcmp(id, key->id) != 0) {
+		buf_addf(err, "the backup was sealed with backup key %s; this key is %s", id, key->id);
+		return -1;
+	}
+	size_t i;
+	json_t *item;
+	json_array_foreach(items, i, item) {
+		if (backup_unseal_item(key, item) < 0) {
+			buf_addf(err, "the sealed data of %s/%s does not open with this key", json_str(item, "resource"),
+				 json_str(item, "path"));
+			return -1;
+		}
+	}
+	return 0;
+}
