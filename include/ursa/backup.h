@@ -42,9 +42,9 @@ int backup_write(struct rest_client *c, const char *tenant, const char *partitio
 		 FILE *fp, struct backup_stats *ret, struct buf *err);
 
 /* Parses a backup file's text: 0 with *ret_header and *ret_items (new references), the items in
- * the order a restore writes them: the tenant, then what no item owns (the file has namespaces
- * and CRDs first), then what has owners, so that no owner is missing when a garbage collector
- * looks. -1 with why (the line's number) appended to err. */
+ * the order a restore writes them: the tenant, then the file's order (namespaces and CRDs come
+ * first) except that every item comes after the items that own it (ownerReferences by uid), so
+ * that no owner is missing when a garbage collector looks. -1 with why (the line's number) appended to err. */
 int backup_parse(const char *text, size_t len, json_t **ret_header, json_t **ret_items, struct buf *err);
 /* Opens every sealed item of items with key (after checking the header's keyId): 0, or -1 with
  * why appended to err (nothing is trusted then). */

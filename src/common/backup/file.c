@@ -5,6 +5,7 @@
 #include "ursa/client.h"
 #include "ursa/jsonutil.h"
 #include "ursa/path.h"
+#include "ursa/strmap.h"
 #include "ursa/xalloc.h"
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,54 @@ static bool valid_tenant(const char *t)
 	return t && valid_dns1123_label(t);
 }
 
+/* Appends items to out, each after every item of items that owns it (by uid), in file order
+ * otherwise: rounds over what is left, each taking the items whose owners in the file are all
+ * out (an owner chain of depth d takes d + 1 rounds); what an ownership cycle leaves goes last. */
+static void order_by_owners(json_t *items, json_t *out)
+{
+	size_t n = json_array_size(items), left = n;
+	struct strmap pending; /* uid -> the item waiting to go out (num: 1) */
+	strmap_init(&pending);
+	size_t i;
+	json_t *it;
+	json_array_foreach(items, i, it) {
+		const char *uid = json_path_str(json_object_get(it, "object"), "metadata.uid");
+		if (uid)
+			strmap_put(&pending, uid, NULL)->num = 1;
+	}
+	bool *done = xcalloc(n ? n : 1, sizeof(*done));
+	for (bool progress = true; left && progress;) {
+		progress = false;
+		json_array_foreach(items, i, it) {
+			if (done[i])
+				continue;
+			bool ready = true;
+			size_t k;
+			json_t *ref;
+			json_array_foreach(json_path(json_object_get(it, "object"), "metadata.ownerReferences"), k, ref) {
+				struct strmap_ent *e = json_str(ref, "uid") ? strmap_get(&pending, json_str(ref, "uid")) : NULL;
+				if (e && e->num)
+					ready = false;
+			}
+			if (!ready)
+				continue;
+			json_array_append(out, it);
+			done[i] = true;
+			left--;
+			progress = true;
+			const char *uid = json_path_str(json_object_get(it, "object"), "metadata.uid");
+			struct strmap_ent *e = uid ? strmap_get(&pending, uid) : NULL;
+			if (e)
+				e->num = 0;
+		}
+	}
+	json_array_foreach(items, i, it) /* ownership cycles: as they came */
+		if (!done[i])
+			json_array_append(out, it);
+	free(done);
+	strmap_release(&pending, NULL);
+}
+
 int backup_parse(const char *text, size_t len, json_t **ret_header, json_t **ret_items, struct buf *err)
 {
 	json_t *header = NULL, *items = json_array(), *tenant_item = NULL;
@@ -211,15 +260,7 @@ int backup_parse(const char *text, size_t len, json_t **ret_header, json_t **ret
 	}
 	json_t *ordered = json_array();
 	json_array_append_new(ordered, tenant_item);
-	for (int owned = 0; owned < 2; owned++) {
-		size_t i;
-		json_t *it;
-		json_array_foreach(items, i, it) {
-			json_t *refs = json_path(json_object_get(it, "object"), "metadata.ownerReferences");
-			if ((json_array_size(refs) > 0) == owned)
-				json_array_append(ordered, it);
-		}
-	}
+	order_by_owners(items, ordered);
 	json_decref(items);
 	*ret_header = header;
 	*ret_items = ordered;

@@ -96,7 +96,15 @@ static void test_seal(void **state)
 #define TENANT "{\"resource\":\"tenants\",\"path\":\"acme\",\"object\":{\"metadata\":{\"name\":\"acme\"}}}\n"
 #define NS "{\"resource\":\"namespaces\",\"path\":\"default\",\"object\":{\"metadata\":{\"name\":\"default\"}}}\n"
 #define RS "{\"resource\":\"replicasets\",\"path\":\"default/r\",\"object\":{\"metadata\":{\"name\":\"r\",\"ownerReferences\":[{\"uid\":\"d\"}]}}}\n"
-#define DEP "{\"resource\":\"deployments\",\"path\":\"default/d\",\"object\":{\"metadata\":{\"name\":\"d\"}}}\n"
+#define DEP "{\"resource\":\"deployments\",\"path\":\"default/d\",\"object\":{\"metadata\":{\"name\":\"d\",\"uid\":\"d\"}}}\n"
+/* a chain: C owned by B owned by A, in the file as C, B, A; X owned by something not in the file */
+#define CHAIN_C "{\"resource\":\"widgets\",\"path\":\"default/c\",\"object\":{\"metadata\":{\"name\":\"c\",\"uid\":\"c\",\"ownerReferences\":[{\"uid\":\"b\"}]}}}\n"
+#define CHAIN_B "{\"resource\":\"widgets\",\"path\":\"default/b\",\"object\":{\"metadata\":{\"name\":\"b\",\"uid\":\"b\",\"ownerReferences\":[{\"uid\":\"a\"}]}}}\n"
+#define CHAIN_A "{\"resource\":\"widgets\",\"path\":\"default/a\",\"object\":{\"metadata\":{\"name\":\"a\",\"uid\":\"a\"}}}\n"
+#define ORPHAN "{\"resource\":\"widgets\",\"path\":\"default/x\",\"object\":{\"metadata\":{\"name\":\"x\",\"uid\":\"x\",\"ownerReferences\":[{\"uid\":\"gone\"}]}}}\n"
+/* a cycle: p owns q, q owns p */
+#define CYCLE_P "{\"resource\":\"widgets\",\"path\":\"default/p\",\"object\":{\"metadata\":{\"name\":\"p\",\"uid\":\"p\",\"ownerReferences\":[{\"uid\":\"q\"}]}}}\n"
+#define CYCLE_Q "{\"resource\":\"widgets\",\"path\":\"default/q\",\"object\":{\"metadata\":{\"name\":\"q\",\"uid\":\"q\",\"ownerReferences\":[{\"uid\":\"p\"}]}}}\n"
 
 static int parse(const char *text, json_t **h, json_t **items, struct buf *err)
 {
@@ -112,10 +120,20 @@ static void test_parse(void **state)
 	assert_int_equal(parse(HEADER NS RS TENANT DEP "{\"end\":true,\"objects\":4}\n", &h, &items, &err), 0);
 	assert_string_equal(json_str(h, "tenant"), "acme");
 	assert_int_equal(json_array_size(items), 4);
-	/* the tenant, then what nothing owns in file order, then what has owners */
+	/* the tenant, then the file's order but owners before what they own */
 	static const char *const order[] = { "tenants", "namespaces", "deployments", "replicasets" };
 	for (size_t i = 0; i < 4; i++)
 		assert_string_equal(json_str(json_array_get(items, i), "resource"), order[i]);
+	json_decref(h);
+	json_decref(items);
+	assert_int_equal(parse(HEADER TENANT CYCLE_P CHAIN_C ORPHAN CHAIN_B CYCLE_Q CHAIN_A "{\"end\":true,\"objects\":7}\n",
+			       &h, &items, &err),
+			 0);
+	static const char *const names[] = { "acme", "x", "a", "b", "c", "p", "q" };
+	assert_int_equal(json_array_size(items), 7);
+	for (size_t i = 0; i < 7; i++)
+		assert_string_equal(json_path_str(json_object_get(json_array_get(items, i), "object"), "metadata.name"),
+				    names[i]);
 	json_decref(h);
 	json_decref(items);
 	static const char *const bad[][2] = {
