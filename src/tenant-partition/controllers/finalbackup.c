@@ -1,11 +1,12 @@
 /* A tenant's final backup: a tenant annotated ursa.io/final-backup: "true" holds the finalizer
- * ursa.io/final-backup while it lives (the tenant controller adds it, and takes it away again
- * when the annotation goes), so deleting it leaves it Terminating with everything it holds until
+ * ursa.io/final-backup while it lives (its strategy adds it with the annotation, src/common/kinds/
+ * tenant.c, and the tenant controller here too; this one takes it away again when the annotation
+ * goes), so deleting it leaves it marked for deletion with everything it holds until
  * this controller manager has written its backup, the file `ursactl tenant backup` writes
  * (ursa/backup.h), to --final-backup-dir as <tenant>-<UTC time>.backup, sealed with
  * --backup-key-file. Then the finalizer goes and the tenant is emptied as any deleted tenant.
- * Without those flags such a tenant stays Terminating (logged at each retry) until an operator
- * configures them or removes the finalizer: its backup was asked for. */
+ * Without those flags such a tenant stays marked for deletion (logged at each retry) until an
+ * operator configures them or removes the finalizer: its backup was asked for. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

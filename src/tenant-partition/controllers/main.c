@@ -170,7 +170,7 @@ int main(int argc, char **argv)
 		  "ConfigMap kube-root-ca.crt (unset: none)" },
 		{ "final-backup-dir", OPT_STRING, &cm.final_backup_dir,
 		  "tenant: where the backup of a deleted tenant annotated ursa.io/final-backup=true is written "
-		  "(<tenant>-<time>.backup; unset: such tenants wait, Terminating)" },
+		  "(<tenant>-<time>.backup; unset: such tenants wait, marked for deletion)" },
 		{ "backup-key-file", OPT_STRING, &cm.backup_key_file,
 		  "tenant: the region's backup key (one line, base64 of 32 bytes) sealing secrets in final backups" },
 		{ "cronjob-now-offset", OPT_INT, &cm.mgr.cronjob_now_offset_s,
