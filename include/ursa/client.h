@@ -46,6 +46,9 @@ int rest_do(struct rest_client *c, const char *method, const char *path, const j
 /* Same with a raw body and raw response (appended to ret_raw, which may be NULL). */
 int rest_do_raw(struct rest_client *c, const char *method, const char *path, const char *body, size_t len,
 		const char *content_type, struct buf *ret_raw);
+/* What a failed request says, appended to out: the message of the Status in body (rest_do_raw's
+ * ret_raw), else "HTTP <status>", else the error's reason (status an E_* code). */
+void rest_error_message(int status, const struct buf *body, struct buf *out);
 /* A streaming GET (watch, log follow). on_data gets bytes as they arrive and returns 0 to go
  * on or non-zero to stop. Returns the HTTP status when the stream ends (or E_UNAVAILABLE),
  * or E_TIMEOUT... The stream also ends within ~200 ms once *stop becomes true. */

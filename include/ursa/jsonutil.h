@@ -17,6 +17,8 @@ json_t *json_obj_child(json_t *obj, const char *key);
 const json_t *json_controller_ref(const json_t *obj);
 /* Its uid (borrowed) when its kind is kind (NULL: any kind), else NULL. */
 const char *json_controller_uid(const json_t *obj, const char *kind);
+/* Whether metadata.finalizers of a Kubernetes object holds fin. */
+bool json_has_finalizer(const json_t *obj, const char *fin);
 /* Renders a scalar at a dotted path the way field selectors compare it:
  * strings as is, booleans "true"/"false", integers in decimal, absent/null as "".
  * Appends to out. */

@@ -56,6 +56,9 @@ char *path_client_prefix(const char *path, const char **ret_rest);
  * <this><tenant>/restore (POST), served by tenant partitions' API servers (apiserver/backup.c),
  * used by ursactl tenant. */
 #define TENANT_BACKUP_PATH "/ursa/v1/tenants/"
+/* The reason of the cause a restore's 409 gives while an earlier tenant of the name is still
+ * being emptied: the client waits and sends the batch again. */
+#define RESTORE_LEFTOVERS_REASON "TenantStillBeingDeleted"
 void path_info_release(struct path_info *p);
 
 #endif

@@ -34,9 +34,7 @@ const struct flag_spec tenant_flags[] = {
 	{ "as", "NAME", "restore: make the tenant under this name (default: the backed-up tenant's)", false },
 	{ "to", "PARTITION", "restore: the tenant partition to restore into (default: the backup's, else the first)", false },
 	{ "key", "FILE", "the backup key (default $URSA_BACKUP_KEY, else backup.key in the region directory)", false },
-	{ "region-file", "FILE", "the region file (default <region dir>/region.json)", false },
-	{ "signing-key", "FILE", "key to mint an admin token (default from the region directory)", false },
-	{ "certificate-authority", "FILE", "CA of the partitions' certificates (default <region dir>/ca.crt)", false },
+	REGION_AUTH_FLAGS,
 	{ NULL, NULL, NULL, false },
 };
 
@@ -61,13 +59,7 @@ static int key_load(const struct flags *f, struct backup_key *ret)
 
 static json_t *find_tp(const struct region *r, const char *name)
 {
-	size_t i;
-	json_t *p;
-	json_array_foreach(json_object_get(r->doc, list_key(true)), i, p) {
-		if (strcmp(json_str(p, "name") ?: "", name) == 0)
-			return p;
-	}
-	return NULL;
+	return region_find(json_object_get(r->doc, list_key(true)), name, NULL);
 }
 
 static struct rest_client *tp_client(const struct region *r, const json_t *tp)
@@ -142,27 +134,11 @@ static char *tenant_partition(const struct region *r, const char *tenant)
 	return NULL;
 }
 
-static bool valid_tenant(const char *t)
-{
-	return valid_dns1123_label(t);
-}
-
-/* An error reply's message (new string). */
-static char *reply_message(int status, const struct buf *body)
-{
-	json_t *j = json_loadb(body->ptr ? body->ptr : "", body->len, 0, NULL);
-	char *m = json_str(j, "message") ? xstrdup(json_str(j, "message"))
-		  : status > 0          ? xasprintf("HTTP %d", status)
-					: xstrdup(err_reason(status));
-	json_decref(j);
-	return m;
-}
-
 /* backup ---------------------------------------------------------------------------------------- */
 
 static int tenant_backup(const struct flags *f, const char *tenant, const char *out)
 {
-	if (!valid_tenant(tenant) || strcmp(tenant, "system") == 0)
+	if (!valid_dns1123_label(tenant) || strcmp(tenant, "system") == 0)
 		return fail("\"%s\" is not a tenant that can be backed up", tenant);
 	struct backup_key key;
 	struct region r;
@@ -283,12 +259,18 @@ static int post_batch(struct rest_client *c, const char *tenant, const char *fro
 	int rc = EXIT_OK;
 	*ret_result = st == 200 ? json_loadb(resp.ptr, resp.len, 0, NULL) : NULL;
 	if (!*ret_result) {
-		char *m = reply_message(st, &resp);
-		if (retry_leftovers && st == 409 && strstr(m, "its deletion is in progress"))
+		json_t *status = json_loadb(resp.ptr ? resp.ptr : "", resp.len, 0, NULL);
+		const char *cause = json_str(json_array_get(json_path(status, "details.causes"), 0), "reason");
+		bool leftovers = st == 409 && cause && strcmp(cause, RESTORE_LEFTOVERS_REASON) == 0;
+		json_decref(status);
+		if (retry_leftovers && leftovers) {
 			rc = EXIT_RETRY;
-		else
-			rc = fail("restore of tenant %s failed: %s", tenant, m);
-		free(m);
+		} else {
+			struct buf m = BUF_INIT;
+			rest_error_message(st, &resp, &m);
+			rc = fail("restore of tenant %s failed: %s", tenant, buf_cstr(&m));
+			buf_release(&m);
+		}
 	}
 	buf_release(&body);
 	buf_release(&path);
@@ -309,7 +291,7 @@ static int tenant_restore(const struct flags *f, const char *file)
 	json_t *tp = NULL;
 	struct rest_client *c = NULL;
 	bool placed = false;
-	if (!valid_tenant(to) || strcmp(to, "system") == 0) {
+	if (!valid_dns1123_label(to) || strcmp(to, "system") == 0) {
 		rc = fail("\"%s\" is not a tenant name a restore can make", to);
 		goto out_header;
 	}

@@ -20,9 +20,7 @@ const struct flag_spec register_flags[] = {
 	{ "name", "NAME", "partition id, e.g. tp-1 or rm-az-1", true },
 	{ "endpoints", "URL[,URL]", "its API server URLs", true },
 	{ "zone", "ZONE", "availability zone (resource managers)", false },
-	{ "region-file", "FILE", "the region file (default <region dir>/region.json)", false },
-	{ "signing-key", "FILE", "key to mint an admin token (default from the region directory)", false },
-	{ "certificate-authority", "FILE", "CA of the partitions' certificates (default <region dir>/ca.crt)", false },
+	REGION_AUTH_FLAGS,
 	{ "gateway-etcd", "URL[,URL]", "the gateways' etcd: also record the partition there (remembered in the region file)", false },
 	{ "gateway-etcd-prefix", "PREFIX", "key prefix of the gateways' registry (default /ursa/gateway)", false },
 	{ NULL, NULL, NULL, false },
@@ -30,9 +28,7 @@ const struct flag_spec register_flags[] = {
 
 const struct flag_spec unregister_flags[] = {
 	{ "name", "NAME", "partition id to remove", true },
-	{ "region-file", "FILE", "the region file (default <region dir>/region.json)", false },
-	{ "signing-key", "FILE", "key to mint an admin token (default from the region directory)", false },
-	{ "certificate-authority", "FILE", "CA of the partitions' certificates (default <region dir>/ca.crt)", false },
+	REGION_AUTH_FLAGS,
 	{ "gateway-etcd", "URL[,URL]", "the gateways' etcd: also record the partition there (remembered in the region file)", false },
 	{ "gateway-etcd-prefix", "PREFIX", "key prefix of the gateways' registry (default /ursa/gateway)", false },
 	{ NULL, NULL, NULL, false },
@@ -185,7 +181,7 @@ static int remove_from(struct region *r, const json_t *host, const char *name, b
 	return rc;
 }
 
-static json_t *find(json_t *list, const char *name, size_t *ret_index)
+json_t *region_find(json_t *list, const char *name, size_t *ret_index)
 {
 	size_t i;
 	json_t *p;
@@ -229,7 +225,7 @@ int cmd_register(const struct command *cmd, const struct flags *f)
 		return EXIT_FAIL;
 	}
 	size_t idx;
-	if (find(mine, name, &idx))
+	if (region_find(mine, name, &idx))
 		json_array_set(mine, idx, entry);
 	else
 		json_array_append(mine, entry);
@@ -263,7 +259,7 @@ int cmd_unregister(const struct command *cmd, const struct flags *f)
 		json_t *mine = json_object_get(r.doc, list_key(tp));
 		size_t idx, i;
 		json_t *o;
-		if (!find(mine, name, &idx))
+		if (!region_find(mine, name, &idx))
 			continue;
 		if (json_array_size(json_object_get(r.doc, list_key(!tp))) && region_auth(f, &r) != EXIT_OK) {
 			region_release(&r);

@@ -75,6 +75,11 @@ int cmd_kubeconfig(const struct command *cmd, const struct flags *f);
 extern const struct flag_spec keygen_flags[], token_flags[], kubeconfig_flags[];
 
 /* ---- cmd_partition.c ---- */
+/* The flags region_load and region_auth read, for a command's table. */
+#define REGION_AUTH_FLAGS                                                                                  \
+	{ "region-file", "FILE", "the region file (default <region dir>/region.json)", false },              \
+	{ "signing-key", "FILE", "key to mint an admin token (default from the region directory)", false }, \
+	{ "certificate-authority", "FILE", "CA of the partitions' certificates (default <region dir>/ca.crt)", false }
 /* The region file and the credentials for its partitions. region_load reads the file (flag
  * "region-file", else <region dir>/region.json; an empty region when there is none); region_auth
  * mints a system:masters token (flag "signing-key") and finds the CA (flag
@@ -90,6 +95,9 @@ int region_load(const struct flags *f, struct region *r);
 int region_auth(const struct flags *f, struct region *r);
 void region_release(struct region *r);
 const char *list_key(bool tp); /* the region file's list of tenant partitions (tp) or RMs */
+/* The entry named name of a region-file list (borrowed; *ret_index, which may be NULL, gets its
+ * position), or NULL. */
+json_t *region_find(json_t *list, const char *name, size_t *ret_index);
 char *endpoints_csv(const json_t *p); /* a region-file entry's endpoints, comma-separated; new string */
 int cmd_register(const struct command *cmd, const struct flags *f);
 int cmd_unregister(const struct command *cmd, const struct flags *f);

@@ -32,6 +32,7 @@
  * stored before); the watch caches, quota, service IPs, RBAC and CRD serving follow from the
  * watch as for any write. */
 #include "internal.h"
+#include "ursa/base64.h"
 #include "ursa/jsonutil.h"
 #include "ursa/xalloc.h"
 #include <openssl/evp.h>
@@ -42,66 +43,42 @@
 #define PAGE_DEFAULT 500
 #define PAGE_MAX 5000
 #define RESTORE_MAX_ITEMS 100000
-#define CR_RESOURCE "customresources"
-#define RESTORE_ANNOTATION "ursa.io/restore" /* on a tenant being restored: the restore's id */ /* crd.c's CR_KEY_SEGMENT: /registry/customresources/<group>/<plural>/<tenant>/... */
+#define RESTORE_ANNOTATION "ursa.io/restore" /* on a tenant being restored: the restore's id */
 
 /* Continue tokens ------------------------------------------------------------------------- */
 
+/* The same shape as a list's continue tokens (read.c): base64url of a small JSON object. */
 void backup_token_format(int64_t rev, size_t range, const char *after, struct buf *out)
 {
-	static const char hex[] = "0123456789abcdef";
-	struct buf plain = BUF_INIT;
-	buf_addf(&plain, "%lld/%zu/%s", (long long)rev, range, after ? after : "");
-	for (size_t i = 0; i < plain.len; i++) {
-		unsigned char c = (unsigned char)plain.ptr[i];
-		buf_addch(out, hex[c >> 4]);
-		buf_addch(out, hex[c & 15]);
-	}
-	buf_release(&plain);
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
+	json_t *t = json_pack("{s:I,s:I,s:s}", "rev", (json_int_t)rev, "range", (json_int_t)range, "after",
+			      after ? after : "");
+	char *text = json_dumps(t, JSON_COMPACT);
+	base64_encode(out, text, strlen(text), BASE64_URL | BASE64_NOPAD);
+	free(text);
+	json_decref(t);
 }
 
 int backup_token_parse(const char *tok, int64_t *ret_rev, size_t *ret_range, char **ret_after)
 {
 	size_t n = strlen(tok);
-	if (n == 0 || n % 2 || n > 4096)
+	if (n == 0 || n > 4096)
 		return -1;
-	char *plain = xmalloc(n / 2 + 1);
-	for (size_t i = 0; i < n / 2; i++) {
-		int hi = hexval(tok[2 * i]), lo = hexval(tok[2 * i + 1]);
-		if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-			free(plain);
-			return -1;
-		}
-		plain[i] = (char)(hi << 4 | lo);
+	struct buf raw = BUF_INIT;
+	json_t *j = base64_decode(&raw, tok, n, BASE64_URL | BASE64_NOPAD) == 0 ? json_loadb(raw.ptr, raw.len, 0, NULL)
+										: NULL;
+	buf_release(&raw);
+	json_t *rev = json_object_get(j, "rev"), *range = json_object_get(j, "range");
+	const char *after = json_str(j, "after");
+	int rc = -1;
+	if (json_is_integer(rev) && json_integer_value(rev) > 0 && json_is_integer(range) &&
+	    json_integer_value(range) >= 0 && json_integer_value(range) <= 1000000 && after) {
+		*ret_rev = json_integer_value(rev);
+		*ret_range = (size_t)json_integer_value(range);
+		*ret_after = xstrdup(after);
+		rc = 0;
 	}
-	plain[n / 2] = '\0';
-	char *end;
-	long long rev = strtoll(plain, &end, 10);
-	if (end == plain || *end != '/' || rev <= 0 || plain[0] == '-' || plain[0] == '+' || plain[0] == ' ')
-		goto bad;
-	char *p = end + 1;
-	if (*p < '0' || *p > '9')
-		goto bad;
-	unsigned long long range = strtoull(p, &end, 10);
-	if (*end != '/' || range > 1000000)
-		goto bad;
-	*ret_rev = rev;
-	*ret_range = (size_t)range;
-	*ret_after = xstrdup(end + 1);
-	free(plain);
-	return 0;
-bad:
-	free(plain);
-	return -1;
+	json_decref(j);
+	return rc;
 }
 
 /* Restore items ----------------------------------------------------------------------------- */
@@ -150,8 +127,8 @@ static void map_uid_field(json_t *obj, const char *key, const char *salt, const 
 static int scope_of(const struct restore_target *t, const char *resource, bool *ret_either)
 {
 	*ret_either = false;
-	if (strncmp(resource, CR_RESOURCE "/", sizeof(CR_RESOURCE)) == 0) {
-		const char *g = resource + sizeof(CR_RESOURCE), *slash = strchr(g, '/');
+	if (strncmp(resource, CR_KEY_SEGMENT "/", sizeof(CR_KEY_SEGMENT)) == 0) {
+		const char *g = resource + sizeof(CR_KEY_SEGMENT), *slash = strchr(g, '/');
 		if (!slash || strchr(slash + 1, '/'))
 			return -1;
 		char *group = xstrndup(g, (size_t)(slash - g));
@@ -319,8 +296,8 @@ static int backup_ranges(struct apiserver *s, const char *tenant, int64_t rev, s
 			json_t *crd = json_loadb(rr.kvs[i].value, rr.kvs[i].value_len, 0, NULL);
 			const char *g = json_path_str(crd, "spec.group"), *p = json_path_str(crd, "spec.names.plural");
 			if (g && p && valid_dns1123_subdomain(g) && valid_dns1123_label(p))
-				range_add(&v, &n, xasprintf(CR_RESOURCE "/%s/%s", g, p),
-					  xasprintf("%s/" CR_RESOURCE "/%s/%s/%s/", pre, g, p, tenant), false);
+				range_add(&v, &n, xasprintf(CR_KEY_SEGMENT "/%s/%s", g, p),
+					  xasprintf("%s/" CR_KEY_SEGMENT "/%s/%s/%s/", pre, g, p, tenant), false);
 			json_decref(crd);
 		}
 		etcd_range_result_release(&rr);
@@ -328,6 +305,14 @@ static int backup_ranges(struct apiserver *s, const char *tenant, int64_t rev, s
 	*ret = v;
 	*ret_n = n;
 	return 0;
+}
+
+static void reply_read_error(struct req *q, int err)
+{
+	if (err == E_GONE)
+		reply_status(q, err, "the backup's revision has been compacted: start the backup again");
+	else
+		reply_status(q, err, "reading the tenant's objects failed: %s", err_reason(err));
 }
 
 static bool valid_tenant_name(const char *t)
@@ -363,9 +348,7 @@ static void handle_backup(struct req *q, const char *tenant)
 	if (!err)
 		err = backup_ranges(s, tenant, rev, &rg, &nrg);
 	if (err) {
-		reply_status(q, err, err == E_GONE ? "the backup's revision has been compacted: start the backup again"
-						   : "reading the tenant's objects failed: %s",
-			     err_reason(err));
+		reply_read_error(q, err);
 		free(after);
 		return;
 	}
@@ -385,10 +368,7 @@ static void handle_backup(struct req *q, const char *tenant)
 		free(end);
 		if (err) {
 			buf_release(&body);
-			reply_status(q, err,
-				     err == E_GONE ? "the backup's revision has been compacted: start the backup again"
-						   : "reading the tenant's objects failed: %s",
-				     err_reason(err));
+			reply_read_error(q, err);
 			goto out;
 		}
 		if (idx == 0 && rr.n == 0) {
@@ -475,28 +455,33 @@ static void puts_free(struct put *v, size_t n)
 	free(v);
 }
 
-/* The tenant being restored by restore id (new reference and its mod revision), or a reply
- * (409 when it is not being restored by id, 404 when absent) and NULL. */
-static json_t *restoring_tenant(struct req *q, const char *key, const char *tenant, const char *id, int64_t *ret_rev)
+/* The stored tenant object (new reference) and its mod revision: 0, or an etcd error. */
+static int tenant_read(struct apiserver *s, const char *key, json_t **ret, int64_t *ret_rev)
 {
 	struct etcd_kv kv = { 0 };
-	int rc = etcd_get(q->s->etcd, key, &kv);
-	json_t *obj = rc ? NULL : json_loadb(kv.value, kv.value_len, 0, NULL);
+	int rc = etcd_get(s->etcd, key, &kv);
+	*ret = rc ? NULL : json_loadb(kv.value, kv.value_len, 0, NULL);
 	*ret_rev = kv.mod_rev;
 	etcd_kv_release(&kv);
+	return rc || *ret ? rc : E_INTERNAL;
+}
+
+/* Whether tenant obj is the one restore id is making; else a reply: 404 when absent (rc), 409
+ * when another's, the read's error otherwise. */
+static bool restoring_tenant(struct req *q, int rc, const json_t *obj, const char *tenant, const char *id)
+{
 	if (rc == E_NOT_FOUND)
 		reply_status_details(q, rc, tenant, NULL,
 				     "tenants \"%s\" not found: a restore's first batch holds the tenant object", tenant);
 	else if (rc)
 		reply_status(q, rc, "reading the tenant failed: %s", err_reason(rc));
-	else if (!obj || strcmp(json_str(json_path(obj, "metadata.annotations"), RESTORE_ANNOTATION) ?: "", id) != 0)
+	else if (strcmp(json_str(json_path(obj, "metadata.annotations"), RESTORE_ANNOTATION) ?: "", id) != 0)
 		reply_status_details(q, E_CONFLICT, tenant, NULL,
 				     "tenants \"%s\" exists and is not being restored by restore %s (a restore left unfinished? delete the tenant and restore again)",
 				     tenant, id);
 	else
-		return obj;
-	json_decref(obj);
-	return NULL;
+		return true;
+	return false;
 }
 
 /* A tenant's objects outlive it for a moment: a deleted tenant's controller empties it after the
@@ -518,7 +503,9 @@ static int leftovers(struct req *q, const char *tenant)
 		err = etcd_range(s->etcd, rg[i].start, end, rev, 1, true, &rr);
 		free(end);
 		if (!err && rr.n) {
-			reply_status_details(q, E_CONFLICT, tenant, NULL,
+			json_t *causes = json_pack("[{s:s,s:s}]", "reason", RESTORE_LEFTOVERS_REASON, "field",
+						   rg[i].resource);
+			reply_status_details(q, E_CONFLICT, tenant, causes,
 					     "tenant \"%s\" still holds %s of before (its deletion is in progress): restore it once they are gone",
 					     tenant, rg[i].resource);
 			err = E_CONFLICT;
@@ -530,7 +517,7 @@ static int leftovers(struct req *q, const char *tenant)
 	}
 	ranges_free(rg, n);
 	if (err)
-		reply_status(q, err, "reading the tenant's objects failed: %s", err_reason(err));
+		reply_read_error(q, err);
 	return err;
 }
 
@@ -595,29 +582,21 @@ static void handle_restore(struct req *q, const char *tenant)
 		nput++;
 	}
 	/* The tenant first (its controller purges what a tenant that does not exist holds), marked
-	 * as being restored by this restore; the batches after it must name the same restore. */
+	 * as being restored by this restore; the batches after it must name the same restore (the
+	 * first one sent again is fine). */
 	int64_t rev = 0, trev;
-	int rc = 0;
-	if (tenant_at >= 0) {
-		struct etcd_kv kv = { 0 };
-		rc = etcd_get(s->etcd, tkey, &kv);
-		etcd_kv_release(&kv);
-		if (rc == 0) { /* this restore's first batch sent again is fine */
-			if (!(cur = restoring_tenant(q, tkey, tenant, id, &trev)))
-				goto out;
-		} else if (rc != E_NOT_FOUND) {
-			reply_status(q, rc, "reading the tenant failed: %s", err_reason(rc));
+	int rc = tenant_read(s, tkey, &cur, &trev);
+	if (rc == E_NOT_FOUND && tenant_at >= 0) {
+		if ((rc = leftovers(q, tenant)) != 0)
 			goto out;
-		} else if ((rc = leftovers(q, tenant)) != 0) {
-			goto out;
-		} else if ((rc = etcd_create(s->etcd, tkey, puts[tenant_at].val.ptr, puts[tenant_at].val.len, 0, &rev))) {
+		if ((rc = etcd_create(s->etcd, tkey, puts[tenant_at].val.ptr, puts[tenant_at].val.len, 0, &rev))) {
 			if (rc == E_ALREADY_EXISTS)
 				reply_status_details(q, rc, tenant, NULL, "tenants \"%s\" already exists", tenant);
 			else
 				reply_status(q, rc, "writing the tenant failed: %s", err_reason(rc));
 			goto out;
 		}
-	} else if (!(cur = restoring_tenant(q, tkey, tenant, id, &trev))) {
+	} else if (!restoring_tenant(q, rc, cur, tenant, id)) {
 		goto out;
 	}
 	/* everything else in the order given (owners before what they own), a transaction at a time */
@@ -648,7 +627,8 @@ static void handle_restore(struct req *q, const char *tenant)
 	}
 	if (!rc && json_is_true(done)) { /* the last batch: the tenant is whole */
 		json_decref(cur);
-		if (!(cur = restoring_tenant(q, tkey, tenant, id, &trev)))
+		rc = tenant_read(s, tkey, &cur, &trev);
+		if (!restoring_tenant(q, rc, cur, tenant, id))
 			goto out;
 		json_object_del(json_path(cur, "metadata.annotations"), RESTORE_ANNOTATION);
 		if (!json_object_size(json_path(cur, "metadata.annotations")))

@@ -30,7 +30,6 @@
 #include <unistd.h>
 
 #define CRD_PLURAL "customresourcedefinitions"
-#define CR_KEY_SEGMENT "customresources" /* /registry/customresources/<group>/<plural>/<tenant>/... */
 #define CATCH_UP_MS 2000
 #define STATUS_RETRIES 5
 

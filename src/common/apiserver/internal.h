@@ -19,6 +19,10 @@
 #define MAX_JSON_DEPTH 64
 #define MAX_LIST_LIMIT 100000
 
+/* Custom resources' keys: /registry/customresources/<group>/<plural>/<tenant>/... (crd.c; a
+ * tenant's backup names them "customresources/<group>/<plural>", backup.c). */
+#define CR_KEY_SEGMENT "customresources"
+
 /* A resource as served: its table entry, its etcd prefix and its watch cache. The table's
  * entries live as long as the server; a custom resource's (crd.c: dynamic) are reference
  * counted: served_ref/served_unref (no-ops on the table's), one reference per request and watch
@@ -207,7 +211,8 @@ void uid_format(const unsigned char b[16], char out[37]);
  * its path is one of them (true), else returns false. The pure parts, tested on their own: */
 bool serve_tenant_backup(struct req *q);
 /* A backup page's continue token: the revision, the range it stopped in and the last key sent
- * there (hex of "<rev>/<range>/<key>"). parse: 0 with *ret_after a new string, or -1. */
+ * there (base64url of {"rev","range","after"}, as a list's tokens are made). parse: 0 with
+ * *ret_after a new string, or -1. */
 void backup_token_format(int64_t rev, size_t range, const char *after, struct buf *out);
 int backup_token_parse(const char *tok, int64_t *ret_rev, size_t *ret_range, char **ret_after);
 /* Where and how restore_item writes items: from the tenant backed up, to the tenant restored;

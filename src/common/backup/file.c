@@ -13,47 +13,38 @@
 
 #define PAGE_LIMIT 1000
 
-/* An error reply's message, appended to err. */
-static void reply_message(int status, const struct buf *body, struct buf *err)
+/* A page's own line, its last (new reference; NULL when the page has none), and where it starts. */
+static json_t *page_line(const struct buf *body, const char **ret_last)
 {
-	json_t *j = json_loadb(body->ptr ? body->ptr : "", body->len, 0, NULL);
-	if (json_str(j, "message"))
-		buf_adds(err, json_str(j, "message"));
-	else if (status > 0)
-		buf_addf(err, "HTTP %d", status);
-	else
-		buf_adds(err, "no answer");
-	json_decref(j);
-}
-
-/* One page's object lines to fp (secrets sealed, the rest as they came); the page's own line
- * (its last) parsed into *ret_page. 0, or -1 with err. */
-static int write_page(const struct buf *body, const struct backup_key *key, FILE *fp, json_t **ret_page,
-		      struct backup_stats *st, struct buf *err)
-{
-	const char *text = buf_cstr(body), *last = NULL;
-	size_t len = body->len;
-	*ret_page = NULL;
-	if (len && text[len - 1] == '\n') {
-		last = text + len - 1;
+	const char *text = buf_cstr(body), *last = text + body->len;
+	json_t *page = NULL;
+	if (body->len && last[-1] == '\n') {
+		last--;
 		while (last > text && last[-1] != '\n')
 			last--;
+		page = json_loadb(last, (size_t)(text + body->len - last), 0, NULL);
 	}
-	json_t *page = last ? json_loadb(last, (size_t)(text + len - last), 0, NULL) : NULL;
 	if (!page || strcmp(json_str(page, "kind") ?: "", "TenantBackupPage") != 0 ||
 	    json_integer_value(json_object_get(page, "revision")) <= 0) {
 		json_decref(page);
-		buf_adds(err, "not a backup page");
-		return -1;
+		return NULL;
 	}
-	size_t n = 0;
+	*ret_last = last;
+	return page;
+}
+
+/* The object lines text[..last) to fp: secrets parsed and sealed, the rest as they came. The
+ * number written, or -1 with err. */
+static long write_items(const char *text, const char *last, const struct backup_key *key, FILE *fp,
+			struct backup_stats *st, struct buf *err)
+{
+	long n = 0;
 	static const char secret[] = "{\"resource\":\"secrets\",";
 	for (const char *l = text, *nl; l < last; l = nl + 1, n++) {
 		nl = memchr(l, '\n', (size_t)(last - l));
 		if ((size_t)(nl - l) > sizeof(secret) - 1 && memcmp(l, secret, sizeof(secret) - 1) == 0) {
 			json_t *item = json_loadb(l, (size_t)(nl - l), 0, NULL);
 			if (!item) {
-				json_decref(page);
 				buf_adds(err, "a secret's line is not JSON");
 				return -1;
 			}
@@ -65,15 +56,22 @@ static int write_page(const struct buf *body, const struct backup_key *key, FILE
 			fwrite(l, 1, (size_t)(nl + 1 - l), fp);
 		}
 	}
-	if ((json_int_t)n != json_integer_value(json_object_get(page, "items"))) {
-		buf_addf(err, "a page said %lld objects and held %zu",
-			 (long long)json_integer_value(json_object_get(page, "items")), n);
-		json_decref(page);
-		return -1;
-	}
-	st->objects += n;
-	*ret_page = page;
-	return 0;
+	return n;
+}
+
+static void write_header(FILE *fp, const char *tenant, const char *partition, const json_t *page,
+			 const struct backup_key *key)
+{
+	char when[32];
+	time_t now = time(NULL);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	json_t *h = json_pack("{s:s,s:s,s:s,s:s,s:I,s:s,s:s}", "kind", "TenantBackup", "apiVersion", "ursa.io/v1",
+			      "tenant", tenant, "partition", partition ? partition : json_str(page, "partition") ?: "",
+			      "revision", json_integer_value(json_object_get(page, "revision")), "time", when, "keyId",
+			      key->id);
+	json_dumpf(h, fp, JSON_COMPACT);
+	fputc('\n', fp);
+	json_decref(h);
 }
 
 int backup_write(struct rest_client *c, const char *tenant, const char *partition, const struct backup_key *key,
@@ -89,45 +87,37 @@ int backup_write(struct rest_client *c, const char *tenant, const char *partitio
 			buf_adds(&path, "&continue=");
 			buf_add_query_escaped(&path, cont);
 		}
+		free(cont);
+		cont = NULL;
 		int status = rest_do_raw(c, "GET", path.ptr, NULL, 0, NULL, &body);
 		buf_release(&path);
-		if (status != 200) {
-			reply_message(status, &body, err);
+		const char *last;
+		json_t *page = status == 200 ? page_line(&body, &last) : NULL;
+		if (!page) {
+			if (status == 200)
+				buf_adds(err, "not a backup page");
+			else
+				rest_error_message(status, &body, err);
 			buf_release(&body);
 			rc = -1;
 			break;
 		}
 		if (!st->revision) { /* the header, once the first page says the revision */
-			json_t *page = NULL;
-			const char *t = buf_cstr(&body), *last = t + body.len;
-			if (body.len && last[-1] == '\n') {
-				last--;
-				while (last > t && last[-1] != '\n')
-					last--;
-				page = json_loadb(last, (size_t)(t + body.len - last), 0, NULL);
-			}
 			st->revision = json_integer_value(json_object_get(page, "revision"));
-			char *part = xstrdup(partition ? partition : json_str(page, "partition") ?: "");
-			json_decref(page);
-			char when[32];
-			time_t now = time(NULL);
-			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-			json_t *h = json_pack("{s:s,s:s,s:s,s:s,s:I,s:s,s:s}", "kind", "TenantBackup", "apiVersion",
-					      "ursa.io/v1", "tenant", tenant, "partition", part, "revision",
-					      (json_int_t)st->revision, "time", when, "keyId", key->id);
-			json_dumpf(h, fp, JSON_COMPACT);
-			fputc('\n', fp);
-			json_decref(h);
-			free(part);
+			write_header(fp, tenant, partition, page, key);
 		}
-		json_t *page;
-		rc = write_page(&body, key, fp, &page, st, err);
-		buf_release(&body);
-		free(cont);
-		cont = NULL;
+		long n = write_items(buf_cstr(&body), last, key, fp, st, err);
+		if (n >= 0 && n != json_integer_value(json_object_get(page, "items")))
+			buf_addf(err, "a page said %lld objects and held %ld",
+				 (long long)json_integer_value(json_object_get(page, "items")), n);
+		if (n < 0 || n != json_integer_value(json_object_get(page, "items")))
+			rc = -1;
+		else
+			st->objects += (size_t)n;
 		if (rc == 0 && json_str(page, "continue") && *json_str(page, "continue"))
 			cont = xstrdup(json_str(page, "continue"));
 		json_decref(page);
+		buf_release(&body);
 	} while (rc == 0 && cont);
 	free(cont);
 	if (rc == 0)

@@ -411,3 +411,15 @@ int rest_stream_post(struct rest_client *c, const char *path, const char *body, 
 	rest_pool_put(c, h);
 	return result;
 }
+
+void rest_error_message(int status, const struct buf *body, struct buf *out)
+{
+	json_t *j = body && body->len ? json_loadb(body->ptr, body->len, 0, NULL) : NULL;
+	if (json_is_string(json_object_get(j, "message")))
+		buf_adds(out, json_string_value(json_object_get(j, "message")));
+	else if (status >= 100)
+		buf_addf(out, "HTTP %d", status);
+	else
+		buf_adds(out, err_reason(status));
+	json_decref(j);
+}

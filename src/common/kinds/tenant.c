@@ -15,12 +15,9 @@ static void tenant_defaults(json_t *obj)
 	const char *want = json_str(json_object_get(meta, "annotations"), TENANT_FINAL_BACKUP);
 	if (!json_is_object(meta) || !want || strcmp(want, "true") != 0 || json_object_get(meta, "deletionTimestamp"))
 		return;
+	if (json_has_finalizer(obj, TENANT_FINAL_BACKUP))
+		return;
 	json_t *fs = json_object_get(meta, "finalizers");
-	size_t i;
-	json_t *f;
-	json_array_foreach(fs, i, f)
-		if (strcmp(json_string_value(f) ?: "", TENANT_FINAL_BACKUP) == 0)
-			return;
 	if (!json_is_array(fs)) {
 		if (fs && !json_is_null(fs))
 			return; /* validation says what is wrong with it */

@@ -50,6 +50,16 @@ const json_t *json_controller_ref(const json_t *obj)
 	return NULL;
 }
 
+bool json_has_finalizer(const json_t *obj, const char *fin)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_path(obj, "metadata.finalizers"), i, f)
+		if (json_is_string(f) && strcmp(json_string_value(f), fin) == 0)
+			return true;
+	return false;
+}
+
 const char *json_controller_uid(const json_t *obj, const char *kind)
 {
 	const json_t *r = json_controller_ref(obj);

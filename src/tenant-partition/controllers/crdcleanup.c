@@ -56,16 +56,6 @@ json_t *tpc_crd_set_condition(const json_t *cur, const char *type, const char *s
 	return out;
 }
 
-static bool has_finalizer(const json_t *obj, const char *fin)
-{
-	size_t i;
-	json_t *f;
-	json_array_foreach(json_path(obj, "metadata.finalizers"), i, f)
-		if (json_is_string(f) && strcmp(json_string_value(f), fin) == 0)
-			return true;
-	return false;
-}
-
 static bool condition_true(const json_t *obj, const char *type)
 {
 	size_t i;
@@ -164,7 +154,7 @@ int tpc_sync_crdcleanup(struct tpc *m, const char *key)
 	bool parsed = false;
 	buf_addf(&path, "/apis/apiextensions.k8s.io/v1/tenants/%s/customresourcedefinitions/%s", l.tenant, l.name);
 	rc = 0;
-	if (!json_path(l.obj, "metadata.deletionTimestamp") || !has_finalizer(l.obj, CRD_CLEANUP_FINALIZER))
+	if (!json_path(l.obj, "metadata.deletionTimestamp") || !json_has_finalizer(l.obj, CRD_CLEANUP_FINALIZER))
 		goto out;
 	if (!condition_true(l.obj, "Terminating")) {
 		json_t *body = json_deep_copy(l.obj);
@@ -213,19 +203,9 @@ int tpc_sync_crdcleanup(struct tpc *m, const char *key)
 		}
 	}
 	/* every instance gone: the finalizer goes, and with it the CRD */
-	json_t *body = json_deep_copy(l.obj);
-	json_t *fins = json_array();
-	size_t i;
-	json_t *f;
-	json_array_foreach(json_path(l.obj, "metadata.finalizers"), i, f)
-		if (!json_is_string(f) || strcmp(json_string_value(f), CRD_CLEANUP_FINALIZER) != 0)
-			json_array_append(fins, f);
-	json_object_set_new(json_obj_child(body, "metadata"), "finalizers", fins);
-	int code = tpc_send(m, "PUT", path.ptr, body, NULL);
-	json_decref(body);
-	if (code == 200 || code == 404)
+	rc = tpc_set_finalizer(m, path.ptr, l.obj, CRD_CLEANUP_FINALIZER, false);
+	if (rc == 0)
 		log_info("custom resources cleaned up", "tenant=\"%s\" crd=\"%s\"", l.tenant, l.name);
-	rc = code == 200 || code == 404 ? 0 : code == 409 ? E_CONFLICT : E_UNAVAILABLE;
 out:
 	if (parsed)
 		tpc_crd_kind_release(&k);

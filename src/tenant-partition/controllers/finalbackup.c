@@ -20,41 +20,9 @@
 #include "ursa/log.h"
 #include "ursa/xalloc.h"
 
-static bool has_finalizer(const json_t *obj)
-{
-	size_t i;
-	json_t *f;
-	json_array_foreach(json_path(obj, "metadata.finalizers"), i, f)
-		if (strcmp(json_string_value(f) ?: "", BACKUP_FINALIZER) == 0)
-			return true;
-	return false;
-}
-
 static bool asked(const json_t *obj)
 {
 	return strcmp(json_str(json_path(obj, "metadata.annotations"), BACKUP_ANNOTATION) ?: "", "true") == 0;
-}
-
-/* PUT of the tenant with its finalizer added or taken away (a conflict is retried). */
-static int set_finalizer(struct tpc *m, const char *path, const json_t *obj, bool on)
-{
-	json_t *body = json_deep_copy(obj);
-	json_t *meta = json_object_get(body, "metadata");
-	json_t *fs = json_object_get(meta, "finalizers");
-	if (!json_is_array(fs)) {
-		fs = json_array();
-		json_object_set_new(meta, "finalizers", fs);
-	}
-	if (on) {
-		json_array_append_new(fs, json_string(BACKUP_FINALIZER));
-	} else {
-		for (size_t i = json_array_size(fs); i-- > 0;)
-			if (strcmp(json_string_value(json_array_get(fs, i)) ?: "", BACKUP_FINALIZER) == 0)
-				json_array_remove(fs, i);
-	}
-	int code = tpc_send(m, "PUT", path, body, NULL);
-	json_decref(body);
-	return code == 200 || code == 404 ? 0 : code == 409 ? E_CONFLICT : E_UNAVAILABLE;
 }
 
 /* Writes the backup of tenant t (of the partition m's client talks to) into m's directory.
@@ -103,12 +71,13 @@ static int write_backup(struct tpc *m, const char *t)
 int tpc_final_backup(struct tpc *m, const char *t, const char *path, const json_t *obj)
 {
 	bool deleting = json_path(obj, "metadata.deletionTimestamp") != NULL;
+	bool want = asked(obj), has = json_has_finalizer(obj, BACKUP_FINALIZER);
 	if (!deleting) /* the finalizer follows the annotation */
-		return asked(obj) == has_finalizer(obj) ? 0 : set_finalizer(m, path, obj, asked(obj));
-	if (!has_finalizer(obj))
+		return want == has ? 0 : tpc_set_finalizer(m, path, obj, BACKUP_FINALIZER, want);
+	if (!has)
 		return 0;
 	int rc = write_backup(m, t);
 	if (!rc)
-		rc = set_finalizer(m, path, obj, false);
+		rc = tpc_set_finalizer(m, path, obj, BACKUP_FINALIZER, false);
 	return rc ? rc : 1;
 }

@@ -262,30 +262,6 @@ static int delete_dep(struct tpc *m, const json_t *dep, const char *policy)
 	return code == 200 || code == 202 || code == 404 ? 0 : E_UNAVAILABLE;
 }
 
-static int drop_finalizer(struct tpc *m, const char *path, const json_t *owner, const char *fin)
-{
-	json_t *left = json_array();
-	size_t i;
-	json_t *f;
-	json_array_foreach(json_path(owner, "metadata.finalizers"), i, f)
-		if (!json_is_string(f) || strcmp(json_string_value(f), fin) != 0)
-			json_array_append(left, f);
-	json_t *patch = json_pack("{s:{s:o}}", "metadata", "finalizers", left);
-	int code = tpc_send(m, "PATCH", path, patch, NULL);
-	json_decref(patch);
-	return code == 200 || code == 404 ? 0 : E_UNAVAILABLE;
-}
-
-static bool has_finalizer(const json_t *obj, const char *fin)
-{
-	size_t i;
-	json_t *f;
-	json_array_foreach(json_path(obj, "metadata.finalizers"), i, f)
-		if (json_is_string(f) && strcmp(json_string_value(f), fin) == 0)
-			return true;
-	return false;
-}
-
 static int owner_gone(struct tpc *m, const char *uid, json_t *deps)
 {
 	int rc = 0;
@@ -397,10 +373,10 @@ int tpc_sync_gc(struct tpc *m, const char *key)
 	}
 	size_t i;
 	json_t *d;
-	if (has_finalizer(owner, "orphan")) {
+	if (json_has_finalizer(owner, "orphan")) {
 		json_array_foreach(deps, i, d) if ((rc = unlink_dep(m, d, uid)) < 0) goto out;
-		rc = drop_finalizer(m, path.ptr, owner, "orphan");
-	} else if (has_finalizer(owner, "foregroundDeletion")) {
+		rc = tpc_set_finalizer(m, path.ptr, owner, "orphan", false);
+	} else if (json_has_finalizer(owner, "foregroundDeletion")) {
 		json_array_foreach(deps, i, d) {
 			if (!json_path(json_array_get(d, 1), "metadata.deletionTimestamp") &&
 			    (rc = delete_dep(m, d, "Foreground")) < 0)
@@ -409,7 +385,7 @@ int tpc_sync_gc(struct tpc *m, const char *key)
 		if (json_array_size(deps) > 0)
 			wq_add_after(m->wq[CTL_GC], key, 500);
 		else
-			rc = drop_finalizer(m, path.ptr, owner, "foregroundDeletion");
+			rc = tpc_set_finalizer(m, path.ptr, owner, "foregroundDeletion", false);
 	}
 out:
 	json_decref(owner);

@@ -84,6 +84,23 @@ int tpc_send(struct tpc *m, const char *method, const char *path, const json_t *
 	return rc;
 }
 
+int tpc_set_finalizer(struct tpc *m, const char *path, const json_t *obj, const char *fin, bool on)
+{
+	json_t *body = json_deep_copy(obj);
+	json_t *fins = json_array();
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_path(obj, "metadata.finalizers"), i, f)
+		if (!json_is_string(f) || strcmp(json_string_value(f), fin) != 0)
+			json_array_append(fins, f);
+	if (on)
+		json_array_append_new(fins, json_string(fin));
+	json_object_set_new(json_obj_child(body, "metadata"), "finalizers", fins);
+	int code = tpc_send(m, "PUT", path, body, NULL);
+	json_decref(body);
+	return code == 200 || code == 404 ? 0 : code == 409 ? E_CONFLICT : E_UNAVAILABLE;
+}
+
 void tpc_event(struct tpc *m, const json_t *obj, const char *type, const char *reason, const char *fmt, ...)
 {
 	static const struct event_source src = { .component = "controller-manager" };

@@ -105,6 +105,9 @@ void tpc_path(struct buf *out, const char *plural, const char *tenant, const cha
 /* Returns the HTTP status (or E_*) with *ret (new) the body. */
 int tpc_get(struct tpc *m, const char *path, json_t **ret);
 int tpc_send(struct tpc *m, const char *method, const char *path, const json_t *body, json_t **ret);
+/* PUT of obj (read at path) with finalizer fin added (on) or taken away: 0 (also when obj is
+ * gone), E_CONFLICT (obj changed meanwhile: retry) or E_UNAVAILABLE. */
+int tpc_set_finalizer(struct tpc *m, const char *path, const json_t *obj, const char *fin, bool on);
 /* Records an Event about obj (type "Normal"/"Warning"); failures are only logged. */
 void tpc_event(struct tpc *m, const json_t *obj, const char *type, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));

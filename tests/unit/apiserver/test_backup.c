@@ -42,8 +42,13 @@ static void test_token(void **state)
 	assert_int_equal(backup_token_parse(buf_cstr(&b), &rev, &range, &after), 0);
 	assert_string_equal(after, "");
 	free(after);
-	static const char *const bad[] = { "", "0", "zz", "2f", "302f", /* "0/" */ "2d312f302f", /* "-1/0/" */
-					   "312f", /* "1/" */ "312f782f", /* "1/x/" */ "31002f302f" /* NUL */ };
+	static const char *const bad[] = {
+		"", "0", "zz", "not base64!", "e30", /* {} */
+		"eyJyZXYiOjAsInJhbmdlIjowLCJhZnRlciI6IiJ9",     /* rev 0 */
+		"eyJyZXYiOjUsInJhbmdlIjotMSwiYWZ0ZXIiOiIifQ",   /* range -1 */
+		"eyJyZXYiOjUsInJhbmdlIjowfQ",                   /* no after */
+		"eyJyZXYiOiI1IiwicmFuZ2UiOjAsImFmdGVyIjoiIn0", /* rev a string */
+	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(backup_token_parse(bad[i], &rev, &range, &after), -1);
 	buf_release(&b);
