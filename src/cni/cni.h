@@ -13,7 +13,8 @@
  * gateway (its first address) on the bridge, because the bridge plugin refuses a second IPv4
  * gateway on one bridge. Forwarding between two ursa-cni bridges of the host is dropped (iptables
  * chain URSA-CNI, keyed by bridge names only, so all blocks of a bridge are one tenant's); the node
- * itself reaches every pod and every pod the node.
+ * itself reaches every pod and every pod the node. Each bridge's MAC is set once (to the one it
+ * took from its first port), so that ports coming and going never change the gateway's MAC.
  *
  * With "frontDoor" (HOST:PORT, the node's way to the region's front door, e.g. 127.0.0.1:6443)
  * in the config, pods reach that front door at IPNET_FRONT_DOOR_IP:443 (10.96.0.1, Kubernetes'
@@ -154,5 +155,25 @@ struct cni_leave {
 };
 /* Takes cid out; returns its network's index, or -1 when no network holds it. */
 long cni_state_leave(struct cni_state *s, const char *cid, struct cni_leave *ret);
+
+/* A pod's addresses are handed out again soon after its pod goes; the node and the tenant's other
+ * pods may still hold the old pod's MAC for one in their neighbour tables (REACHABLE for up to
+ * 45 s: a fetch from the node failed for that long in a test). After an ADD, ursa-cni announces
+ * each new address with a gratuitous ARP from the pod's interface, which every one of them takes.
+ *
+ * The pod's IPv4 addresses in a CNI result (0.4.0 or 1.0.0): those of "ips" whose "interface"
+ * names an interface with a "sandbox" (the pod's side), with that interface's name and MAC.
+ * Returns how many were found (at most max); entries without a parsable MAC or address are
+ * skipped. */
+struct cni_pod_addr {
+	char ifname[CNI_IFNAMSIZ];
+	uint8_t mac[6];
+	uint32_t ip; /* host order */
+};
+size_t cni_result_pod_addrs(const char *result, struct cni_pod_addr *ret, size_t max);
+/* The 28-byte ARP payload announcing a: a request for its own address (sender and target both
+ * a->ip, target MAC zero), to be broadcast. */
+#define CNI_ARP_LEN 28
+void cni_garp_payload(const struct cni_pod_addr *a, uint8_t out[CNI_ARP_LEN]);
 
 #endif

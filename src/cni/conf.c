@@ -1,4 +1,5 @@
 /* ursa-cni's network config, subnets and the bridge plugin's config. */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,4 +269,58 @@ char *cni_error_json(const char *version, int code, const char *msg, const char 
 	char *s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+	char tail;
+	if (!s || sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	return 0;
+}
+
+size_t cni_result_pod_addrs(const char *result, struct cni_pod_addr *ret, size_t max)
+{
+	json_t *r = json_loads(result ? result : "", 0, NULL);
+	json_t *ifs = json_object_get(r, "interfaces"), *ips = json_object_get(r, "ips"), *ip;
+	size_t i, n = 0;
+	json_array_foreach(ips, i, ip) {
+		json_t *idx = json_object_get(ip, "interface");
+		const char *addr = json_string_value(json_object_get(ip, "address"));
+		json_t *iface = json_is_integer(idx) ? json_array_get(ifs, (size_t)json_integer_value(idx)) : NULL;
+		const char *name = json_string_value(json_object_get(iface, "name"));
+		const char *sandbox = json_string_value(json_object_get(iface, "sandbox"));
+		if (n == max || !addr || !name || !sandbox || !*sandbox || strlen(name) >= CNI_IFNAMSIZ)
+			continue;
+		char a[16];
+		const char *slash = strchr(addr, '/');
+		size_t len = slash ? (size_t)(slash - addr) : strlen(addr);
+		struct in_addr in;
+		if (len >= sizeof(a))
+			continue;
+		memcpy(a, addr, len);
+		a[len] = '\0';
+		if (inet_pton(AF_INET, a, &in) != 1 ||
+		    parse_mac(json_string_value(json_object_get(iface, "mac")), ret[n].mac) < 0)
+			continue;
+		ret[n].ip = ntohl(in.s_addr);
+		strcpy(ret[n].ifname, name);
+		n++;
+	}
+	json_decref(r);
+	return n;
+}
+
+void cni_garp_payload(const struct cni_pod_addr *a, uint8_t out[CNI_ARP_LEN])
+{
+	static const uint8_t head[8] = { 0, 1, 8, 0, 6, 4, 0, 1 }; /* Ethernet, IPv4, 6, 4, request */
+	uint8_t ip[4] = { (uint8_t)(a->ip >> 24), (uint8_t)(a->ip >> 16), (uint8_t)(a->ip >> 8), (uint8_t)a->ip };
+	memcpy(out, head, 8);
+	memcpy(out + 8, a->mac, 6);
+	memcpy(out + 14, ip, 4);
+	memset(out + 18, 0, 6);
+	memcpy(out + 24, ip, 4);
 }

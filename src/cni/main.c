@@ -13,7 +13,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/if_ether.h>
+#include <netpacket/packet.h>
+#include <sched.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -237,10 +243,40 @@ static int ip_quiet(const char *op, const char *addr, const char *br)
 	return run_q(argv, NULL, NULL, strcmp(op, "del") == 0);
 }
 
+/* A bridge takes the lowest MAC of its ports unless one was set: a port's going could change it,
+ * and with it every pod's neighbour entry of the gateway would be wrong (and the node's neighbour
+ * table of the bridge flushed). The bridge keeps the MAC it has now once it is set explicitly. */
+static void pin_bridge_mac(const char *br)
+{
+	char path[96], type[8] = "", mac[32] = "";
+	snprintf(path, sizeof(path), "/sys/class/net/%s/addr_assign_type", br);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		if (!fgets(type, sizeof(type), f))
+			type[0] = '\0';
+		fclose(f);
+	}
+	if (type[0] == '3') /* NET_ADDR_SET */
+		return;
+	snprintf(path, sizeof(path), "/sys/class/net/%s/address", br);
+	f = fopen(path, "re");
+	if (!f || !fgets(mac, sizeof(mac), f)) {
+		if (f)
+			fclose(f);
+		return;
+	}
+	fclose(f);
+	mac[strcspn(mac, "\n")] = '\0';
+	char *argv[] = { "ip", "link", "set", "dev", (char *)br, "address", mac, NULL };
+	if (run(argv, NULL, NULL) != 0)
+		fprintf(stderr, "ursa-cni: cannot pin the MAC of %s\n", br);
+}
+
 /* Block blk's gateway on bridge br (kept when there), and forwarding on: pods of one bridge in
  * different blocks reach each other through it. 0, or -1 with the reason told on stderr. */
 static int add_gateway(const struct cni_conf *c, const char *br, long blk)
 {
+	pin_bridge_mac(br);
 	char gw[24];
 	cni_block_gateway(&c->block, c->tenant_plen, blk, gw, sizeof(gw));
 	if (ip_quiet("replace", gw, br) != 0) {
@@ -298,6 +334,43 @@ static void released(const struct cni_conf *c, long idx, const struct cni_leave 
 		remove_net(c, idx, l->blk);
 	else if (l->block_empty)
 		remove_block(c, idx, l->blk);
+}
+
+/* Announces the pod's new addresses from inside its network namespace (cni.h: a reused address
+ * may sit in neighbour tables with the MAC of the pod that had it). Best effort: a failure is
+ * told on stderr, the ADD stands. */
+static void announce(const char *result)
+{
+	struct cni_pod_addr a[8];
+	size_t n = cni_result_pod_addrs(result, a, 8);
+	const char *netns = getenv("CNI_NETNS");
+	if (!n || !netns || !*netns)
+		return;
+	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC), pod = open(netns, O_RDONLY | O_CLOEXEC);
+	if (self < 0 || pod < 0 || setns(pod, CLONE_NEWNET) < 0) {
+		fprintf(stderr, "ursa-cni: cannot enter %s to announce the pod's address: %s\n", netns, strerror(errno));
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint8_t arp[CNI_ARP_LEN];
+		cni_garp_payload(&a[i], arp);
+		struct sockaddr_ll to = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ARP),
+					  .sll_ifindex = (int)if_nametoindex(a[i].ifname), .sll_halen = 6 };
+		memset(to.sll_addr, 0xff, 6);
+		int fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(ETH_P_ARP));
+		if (fd < 0 || !to.sll_ifindex ||
+		    sendto(fd, arp, sizeof(arp), 0, (struct sockaddr *)&to, sizeof(to)) != (ssize_t)sizeof(arp))
+			fprintf(stderr, "ursa-cni: gratuitous ARP on %s: %s\n", a[i].ifname, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	if (setns(self, CLONE_NEWNET) < 0)
+		fprintf(stderr, "ursa-cni: cannot return to the host's network namespace: %s\n", strerror(errno));
+out:
+	if (self >= 0)
+		close(self);
+	if (pod >= 0)
+		close(pod);
 }
 
 /* ---- state ---- */
@@ -422,6 +495,7 @@ static int cmd_add(struct cni_conf *c, struct cni_state *s, const char *cid)
 		free(out);
 		return 1;
 	}
+	announce(out);
 	fputs(out, stdout);
 	free(out);
 	return 0;

@@ -2,7 +2,8 @@
  * bridge name within 15 characters and a delegate config that is JSON) and its state file in
  * either form (whatever it accepts formats to text that parses back to the same text; a join
  * that succeeds puts the container in a block of a network, a leave takes it out again and the
- * state still formats to text that parses). */
+ * state still formats to text that parses), and the bridge plugin's result (the pod's addresses
+ * found have a NUL-terminated interface name). */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,6 +36,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(err);
 	}
 	char *text = xstrndup((const char *)data, size);
+	struct cni_pod_addr pa[4];
+	size_t npa = cni_result_pod_addrs(text, pa, 4);
+	if (npa > 4)
+		abort();
+	for (size_t i = 0; i < npa; i++)
+		if (strnlen(pa[i].ifname, sizeof(pa[i].ifname)) >= sizeof(pa[i].ifname))
+			abort();
 	struct cni_state s;
 	err = NULL;
 	if (cni_state_parse(text, &s, &err) == 0) {

@@ -12,7 +12,9 @@ a busybox pod of acme fetches the page of acme's httpd:1 pod but not beta's; the
 both over HTTP; acme's sixth pod gets a second block on acme's bridge (its gateway on the bridge,
 its pod routed through it), reaches acme's pod in the first block but not beta's and is reached
 from the node; the second block is given back when its pod goes; deleting beta's last pod removes
-beta's bridge and rule; the front door: pods reach a TLS server standing in for the node's
+beta's bridge and rule; bridges keep their MAC (set, not taken from a port); an address handed
+out again is announced (the node's neighbour entry names the new pod's MAC at once, not the MAC
+of the pod that had it before, which the node talked to); the front door: pods reach a TLS server standing in for the node's
 front door (127.0.0.1:<port>, the config's frontDoor; its certificate made by deploy's
 ensure_server_cert with the SANs local-up gives HAProxy's) at 10.96.0.1:443 through ursa-cni's
 DNAT (a rule per bridge in URSA-CNI of the nat table, route_localnet on the bridge): a busybox
@@ -203,6 +205,8 @@ def test_tenants_get_own_bridge_and_subnet():
     for t in ("acme", "beta"):
         br = "%s-%d" % (S["prefix"], idx[t])
         h.check(br in links(), "bridge %s of %s exists" % (br, t))
+        with open("/sys/class/net/%s/addr_assign_type" % br) as f:
+            h.eq(f.read().strip(), "3", "%s's MAC is set, not taken from a port that may go" % br)
         out = bridge_addrs(br)
         gw = str(subnet(blk[t]).network_address + 1)
         h.check(" %s/%d " % (gw, BLOCK) in out, "gateway %s on %s: %r" % (gw, br, out))
@@ -217,6 +221,24 @@ def test_node_reaches_every_tenant_over_http():
     for ip in (S["ipa"], S["ipb"]):
         body = h.wait_until(lambda: fetch(ip), 30, "http://%s/ from the node" % ip)
         h.check("<" in body, "page of %s: %r" % (ip, body[:200]))
+
+
+def pod_mac(ip):
+    """The MAC of the httpd:1 pod that has address ip (found by its process's network namespace)."""
+    rc, out, _ = h.run_cmd(["pgrep", "-f", "httpd -f -p 80"])
+    for pid in out.split():
+        rc, addrs, _ = h.run_cmd(["nsenter", "-t", pid, "-n", "ip", "-o", "-4", "addr", "show", "eth0"])
+        if rc == 0 and (" %s/" % ip) in addrs:
+            with open("/proc/%s/root/sys/class/net/eth0/address" % pid) as f:
+                return f.read().strip()
+    return None
+
+
+def node_neigh_mac(ip):
+    """The MAC the node's neighbour table holds for ip, or None."""
+    _, out, _ = h.run_cmd(["ip", "neigh", "show", "to", str(ip)])
+    w = out.split()
+    return w[w.index("lladdr") + 1] if "lladdr" in w else None
 
 
 def fetch(ip, port=80):
@@ -318,6 +340,12 @@ def test_tenant_grows_into_a_second_block():
     for name, ip in ips.items():
         h.check(ip in subnet(blk0), "%s %s in acme's first block %s" % (name, ip, subnet(blk0)))
     h.eq(list(tenant_net("acme")[1]), [blk0], "acme's blocks with %d pods" % (HOSTS,))
+    # addresses of client-a and fd-a, gone a moment ago, are handed out again: the node may still
+    # hold their old MACs (the node talked to fd-a), which the new pods' gratuitous ARPs replace
+    for name, ip in ips.items():
+        held = node_neigh_mac(ip)
+        if held:
+            h.eq(held, pod_mac(ip), "the node's neighbour entry for %s (%s) names its new pod's MAC" % (ip, name))
 
     script = ("mkdir -p /tmp/w && echo grown > /tmp/w/index.html && httpd -p 8080 -h /tmp/w; "
               "for i in 1 2 3 4 5; do wget -q -T 3 -O /dev/null http://%s/ && break; sleep 1; done"

@@ -384,6 +384,37 @@ static void test_state_refused(void **state)
 	cni_state_release(&s);
 }
 
+/* The pod's side of a bridge result: its address with its interface's name and MAC; the
+ * host's veth (no sandbox), IPv6 and malformed entries are skipped. */
+static void test_result_pod_addrs(void **state)
+{
+	(void)state;
+	const char *r = "{\"cniVersion\":\"1.0.0\",\"interfaces\":["
+			"{\"name\":\"ut-1\",\"mac\":\"02:00:00:00:00:01\"},"
+			"{\"name\":\"veth1\",\"mac\":\"02:00:00:00:00:02\"},"
+			"{\"name\":\"eth0\",\"mac\":\"ce:ff:51:48:38:81\",\"sandbox\":\"/var/run/netns/x\"}],"
+			"\"ips\":[{\"interface\":2,\"address\":\"10.20.1.4/29\",\"gateway\":\"10.20.1.1\"},"
+			"{\"interface\":2,\"address\":\"fd00::4/64\"},{\"interface\":0,\"address\":\"10.20.1.1/29\"},"
+			"{\"interface\":9,\"address\":\"10.20.1.5/29\"},{\"address\":\"10.20.1.6/29\"}]}";
+	struct cni_pod_addr a[4];
+	assert_int_equal(cni_result_pod_addrs(r, a, 4), 1);
+	assert_string_equal(a[0].ifname, "eth0");
+	assert_int_equal(a[0].ip, (10u << 24) | (20u << 16) | (1u << 8) | 4u);
+	const uint8_t mac[6] = { 0xce, 0xff, 0x51, 0x48, 0x38, 0x81 };
+	assert_memory_equal(a[0].mac, mac, 6);
+	assert_int_equal(cni_result_pod_addrs(r, a, 0), 0);
+	assert_int_equal(cni_result_pod_addrs("not json", a, 4), 0);
+	assert_int_equal(cni_result_pod_addrs(NULL, a, 4), 0);
+	assert_int_equal(cni_result_pod_addrs("{\"interfaces\":[{\"name\":\"eth0\",\"mac\":\"zz\",\"sandbox\":\"/n\"}],"
+					      "\"ips\":[{\"interface\":0,\"address\":\"10.0.0.2/24\"}]}", a, 4), 0);
+
+	uint8_t p[CNI_ARP_LEN];
+	cni_garp_payload(&a[0], p);
+	const uint8_t want[CNI_ARP_LEN] = { 0, 1, 8, 0, 6, 4, 0, 1, 0xce, 0xff, 0x51, 0x48, 0x38, 0x81, 10, 20, 1, 4,
+					    0, 0, 0, 0, 0, 0, 10, 20, 1, 4 };
+	assert_memory_equal(p, want, CNI_ARP_LEN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +427,7 @@ int main(void)
 		cmocka_unit_test(test_state_growth),
 		cmocka_unit_test(test_state_v1),
 		cmocka_unit_test(test_state_refused),
+		cmocka_unit_test(test_result_pod_addrs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
