@@ -174,6 +174,7 @@ static void sleep_us(uint64_t us)
 struct opts {
 	const char *endpoint, *server, *token, *cacert, *tenant, *ns, *path;
 	const char *method, *data, *content_type, *expect, *update, *name;
+	const char *probe_token, *probe_path;
 	long long clients, duration, value_bytes, pod_bytes, count, repeat;
 	long long watchers, updates, watch_threads, rate, timeout, pid;
 	long long establish_timeout, drain_timeout;
@@ -206,7 +207,9 @@ static const struct opt_def opt_table[] = {
 	OS("--expect", expect, "accepted codes: 201,409 or any (request; default 2xx)"),
 	OS("--update", update, "patch|put (watch; default patch)"),
 	OS("--name", name, "object name (watch configmap)"),
-	OI("--clients", clients, 1, MAX_CLIENTS, "concurrent clients (default 8)"),
+	OS("--probe-token", probe_token, "bearer token of the probing client (fairness)"),
+	OS("--probe-path", probe_path, "path the probing client GETs, one at a time (fairness)"),
+	OI("--clients", clients, 0, MAX_CLIENTS, "concurrent clients (default 8; fairness: 0 for none)"),
 	OI("--duration", duration, 1, 86400, "seconds (default 10; with --count: upper bound, default 1800)"),
 	OI("--value-bytes", value_bytes, 1, MAX_VALUE_BYTES, "etcd value size (default 1500)"),
 	OI("--pod-bytes", pod_bytes, 200, MAX_VALUE_BYTES, "approximate pod JSON size (default 1500)"),
@@ -414,6 +417,7 @@ struct http {
 	struct curl_slist *hdrs;
 	struct sb body;       /* last response body */
 	bool overflow;
+	bool discard;         /* count the body's bytes (body.len) but keep none of them */
 };
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -421,6 +425,10 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	struct http *c = arg;
 	size_t n = size * nmemb;
 
+	if (c->discard) {
+		c->body.len += n;
+		return n;
+	}
 	if (c->body.len + n > MAX_BODY_BYTES) {
 		c->overflow = true;
 		return 0;
@@ -1417,6 +1425,102 @@ static int cmd_free_port(struct opts *o)
 	return rc;
 }
 
+/* ---- fairness -------------------------------------------------------------------------- */
+
+/* --clients heavy clients GET --path (with --token) over and over while one probing client GETs
+ * --probe-path (with --probe-token) one request after another, 10 ms apart, for --duration:
+ * the probe's latencies, and what the heavy clients got. What one tenant's load does to another
+ * tenant's requests on the same partition (issue 23, fair shares). */
+struct fair_ctx {
+	const struct opts *o;
+	struct sb url;
+	uint64_t deadline;
+	atomic_ullong done, bytes;
+	uint64_t codes[NCODES];
+	pthread_mutex_t lock;
+};
+
+static void *fair_heavy(void *arg)
+{
+	struct fair_ctx *f = arg;
+	struct http c;
+	uint64_t codes[NCODES] = { 0 };
+	http_init(&c, f->o, NULL);
+	c.discard = true; /* the load's client costs the machine as little as it can */
+	while (mono_now() < f->deadline) {
+		long code = http_do(&c, "GET", f->url.p, NULL, 0);
+		codes[code]++;
+		if (code == 200) {
+			atomic_fetch_add(&f->done, 1);
+			atomic_fetch_add(&f->bytes, c.body.len);
+		} else if (code == 429)
+			usleep(100 * 1000); /* as a client honouring Retry-After would, roughly */
+	}
+	http_release(&c);
+	pthread_mutex_lock(&f->lock);
+	for (int i = 0; i < NCODES; i++)
+		f->codes[i] += codes[i];
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
+}
+
+static int cmd_fairness(struct opts *o)
+{
+	if (require(o->server, "--server") || require(o->path, "--path") || require(o->probe_path, "--probe-path"))
+		return 2;
+	struct fair_ctx f = { .o = o };
+	pthread_mutex_init(&f.lock, NULL);
+	sb_addf(&f.url, "%s%s", o->server, o->path);
+	uint64_t t0 = mono_now();
+	f.deadline = t0 + (uint64_t)o->duration * 1000000ull;
+	pthread_t *th = bcalloc((size_t)o->clients, sizeof(*th));
+	for (long long i = 0; i < o->clients; i++)
+		pthread_create(&th[i], NULL, fair_heavy, &f);
+	struct opts po = *o;
+	po.token = o->probe_token;
+	struct http c;
+	struct sb url = { 0 };
+	struct lat lat = { 0 };
+	uint64_t pcodes[NCODES] = { 0 };
+	sb_addf(&url, "%s%s", o->server, o->probe_path);
+	http_init(&c, &po, NULL);
+	usleep(500 * 1000); /* the heavy clients get going */
+	while (mono_now() < f.deadline) {
+		uint64_t t = mono_now();
+		long code = http_do(&c, "GET", url.p, NULL, 0);
+		uint64_t dt = mono_now() - t;
+		pcodes[code]++;
+		if (code == 200)
+			lat_add(&lat, dt);
+		usleep(10 * 1000);
+	}
+	for (long long i = 0; i < o->clients; i++)
+		pthread_join(th[i], NULL);
+	double secs = (double)(mono_now() - t0) / 1e6;
+	lat_sort(&lat);
+	unsigned long long done = atomic_load(&f.done);
+	printf("fairness: heavy clients=%lld url=%s lists/s=%.1f bytes/list=%llu; probe %s\n", o->clients, f.url.p,
+	       (double)done / secs, done ? atomic_load(&f.bytes) / done : 0, url.p);
+	lat_print("probe latency", &lat);
+	codes_print(pcodes);
+	json_t *res = json_object();
+	json_object_set_new(res, "test", json_string("fairness"));
+	json_object_set_new(res, "clients", json_integer(o->clients));
+	json_object_set_new(res, "heavy_per_s", json_real((double)atomic_load(&f.done) / secs));
+	json_object_set_new(res, "heavy_bytes", json_integer(done ? (json_int_t)(atomic_load(&f.bytes) / done) : 0));
+	json_object_set_new(res, "heavy_codes", codes_json(f.codes));
+	lat_json(res, "probe_", &lat);
+	json_object_set_new(res, "probe_codes", codes_json(pcodes));
+	print_result(res);
+	json_decref(res);
+	lat_free(&lat);
+	http_release(&c);
+	sb_free(&url);
+	sb_free(&f.url);
+	free(th);
+	return 0;
+}
+
 /* ---- subcommand table ----------------------------------------------------------------- */
 
 struct command {
@@ -1439,6 +1543,8 @@ static const struct command commands[] = {
 	{ "request", cmd_request,
 	  "--server URL [--token T] --path P [--method M] [--data JSON] [--expect 201,409]" },
 	{ "free-port", cmd_free_port, "[--count N]" },
+	{ "fairness", cmd_fairness,
+	  "--server URL --token T --path P --clients N --probe-token T2 --probe-path P2 [--duration S]" },
 };
 
 static void usage(void)

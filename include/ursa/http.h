@@ -104,6 +104,16 @@ int http_reply_status(const struct http_reply *rp);
 struct http_deferred;
 struct http_deferred *http_reply_defer(struct http_reply *rp);
 void http_deferred_finish(struct http_deferred *d);
+/* A whole reply in hand (not a stream, an upgrade or a deferred reply): what is left of the
+ * request is sending it. */
+bool http_reply_is_plain(const struct http_reply *rp);
+/* fn(ud) runs once when the request is over: its reply sent (a stream's too: when it ends), or
+ * its connection gone. On a server thread: it must not block. One per request (the last set). */
+void http_request_on_complete(struct http_request *r, void (*fn)(void *ud), void *ud);
+/* Instead of http_deferred_finish: the handler runs again for the same request, on a worker,
+ * ahead of requests not yet started (a fair queue's turn came; http_request_data kept). The
+ * reply must still be untouched. */
+void http_deferred_rerun(struct http_deferred *d);
 
 /* Streaming reply. fill(ud, out, max) appends up to about max bytes to out and returns 1 if
  * it appended something, 0 if nothing is pending now (the connection sleeps until

@@ -15,6 +15,8 @@ struct apid {
 	const char *listen, *etcd, *prefix, *cert, *key, *tokens, *pubkey, *partition, *region_token, *region_ca;
 	const char *idkey, *kubelet_token, *sa_key;
 	long long workers, linger, hb_linger, trees_mb;
+	bool fair;
+	long long tenant_seats, seats_per_tenant, queue_length, queue_wait, max_watches;
 	struct apiserver *s;
 };
 
@@ -47,6 +49,18 @@ static int check(void *ud)
 		fprintf(stderr, "%s: --watch-cache-trees-mb must be 0..65536\n", a->d->program);
 		return -1;
 	}
+	if (a->workers < 1 || a->workers > 4096 || a->tenant_seats < 0 || a->tenant_seats > a->workers ||
+	    a->seats_per_tenant < 0 || a->seats_per_tenant > a->workers) {
+		fprintf(stderr, "%s: --workers must be 1..4096, --tenant-seats and --seats-per-tenant 0..--workers\n",
+			a->d->program);
+		return -1;
+	}
+	if (a->queue_length < 1 || a->queue_length > 100000 || a->queue_wait < 1 || a->queue_wait > 3600 ||
+	    a->max_watches < 0 || a->max_watches > 10000000) {
+		fprintf(stderr, "%s: --tenant-queue-length must be 1..100000, --queue-wait-seconds 1..3600, "
+				"--max-watches-per-tenant 0..10000000\n", a->d->program);
+		return -1;
+	}
 	return 0;
 }
 
@@ -62,6 +76,10 @@ static int start(void *ud, struct daemon *dm, char **ret_err)
 		.workers = (unsigned)a->workers, .resources = d->resources, .nresources = d->nresources,
 		.on_created = d->on_created, .etcd_write_linger_ms = a->linger,
 		.etcd_heartbeat_linger_ms = a->hb_linger, .cache_trees_mb = a->trees_mb, .defer_listen = true,
+		.tenant_seats = !a->fair ? 0 : a->tenant_seats ? (unsigned)a->tenant_seats
+							      : (unsigned)(a->workers > 1 ? a->workers / 2 : 1),
+		.seats_per_tenant = (unsigned)a->seats_per_tenant, .queue_length = (unsigned)a->queue_length,
+		.queue_wait_s = (unsigned)a->queue_wait, .max_watches_per_tenant = (unsigned)a->max_watches,
 	};
 	char *err = NULL;
 	a->s = apiserver_start(&o, &err);
@@ -93,7 +111,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 	struct apid a = {
 		.d = d, .listen = d->default_listen, .etcd = "http://127.0.0.1:2379", .prefix = "/registry",
 		.partition = d->default_partition, .workers = d->default_workers > 0 ? d->default_workers : 16, .linger = d->default_write_linger_ms, .hb_linger = 40,
-		.trees_mb = 64,
+		.trees_mb = 64, .fair = true, .queue_length = 50, .queue_wait = 15, .max_watches = 2000,
 	};
 	const struct opt opts[] = {
 		{ "listen", OPT_STRING, &a.listen, "address and port to serve on (IPv4:PORT)" },
@@ -120,6 +138,18 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		{ "etcd-heartbeat-linger-ms", OPT_INT, &a.hb_linger,
 		  "a lease write (node heartbeats) waits up to this long for others (at most half the workers) to share its "
 		  "transaction; any other write sends at once (0: like other writes)" },
+		{ "fair-queuing", OPT_BOOL, &a.fair,
+		  "serve tenants by turns (--fair-queuing=false: first come, first served); the region's components "
+		  "(system:masters) and nodes are never queued" },
+		{ "tenant-seats", OPT_INT, &a.tenant_seats,
+		  "requests of tenants executing at once, a LIST of a large kind counting as several (default: half the workers)" },
+		{ "seats-per-tenant", OPT_INT, &a.seats_per_tenant,
+		  "of those, at most this many for one tenant, so that another's request finds one free (default: half)" },
+		{ "tenant-queue-length", OPT_INT, &a.queue_length,
+		  "requests waiting in one queue (a tenant joins the shortest of 6 of 64); more get 429" },
+		{ "queue-wait-seconds", OPT_INT, &a.queue_wait, "a request waiting longer for a seat gets 429" },
+		{ "max-watches-per-tenant", OPT_INT, &a.max_watches,
+		  "watches one tenant may hold open on this server (0: no limit); more get 429" },
 		{ "watch-cache-trees-mb", OPT_INT, &a.trees_mb,
 		  "per resource, memory for the parsed objects of this server's recent writes, which the next "
 		  "update of the same object reads instead of parsing it again (0: none)" },

@@ -99,6 +99,7 @@ struct apiserver {
 	struct quota *quota; /* quota.c: usage followed from the caches; NULL when no ResourceQuotas are served */
 	struct svcip *svcip; /* svcip.c: services' cluster IPs followed from the caches; NULL when not served */
 	struct crds *crds;   /* crd.c: NULL when the server serves no customresourcedefinitions */
+	struct fairshare *fair; /* fairshare.c: NULL without fair queuing */
 };
 
 /* One API request being answered. */
@@ -126,6 +127,7 @@ struct req {
 	json_t *fv_msgs;   /* fieldval.c: strict decoding messages met so far (owned; NULL: none) */
 	const json_t *cr_pruned; /* fieldval.c: a custom resource it pruned already (write.c skips it) */
 	json_t **capture;  /* no reply: a Status reply is kept here instead (new ref; a sub-request's) */
+	bool fair_seat;    /* fairshare.c: it holds seats of the fair queue until fairshare_done */
 };
 
 /* status.c: Status error replies. kind_plural/name fill details when not NULL. */
@@ -445,6 +447,21 @@ void openapi_v2_protobuf(const json_t *doc, struct buf *out);
 bool openapi_wants_protobuf(const char *accept);
 
 /* watch.c */
+/* fairshare.c: fair queuing of tenants' requests (apiserver_options.tenant_seats). */
+void fairshare_start(struct apiserver *s);
+void fairshare_stop(struct apiserver *s); /* refuses every waiting request */
+void fairshare_free(struct apiserver *s);
+/* Before the request runs: 0 to run it now (then fairshare_done once it ran); 1 when it was
+ * parked (its reply deferred: touch nothing, the handler runs again when its turn comes) or
+ * refused (reply filled with 429). */
+int fairshare_admit(struct req *q);
+void fairshare_done(struct req *q);
+/* A watch: -1 (refuse it, 429) when its tenant holds its limit; else 0, and if it counts against
+ * the limit, *ret_counted is the tenant (new string) for fairshare_watch_close, else NULL. */
+int fairshare_watch_open(struct req *q, char **ret_counted);
+void fairshare_watch_close(struct apiserver *s, const char *tenant);
+void fairshare_render(struct apiserver *s, struct buf *out);
+
 void watch_ticker_start(struct apiserver *s);
 void watch_ticker_stop(struct apiserver *s);
 /* Bookmarks carry a watcher to the cache's revision, and every PROGRESS_EVERY_MS a cache more

@@ -162,4 +162,5 @@ void metrics_render(struct apiserver *s, struct buf *out)
 		      "# TYPE ursa_etcd_writes_total counter\nursa_etcd_writes_total %llu\n", txns, ops);
 	buf_addf(out, "# HELP ursa_etcd_up Whether etcd answers health checks.\n# TYPE ursa_etcd_up gauge\nursa_etcd_up %d\n",
 		 atomic_load(&s->etcd_ok) ? 1 : 0);
+	fairshare_render(s, out);
 }

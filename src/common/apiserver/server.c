@@ -338,6 +338,8 @@ static void on_http(void *ud, struct http_request *hr, struct http_reply *rp)
 		reply_status(&q, E_METHOD, "the server does not allow this method on the requested resource");
 		goto out;
 	}
+	if (fairshare_admit(&q))
+		goto out; /* parked (runs again when its turn comes) or refused */
 	if (scope_request(&q) < 0 || authorize(&q) < 0)
 		goto out;
 	q.table = wants_table(&q);
@@ -347,6 +349,7 @@ static void on_http(void *ud, struct http_request *hr, struct http_reply *rp)
 	if (strcmp(q.verb, "watch") != 0)
 		metrics_request(s->metrics, q.verb, q.res->index, http_reply_status(rp), mono_us() - http_started_us(hr));
 out:
+	fairshare_done(&q);
 	free(prefix);
 	served_unref(q.res);
 	identity_release(&q.id);
@@ -428,6 +431,7 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 		s->kubelet_token = xstrdup(s->region_token);
 	}
 	s->metrics = metrics_new(o->nresources + 1); /* + custom resources */
+	fairshare_start(s);
 	atomic_store(&s->etcd_ok, etcd_healthy(s->etcd));
 	served_init(s);
 	s->quota = quota_start(s);
@@ -467,8 +471,10 @@ void apiserver_stop(struct apiserver *s)
 	atomic_store(&s->stopping, true);
 	if (s->http) {
 		watch_ticker_stop(s);
+		fairshare_stop(s);
 		http_server_stop(s->http);
 	}
+	fairshare_free(s);
 	authz_stop(s);
 	crd_stop(s);
 	quota_stop(s->quota);

@@ -24,6 +24,8 @@ struct wstream {
 	struct req_filter filter;
 	bool table, columns_sent, ended;
 	json_t *error;            /* a Status to send as an ERROR event, then end */
+	struct apiserver *s;
+	char *counted;            /* the tenant whose watch limit counts it (fairshare.c), or NULL */
 };
 
 static pthread_mutex_t ticks_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -206,6 +208,9 @@ static void on_done(void *ud)
 	served_unref(ws->sv);
 	req_filter_release(&ws->filter);
 	json_decref(ws->error);
+	if (ws->counted)
+		fairshare_watch_close(ws->s, ws->counted);
+	free(ws->counted);
 	free(ws);
 }
 
@@ -257,6 +262,14 @@ void handle_watch(struct req *q)
 		free(ws);
 		return;
 	}
+	if (fairshare_watch_open(q, &ws->counted) < 0) {
+		reply_status(q, E_TOO_MANY, "tenant %s holds as many watches as this partition allows it (%u); please retry",
+			     q->id.tenant, q->s->o.max_watches_per_tenant);
+		req_filter_release(&ws->filter);
+		free(ws);
+		return;
+	}
+	ws->s = q->s;
 	const char *bm = http_query(q->http, "allowWatchBookmarks");
 	wtick_init(&ws->tick, watch_timeout_s(timeout),
 		   bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0 || strcmp(bm, "True") == 0));

@@ -83,6 +83,7 @@ struct http_request {
 	bool queued;   /* handed to a worker or deferred; the connection sleeps until the reply is ready */
 	bool answered; /* the worker (or the deferred reply's owner) filled reply */
 	bool deferred; /* http_reply_defer: http_deferred_finish resumes the connection */
+	bool rerun;    /* http_deferred_rerun: the last holder queues it for a worker again */
 	atomic_int holds; /* deferred: finish, and the worker running the handler, if any; the last resumes */
 	struct http_reply reply;
 	int64_t started_us;
@@ -93,6 +94,8 @@ struct http_request {
 	bool begun;    /* on_request saw the request's first call */
 	bool fast_done;/* the fast handler had its turn */
 	void *data;    /* http_request_set_data */
+	void (*complete)(void *ud); /* http_request_on_complete */
+	void *complete_ud;
 };
 
 struct http_server {
@@ -138,6 +141,8 @@ struct http_server {
 	char *cert, *key; /* kept until stop: the TLS library may refer to them */
 };
 
+static struct http_request *request_of(struct http_reply *rp);
+
 /* Every resume goes through here: in external mode the driving loop must hear of it. */
 static void resume(struct http_server *srv, struct MHD_Connection *conn)
 {
@@ -152,6 +157,16 @@ void http_request_set_path(struct http_request *r, const char *path) { r->path =
 int64_t http_started_us(const struct http_request *r) { return r->started_us; }
 void http_request_set_data(struct http_request *r, void *data) { r->data = data; }
 void *http_request_data(const struct http_request *r) { return r->data; }
+bool http_reply_is_plain(const struct http_reply *rp)
+{
+	return !rp->stream && !rp->upgrade && !request_of((struct http_reply *)rp)->deferred;
+}
+
+void http_request_on_complete(struct http_request *r, void (*fn)(void *ud), void *ud)
+{
+	r->complete = fn;
+	r->complete_ud = ud;
+}
 const char *http_client_addr(const struct http_request *r) { return r->client; }
 
 const char *http_query(const struct http_request *r, const char *key)
@@ -250,12 +265,25 @@ struct http_deferred *http_reply_defer(struct http_reply *rp)
 	return (struct http_deferred *)r;
 }
 
-/* The last holder of a deferred request hands it back to its epoll thread. */
+/* The last holder of a deferred request hands it back to its epoll thread, or to the workers
+ * again (rerun; its busy count stays). */
 static void deferred_release(struct http_request *r)
 {
 	if (atomic_fetch_sub(&r->holds, 1) != 1)
 		return;
 	struct http_server *srv = r->srv;
+	if (r->rerun) {
+		r->rerun = false;
+		r->deferred = false;
+		pthread_mutex_lock(&srv->jobs_lock);
+		r->next_job = srv->jobs_head;
+		srv->jobs_head = r;
+		if (!srv->jobs_tail)
+			srv->jobs_tail = r;
+		pthread_cond_signal(&srv->jobs_cond);
+		pthread_mutex_unlock(&srv->jobs_lock);
+		return;
+	}
 	r->answered = true;
 	resume(srv, r->conn);
 	atomic_fetch_sub(&srv->busy, 1);
@@ -264,6 +292,13 @@ static void deferred_release(struct http_request *r)
 void http_deferred_finish(struct http_deferred *d)
 {
 	deferred_release((struct http_request *)d);
+}
+
+void http_deferred_rerun(struct http_deferred *d)
+{
+	struct http_request *r = (struct http_request *)d;
+	r->rerun = true;
+	deferred_release(r);
 }
 
 struct http_stream *http_reply_stream(struct http_reply *rp, int status, const char *content_type,
@@ -834,6 +869,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		upgrade_abandon(r->upgrading);
 		r->upgrading = NULL;
 	}
+	if (r->complete)
+		r->complete(r->complete_ud);
 	free(r->query);
 	buf_release(&r->body);
 	reply_release(&r->reply);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "client_testlib.h"
 #include "ursa/controller.h"
+#include "ursa/timeutil.h"
 #include "ursa/errors.h"
 
 /* ---- parsing ---- */
@@ -310,12 +311,7 @@ static int sync_wait_company(void *ud, const char *key)
 	int64_t until = mono_ms() + 300;
 	while (c->max < 4 && mono_ms() < until) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 20 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		wall_deadline(&ts, 20);
 		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 	}
 	c->inflight--;

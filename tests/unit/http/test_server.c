@@ -1,8 +1,9 @@
 /* The HTTP server's request paths on loopback: the fast handler answering on the epoll thread,
  * passing a request (with its data pointer) to the worker pool, and deferring its reply to be
  * finished by another thread; a worker handler deferring too; a client that leaves while its
- * reply is deferred; bodies over the cap; and stopping while a deferred reply is pending (run
- * under ASan by tests/run.sh). */
+ * reply is deferred; a deferred request run again on a worker (http_deferred_rerun, the fair
+ * queue's turn) and told when its reply went (http_request_on_complete); bodies over the cap;
+ * and stopping while a deferred reply is pending (run under ASan by tests/run.sh). */
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
@@ -94,10 +95,38 @@ static bool on_fast(void *ud, struct http_request *req, struct http_reply *reply
 	return false;
 }
 
+static int rerun_marker;
+static atomic_int completed;
+
+static void *rerun_later(void *arg)
+{
+	usleep(50 * 1000);
+	http_deferred_rerun(arg);
+	return NULL;
+}
+
+static void on_complete(void *ud)
+{
+	atomic_fetch_add((atomic_int *)ud, 1);
+}
+
 static void on_worker(void *ud, struct http_request *req, struct http_reply *reply)
 {
 	atomic_fetch_add(&worker_calls, 1);
 	const char *path = http_path(req);
+	if (strcmp(path, "/worker-rerun") == 0) {
+		if (http_request_data(req) != &rerun_marker) { /* first run: wait for a turn */
+			http_request_set_data(req, &rerun_marker);
+			pthread_t t;
+			pthread_create(&t, NULL, rerun_later, http_reply_defer(reply));
+			pthread_detach(t);
+			return;
+		}
+		text(reply, 200, "rerun");
+		assert_true(http_reply_is_plain(reply));
+		http_request_on_complete(req, on_complete, &completed);
+		return;
+	}
 	if (strcmp(path, "/worker-defer") == 0) {
 		defer(req, reply, 50);
 		usleep(150 * 1000); /* the finish comes first: the worker's return must still be safe */
@@ -200,6 +229,20 @@ static void test_worker_deferred(void **state)
 	expect("PUT", "/worker-defer", "body", 202, "deferred PUT body");
 }
 
+/* The handler runs twice: deferred on its first run, run again by another thread's rerun; the
+ * completion callback runs once the reply went. */
+static void test_worker_rerun(void **state)
+{
+	int w = atomic_load(&worker_calls), c = atomic_load(&completed);
+	int64_t t0 = mono_ms();
+	expect("GET", "/worker-rerun", NULL, 200, "rerun");
+	assert_true(mono_ms() - t0 >= 50);
+	assert_int_equal(atomic_load(&worker_calls), w + 2);
+	for (int i = 0; i < 100 && atomic_load(&completed) == c; i++)
+		usleep(10 * 1000);
+	assert_int_equal(atomic_load(&completed), c + 1);
+}
+
 static void test_body_over_cap(void **state)
 {
 	int fast = atomic_load(&fast_calls);
@@ -266,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_to_worker_with_data),
 		cmocka_unit_test(test_deferred),
 		cmocka_unit_test(test_worker_deferred),
+		cmocka_unit_test(test_worker_rerun),
 		cmocka_unit_test(test_body_over_cap),
 		cmocka_unit_test(test_client_leaves),
 		cmocka_unit_test(test_stop_with_deferred),
