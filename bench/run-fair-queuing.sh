@@ -4,7 +4,7 @@
 # run, rounds interleaved.
 #
 # One etcd; two ursa-tp-apiservers on it at once, plain HTTP on loopback, default flags (16
-# workers; fair: 8 tenant seats, 4 per tenant): FAIR and FIFO (--fair-queuing=false). Tenant
+# workers; fair: 8 tenant seats, 6 per tenant): FAIR and FIFO (--fair-queuing=false). Tenant
 # heavy holds PODS pods (about 1.5 KB each) in its namespace default; tenant light holds 10.
 # In each round, for FAIR then FIFO: "idle": light's user GETs one of its pods by name, one
 # request at a time, 10 ms apart, for SECS seconds (bench/ursa-load fairness --clients 0);
@@ -14,12 +14,16 @@
 # p99 ratio at most 2), and the heavy LISTs/s each server sustained. Only the bench runs.
 #
 # usage: bench/run-fair-queuing.sh [BUILD_DIR]
-# Knobs (environment): ROUNDS (3), SECS (10), CLIENTS (64), PODS (3000).
+# Knobs (environment): ROUNDS (3), SECS (10), CLIENTS (64), PODS (3000), HEAVY_PATH (what heavy's
+# clients GET; default its pods' list; /api/v1/namespaces/default/pods/p-0 measures what fair
+# queuing costs a tenant alone on its partition: its GETs/s with and without), FAIR_ARGS (more
+# flags for FAIR's server, e.g. "--tenant-seats 12").
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build}" 2>/dev/null && pwd) || { echo "run-fair-queuing.sh: build dir not found" >&2; exit 1; }
 : "${ROUNDS:=3}" "${SECS:=10}" "${CLIENTS:=64}" "${PODS:=3000}"
+: "${HEAVY_PATH:=/api/v1/namespaces/default/pods}"
 ETCD_BIN=${ETCD_BIN:-$(command -v etcd || true)}
 APISERVER=$BUILD/src/tenant-partition/ursa-tp-apiserver
 LOAD=$BUILD/bench/ursa-load
@@ -44,6 +48,8 @@ for s in FAIR FIFO; do
 	port=$("$LOAD" free-port)
 	extra=()
 	[ "$s" = FIFO ] && extra=(--fair-queuing=false)
+	# shellcheck disable=SC2206 # split at spaces, as documented
+	[ "$s" = FAIR ] && extra=(${FAIR_ARGS:-})
 	"$APISERVER" --listen "127.0.0.1:$port" --etcd-servers "$ETCD_URL" --token-auth-file "$TMP/tokens.csv" \
 		--partition-id tp-1 "${extra[@]}" >"$TMP/apiserver-$s.log" 2>&1 &
 	PIDS+=("$!")
@@ -58,15 +64,17 @@ for t in heavy light; do
 done
 "$LOAD" create-pods --server "${URL[FAIR]}" --token "$ADMIN" --tenant heavy --namespace default --clients 8 \
 	--count "$PODS" --duration 600 >"$TMP/create.out" 2>&1 || die "creating heavy's pods failed"
-for i in $(seq 0 9); do
-	api POST /api/v1/tenants/light/namespaces/default/pods \
-		"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-$i\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}" 201,409
+for t in light heavy; do
+	for i in $(seq 0 9); do
+		api POST "/api/v1/tenants/$t/namespaces/default/pods" \
+			"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-$i\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}" 201,409
+	done
 done
 
 phase() { # phase SERVER CLIENTS: prints "p50 p99 heavy_per_s code429"
 	local out=$TMP/phase.out
 	timeout -k 10 $((SECS + 60)) "$LOAD" fairness --server "${URL[$1]}" --token "$HEAVY" \
-		--path /api/v1/namespaces/default/pods --clients "$2" --probe-token "$LIGHT" \
+		--path "$HEAVY_PATH" --clients "$2" --probe-token "$LIGHT" \
 		--probe-path /api/v1/namespaces/default/pods/p-0 --duration "$SECS" --timeout 120 >"$out" 2>&1 ||
 		{ tail -5 "$out" >&2; die "fairness run failed"; }
 	local p50 p99 hps c429
@@ -76,7 +84,7 @@ phase() { # phase SERVER CLIENTS: prints "p50 p99 heavy_per_s code429"
 	echo "$p50 $p99 $hps ${c429:-0} $(bench_result_field "$out" heavy_bytes)"
 }
 
-echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) rounds=$ROUNDS secs=$SECS clients=$CLIENTS pods=$PODS $(nproc) cores; load: $(uptime | sed 's/.*load average: //')"
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) rounds=$ROUNDS secs=$SECS clients=$CLIENTS pods=$PODS heavy=$HEAVY_PATH fair_args=\"${FAIR_ARGS:-}\" $(nproc) cores; load: $(uptime | sed 's/.*load average: //')"
 echo "# per round: server round phase light_p50_ms light_p99_ms heavy_lists_per_s heavy_429s bytes_per_list"
 declare -A RES
 for r in $(seq "$ROUNDS"); do

@@ -33,9 +33,9 @@ struct apiserver_options {
 	size_t nresources;
 	/* Fair shares (apiserver/fairshare.c): tenants' requests take seats of at most tenant_seats
 	 * (0: no fair queuing: every request goes straight to a worker, first come first served),
-	 * one tenant at most seats_per_tenant of them (0: half); the rest wait in shuffle-sharded
-	 * queues of queue_length (0: 50) for at most queue_wait_s (0: 15) seconds. A tenant may hold
-	 * max_watches_per_tenant watches (0: no limit). */
+	 * one tenant at most seats_per_tenant of them (0: three quarters); the rest wait in
+	 * shuffle-sharded queues of queue_length (0: 50) for at most queue_wait_s (0: 15) seconds.
+	 * A tenant may hold max_watches_per_tenant watches (0: no limit). */
 	unsigned tenant_seats, seats_per_tenant, queue_length, queue_wait_s, max_watches_per_tenant;
 	/* Start without serving: apiserver_listen serves (e.g. once the system namespaces exist). */
 	bool defer_listen;

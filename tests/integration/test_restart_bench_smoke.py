@@ -26,7 +26,7 @@ def figures(err):
 
 def test_smoke_run_kills_restarts_and_reports():
     env = dict(os.environ, PODS="300", CONFIGMAPS="100", NODES="10", KUBELETS="2", LEASE_SECONDS="8",
-               BEFORE="4", AFTER="8", RATE="50", LOAD_CLIENTS="4", SETTLE_TIMEOUT="60", QUIET_SECONDS="5")
+               BEFORE="4", AFTER="20", RATE="50", LOAD_CLIENTS="4", SETTLE_TIMEOUT="60", QUIET_SECONDS="5")
     p = subprocess.run([SCRIPT, h.BUILD_DIR], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=170)
     out, err = p.stdout.decode(), p.stderr.decode()
     assert p.returncode == 0, (p.returncode, out[-3000:], err[-4000:])
@@ -39,6 +39,8 @@ def test_smoke_run_kills_restarts_and_reports():
     assert r["ready"] is not None and 0 < r["ready"] < 8, r
     assert r["first_ok"] is not None and 0 < r["first_ok"] < 8, r
     # the scheduler, controller manager and kubelets watch the new server, whether they relisted or resumed
+    # (within AFTER: 8 s was too short twice on a loaded machine: an informer that failed while the server
+    # was down retries after 1, 2, 4, 8 s, ...; src/common/client/informer.c)
     assert r["watches"] >= 3, r
     assert r["etcd_30"] is not None and r["etcd_30"] > 0 and r["tp_30"] is not None and r["tp_30"] > 0, r
     assert "| s after kill | creates ok |" in out and "### Restart of a tenant partition" in out, out[-3000:]

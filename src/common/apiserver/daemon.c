@@ -144,7 +144,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		{ "tenant-seats", OPT_INT, &a.tenant_seats,
 		  "requests of tenants executing at once, a LIST of a large kind counting as several (default: half the workers)" },
 		{ "seats-per-tenant", OPT_INT, &a.seats_per_tenant,
-		  "of those, at most this many for one tenant, so that another's request finds one free (default: half)" },
+		  "of those, at most this many for one tenant, so that another's request finds one free (default: three quarters)" },
 		{ "tenant-queue-length", OPT_INT, &a.queue_length,
 		  "requests waiting in one queue (a tenant joins the shortest of 6 of 64); more get 429" },
 		{ "queue-wait-seconds", OPT_INT, &a.queue_wait, "a request waiting longer for a seat gets 429" },

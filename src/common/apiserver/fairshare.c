@@ -73,7 +73,7 @@ void fairshare_start(struct apiserver *s)
 	struct fairq_level_config lv[] = {
 		[LEVEL_EXEMPT] = { .name = "exempt", .seats = 0, .queues = 1, .hand = 1 },
 		[LEVEL_WORKLOAD] = { .name = "workload", .seats = o->tenant_seats,
-				     .flow_seats = o->seats_per_tenant ? o->seats_per_tenant : (o->tenant_seats + 1) / 2,
+				     .flow_seats = o->seats_per_tenant ? o->seats_per_tenant : o->tenant_seats - o->tenant_seats / 4,
 				     .queues = 64, .hand = 6, .queue_length = o->queue_length ? o->queue_length : 50 },
 	};
 	struct fairshare *f = xcalloc(1, sizeof(*f));
