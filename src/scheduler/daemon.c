@@ -690,11 +690,11 @@ static void on_started(void *ud)
 static void on_stopped(void *ud)
 {
 	struct sched_daemon *d = ud;
+	if (atomic_load(&d->stop))
+		return; /* stopping: the daemon skeleton freed the health server before its stop */
 	health_set_leader(d->health, false);
-	if (!atomic_load(&d->stop)) {
-		log_error("lost leadership", "identity=\"%s\"", d->identity);
-		atomic_store(&d->lost, true);
-	}
+	log_error("lost leadership", "identity=\"%s\"", d->identity);
+	atomic_store(&d->lost, true);
 }
 
 static void requeue_unschedulable(struct sched_daemon *d)

@@ -84,7 +84,7 @@ static int ensure_update_revision(struct sts_ctx *c)
 	json_array_foreach(c->revs, i, r) {
 		if (!sts_revision_matches(json_object_get(r, "data"), c->set))
 			continue;
-		const char *rn = json_path_str(r, "metadata.name");
+		char *rn = xstrdup(json_path_str(r, "metadata.name")); /* r goes if the PUT replaces it */
 		long long v = json_integer_value(json_object_get(r, "revision"));
 		if (v + 1 < next) {
 			json_t *body = json_deep_copy(r), *resp = NULL;
@@ -96,11 +96,12 @@ static int ensure_update_revision(struct sts_ctx *c)
 			json_decref(body);
 			if (code != 200) {
 				json_decref(resp);
+				free(rn);
 				return code == 409 ? E_CONFLICT : E_UNAVAILABLE;
 			}
 			json_array_set_new(c->revs, i, resp);
 		}
-		c->upd_rev = xstrdup(rn);
+		c->upd_rev = rn;
 		return 0;
 	}
 	json_t *data = sts_revision_data(c->set);
