@@ -243,33 +243,33 @@ static int ip_quiet(const char *op, const char *addr, const char *br)
 	return run_q(argv, NULL, NULL, strcmp(op, "del") == 0);
 }
 
+/* /sys/class/net/<br>/<attr> without its newline (new string), or NULL. */
+static char *bridge_attr(const char *br, const char *attr)
+{
+	char *path = xasprintf("/sys/class/net/%s/%s", br, attr), *v = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		v = read_fd(fd, NULL);
+		v[strcspn(v, "\n")] = '\0';
+		close(fd);
+	}
+	free(path);
+	return v;
+}
+
 /* A bridge takes the lowest MAC of its ports unless one was set: a port's going could change it,
  * and with it every pod's neighbour entry of the gateway would be wrong (and the node's neighbour
  * table of the bridge flushed). The bridge keeps the MAC it has now once it is set explicitly. */
 static void pin_bridge_mac(const char *br)
 {
-	char path[96], type[8] = "", mac[32] = "";
-	snprintf(path, sizeof(path), "/sys/class/net/%s/addr_assign_type", br);
-	FILE *f = fopen(path, "re");
-	if (f) {
-		if (!fgets(type, sizeof(type), f))
-			type[0] = '\0';
-		fclose(f);
+	char *type = bridge_attr(br, "addr_assign_type"), *mac = NULL;
+	if (type && type[0] != '3' && (mac = bridge_attr(br, "address"))) { /* 3: NET_ADDR_SET */
+		char *argv[] = { "ip", "link", "set", "dev", (char *)br, "address", mac, NULL };
+		if (run(argv, NULL, NULL) != 0)
+			fprintf(stderr, "ursa-cni: cannot pin the MAC of %s\n", br);
 	}
-	if (type[0] == '3') /* NET_ADDR_SET */
-		return;
-	snprintf(path, sizeof(path), "/sys/class/net/%s/address", br);
-	f = fopen(path, "re");
-	if (!f || !fgets(mac, sizeof(mac), f)) {
-		if (f)
-			fclose(f);
-		return;
-	}
-	fclose(f);
-	mac[strcspn(mac, "\n")] = '\0';
-	char *argv[] = { "ip", "link", "set", "dev", (char *)br, "address", mac, NULL };
-	if (run(argv, NULL, NULL) != 0)
-		fprintf(stderr, "ursa-cni: cannot pin the MAC of %s\n", br);
+	free(type);
+	free(mac);
 }
 
 /* Block blk's gateway on bridge br (kept when there), and forwarding on: pods of one bridge in

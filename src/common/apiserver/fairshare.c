@@ -12,7 +12,6 @@
  * hold a seat while they start and then count against the tenant's watch limit. */
 #include "internal.h"
 #include "ursa/fairq.h"
-#include "ursa/log.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 #include <pthread.h>
