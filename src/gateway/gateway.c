@@ -7,7 +7,16 @@
  * be, and a plain request to one partition is forwarded through the plain-request loop
  * (plain.c) with its reply deferred, so it never occupies a worker. Everything that blocks
  * (streams waiting for their headers, merged lists, discovery, tenant and node placement) goes
- * on to on_request on an HTTP worker, with the admitted call attached to the request. */
+ * on to on_request on an HTTP worker, with the admitted call attached to the request.
+ *
+ * A tenant moving between partitions (move.c): a plain request of the tenant that its partition
+ * refuses with 429 and X-Ursa-Tenant-Moving is held (on_forwarded -> hold): parked in the plain
+ * loop, sent again to the tenant's partition as soon as the registry's change hook reports a new
+ * placement or MOVE_HOLD_STEP_MS passes, until --move-hold-seconds are spent (the last 429 is then
+ * passed on). No thread waits meanwhile. A watch of the tenant goes through
+ * upstream_tenant_watch, which continues it on the new partition after the switch. Requests that
+ * go to a worker (forward(): discovery's fallbacks and such, never a tenant's writes) are not
+ * held. */
 #include <curl/curl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,6 +66,7 @@ struct call {
 	char *path;
 	struct upstream_req rq;
 	struct http_deferred *deferred;
+	int64_t held_since_ms; /* held (the tenant is moving) since then; 0: not held */
 	char *deny_reason; /* a 403's message (the gateway's or the partition's), for the audit log */
 };
 
@@ -81,23 +91,6 @@ static void reply_status(struct http_reply *reply, int err, const char *fmt, ...
 static bool url_safe(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~/:@!$&'()*+,;=", c);
-}
-
-/* True if the raw (percent-encoded) key k of length n decodes to name, decoding as
- * libmicrohttpd does on the partition ("%XX" only). */
-static bool key_is(const char *k, size_t n, const char *name)
-{
-	size_t j = 0;
-	for (size_t i = 0; i < n; i++, j++) {
-		char c = k[i];
-		if (c == '%' && i + 2 < n && hex_digit(k[i + 1]) >= 0 && hex_digit(k[i + 2]) >= 0) {
-			c = (char)(hex_digit(k[i + 1]) * 16 + hex_digit(k[i + 2]));
-			i += 2;
-		}
-		if (!name[j] || name[j] != c)
-			return false;
-	}
-	return name[j] == '\0';
 }
 
 /* Parameters a merged (fanned-out) request does not pass on as is: paging (merged lists are
@@ -126,7 +119,7 @@ static char *upstream_path(struct http_request *req, bool fanout, const char *rv
 		size_t klen = eq ? (size_t)(eq - q) : len;
 		bool drop = len == 0;
 		for (size_t i = 0; fanout && !drop && i < ARRAY_SIZE(fanout_dropped); i++)
-			drop = key_is(q, klen, fanout_dropped[i]);
+			drop = query_key_is(q, klen, fanout_dropped[i]);
 		if (!drop) {
 			/* As sent, except bytes a URL may not hold raw (already-encoded ones stay). */
 			buf_addch(&b, sep);
@@ -208,7 +201,12 @@ static void forward(struct call *c, struct partition *p)
 	char *path = upstream_path(c->req, false, NULL);
 	struct upstream_req rq = base_req(c, path);
 	if (wants_stream(c) && strcmp(rq.method, "GET") == 0) {
-		upstream_stream(p, &rq, c->reply);
+		/* One tenant's watch on its partition may follow the tenant to another one; merged
+		 * watches (fan_out) and log -f end with their partitions as before. */
+		if (c->rt.kind == RT_TENANT && c->rt.watch)
+			upstream_tenant_watch(p, &rq, c->g->reg, c->rt.tenant, c->reply);
+		else
+			upstream_stream(p, &rq, c->reply);
 		free(path);
 		return;
 	}
@@ -738,6 +736,28 @@ static void metrics(struct call *c)
 		 "# HELP gateway_requests_in_flight Plain requests forwarded to partitions and not answered yet.\n"
 		 "# TYPE gateway_requests_in_flight gauge\ngateway_requests_in_flight %ld\n",
 		 upstream_streams_open(), upstream_legs_open(), upstream_stream_fd_budget(), plain_in_flight());
+	struct move_stats ms;
+	move_stats_get(&ms);
+	buf_addf(&b,
+		 "# HELP gateway_move_held_requests Requests of a moving tenant held now.\n"
+		 "# TYPE gateway_move_held_requests gauge\ngateway_move_held_requests %ld\n"
+		 "# HELP gateway_move_held_requests_total Requests held because their tenant was moving (429 with "
+		 "X-Ursa-Tenant-Moving).\n"
+		 "# TYPE gateway_move_held_requests_total counter\ngateway_move_held_requests_total %ld\n"
+		 "# HELP gateway_move_held_resends_total Held requests sent again to their tenant's partition.\n"
+		 "# TYPE gateway_move_held_resends_total counter\ngateway_move_held_resends_total %ld\n"
+		 "# HELP gateway_move_held_expired_total Held requests whose 429 was passed on after --move-hold-seconds.\n"
+		 "# TYPE gateway_move_held_expired_total counter\ngateway_move_held_expired_total %ld\n"
+		 "# HELP gateway_move_hold_seconds_total Time held requests spent held, in all.\n"
+		 "# TYPE gateway_move_hold_seconds_total counter\ngateway_move_hold_seconds_total %.3f\n"
+		 "# HELP gateway_move_watches_bridged_total Watches continued on the partition their tenant moved to.\n"
+		 "# TYPE gateway_move_watches_bridged_total counter\ngateway_move_watches_bridged_total %ld\n"
+		 "# HELP gateway_move_watch_waits_total Ended tenant watches that waited for a placement change.\n"
+		 "# TYPE gateway_move_watch_waits_total counter\ngateway_move_watch_waits_total %ld\n"
+		 "# HELP gateway_move_watch_bridge_failures_total Continued watches the new partition refused.\n"
+		 "# TYPE gateway_move_watch_bridge_failures_total counter\ngateway_move_watch_bridge_failures_total %ld\n",
+		 plain_parked(), ms.held, ms.resent, ms.expired, (double)ms.held_ms / 1000.0, ms.bridged,
+		 ms.bridge_waits, ms.bridge_failed);
 	http_reply_set(c->reply, 200, "text/plain; version=0.0.4", &b);
 }
 
@@ -875,10 +895,91 @@ static bool admit(struct call *c)
 	return true;
 }
 
-/* The partition answered (loop thread): relay, then finish the client's deferred reply. */
+static void on_forwarded(void *ud, int err, struct upstream_resp *resp);
+
+/* A held call is done being held (answered now): its time goes to the counters. */
+static void hold_end(struct call *c, bool expired)
+{
+	if (!c->held_since_ms)
+		return;
+	move_count_hold(0, 0, expired, (long)(mono_ms() - c->held_since_ms));
+	c->held_since_ms = 0;
+}
+
+/* Sends a held call again, to p (taken; NULL: the tenant is gone from the registry). */
+static void resend(struct call *c, struct partition *p)
+{
+	if (!p) {
+		hold_end(c, false);
+		reply_status(c->reply, E_NOT_FOUND, "tenant \"%s\" is not known to this region", c->rt.tenant);
+		struct http_deferred *d = c->deferred;
+		call_end(c);
+		http_deferred_finish(d);
+		return;
+	}
+	move_count_hold(0, 1, 0, 0);
+	partition_unref(c->p);
+	c->p = p;
+	plain_forward(p, &c->rq, on_forwarded, c);
+}
+
+/* The park of a held call ended: its tenant's placement changed or its wait passed (send it again
+ * to the tenant's partition), or the gateway is stopping (answer as the partition did). */
+static void on_hold_over(void *ud, bool cancelled)
+{
+	struct call *c = ud;
+	if (!cancelled) {
+		resend(c, registry_tenant_partition(c->g->reg, c->rt.tenant));
+		return;
+	}
+	hold_end(c, true);
+	http_reply_header(c->reply, "Retry-After", "1");
+	http_reply_header(c->reply, MOVING_HEADER, c->rt.tenant);
+	reply_status(c->reply, E_TOO_MANY, "tenant \"%s\" is moving to another partition; retry", c->rt.tenant);
+	struct http_deferred *d = c->deferred;
+	call_end(c);
+	http_deferred_finish(d);
+}
+
+/* A 429 with MOVING_HEADER (loop thread): true when the call is held (parked, or sent again at
+ * once); false when the answer is to be relayed (with the headers a client retries by). */
+static bool hold(struct call *c, struct upstream_resp *resp)
+{
+	int64_t now = mono_ms(), budget = c->g->o.move_hold_s * 1000;
+	const char *tenant = c->rt.kind == RT_TENANT ? c->rt.tenant : NULL;
+	struct partition *cur = tenant ? registry_tenant_partition(c->g->reg, tenant) : NULL;
+	enum move_hold d = move_hold_decide(resp->status, resp->moving, tenant, c->p->id, cur ? cur->id : NULL,
+					    c->held_since_ms ? now - c->held_since_ms : 0, budget);
+	if (d == MOVE_PASS) {
+		partition_unref(cur);
+		hold_end(c, c->held_since_ms != 0);
+		http_reply_header(c->reply, "Retry-After", "1");
+		http_reply_header(c->reply, MOVING_HEADER, resp->moving);
+		return false;
+	}
+	if (!c->held_since_ms) {
+		c->held_since_ms = now;
+		move_count_hold(1, 0, 0, 0);
+		log_debug("request held", "tenant=\"%s\" partition=%s method=%s", tenant, c->p->id, c->rq.method);
+	}
+	if (d == MOVE_RESEND) {
+		resend(c, cur);
+		return true;
+	}
+	partition_unref(cur);
+	int64_t due = now + MOVE_HOLD_STEP_MS, end = c->held_since_ms + budget;
+	plain_park(c->rt.tenant, due < end ? due : end, on_hold_over, c);
+	return true;
+}
+
+/* The partition answered (loop thread): relay, then finish the client's deferred reply. A 429
+ * for a moving tenant may hold the call instead (hold). */
 static void on_forwarded(void *ud, int err, struct upstream_resp *resp)
 {
 	struct call *c = ud;
+	if (!err && resp->status == 429 && resp->moving && hold(c, resp))
+		return;
+	hold_end(c, false);
 	if (err == E_UNAVAILABLE)
 		reply_status(c->reply, E_UNAVAILABLE, "partition %s is unavailable", c->p->id);
 	else if (err)
@@ -972,6 +1073,14 @@ out:
 	call_end(c);
 }
 
+/* The registry applied a change of tenant's record (NULL: a reload): its held requests go
+ * again now (registry_on_tenant_change's thread, under its lock: plain_unpark only queues). */
+static void on_placement_change(void *ud, const char *tenant)
+{
+	(void)ud;
+	plain_unpark(tenant);
+}
+
 struct gateway *gateway_start(const struct gw_options *o, char **ret_err)
 {
 	struct gateway *g = xcalloc(1, sizeof(*g));
@@ -994,6 +1103,7 @@ struct gateway *gateway_start(const struct gw_options *o, char **ret_err)
 		goto fail;
 	}
 	g->reg = registry_new(g->etcd, o->etcd_prefix);
+	registry_on_tenant_change(g->reg, on_placement_change, NULL);
 	if (registry_start(g->reg) != 0) {
 		*ret_err = xasprintf("cannot load the registry from etcd %s", o->etcd_servers);
 		goto fail;

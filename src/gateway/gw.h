@@ -86,22 +86,43 @@ void partition_unref(struct partition *p);
 /* Parses a partition record {"kind":"tp"|"rm","endpoints":[..],"zone":..}. New, refs 1, or NULL. */
 struct partition *partition_parse(const char *id, const char *json, size_t len);
 
+/* Where a tenant came from when its record was rewritten by a live move (`ursactl tenant move`,
+ * docs/migration.md): the record's optional "moved" object
+ * {"from":"tp-1","fromRevision":F,"toRevision":S,"move":"<id>"}. F is the last revision of the
+ * source's etcd with a change of the tenant, S the revision of the target's etcd at which the
+ * target holds exactly the tenant's state as of F: a watch that saw everything up to F on the
+ * source goes on at the target from resourceVersion S without a gap or a repeat (stream.c). */
+struct tenant_moved {
+	char *from;          /* partition id */
+	int64_t from_rev, to_rev;
+	char *move;          /* the move's id, may be NULL */
+};
+
 struct tenant_rec {
 	char *partition;
 	bool pending;        /* creation in flight (or abandoned: the reconciler decides) */
 	int64_t since_ms;    /* kept for pending records only (0 for ready ones) */
 	int64_t mod_rev;
+	struct tenant_moved moved; /* from NULL: the record has no (valid) "moved" */
 };
 
-/* A decoded tenant record value {"partition":"tp-1","state":"pending"|"ready","since":<ms>}. */
+/* A decoded tenant record value {"partition":"tp-1","state":"pending"|"ready","since":<ms>},
+ * optionally with "moved":{"from":"tp-1","fromRevision":F,"toRevision":S,"move":"<id>"}. */
 struct tenant_val {
 	struct sv partition; /* into the parsed text, or into scratch */
 	bool pending;
 	int64_t since_ms;
+	/* "moved", kept when it names a partition (1..253 bytes, no NUL) and a toRevision > 0;
+	 * views into the parsed text, or into scratch (after the partition) */
+	bool has_moved;
+	struct sv moved_from, move_id;
+	int64_t moved_from_rev, moved_to_rev;
 };
-/* Decodes a tenant record without building a JSON tree when it is a flat object of plain strings
- * and integers (what the gateway writes); anything else goes through jansson, with the result's
- * partition copied into scratch. 0, or -1 when it names no partition (or an id over 253 bytes). */
+/* Decodes a tenant record without building a JSON tree when it is an object of plain strings
+ * and integers (what the gateway writes), with at most a "moved" object of the same kind in it;
+ * anything else goes through jansson, with the result's strings copied into scratch. 0, or -1
+ * when it names no partition (or an id over 253 bytes). A "moved" that is not an object of the
+ * expected members is ignored (has_moved false), not an error: the placement itself stands. */
 int tenant_val_parse(const char *json, size_t len, struct tenant_val *ret, struct buf *scratch);
 
 struct registry;
@@ -147,9 +168,16 @@ struct partition **registry_partitions(struct registry *r, bool rm, size_t *ret_
 void partitions_free(struct partition **ps, size_t n);
 /* The tenant partition with fewest tenants among those not down (new ref or NULL). */
 struct partition *registry_pick_tp(struct registry *r);
-/* Copy of a tenant record (caller releases partition) or E_NOT_FOUND. */
+/* Copy of a tenant record (release it with tenant_rec_release) or E_NOT_FOUND. */
 int registry_tenant(struct registry *r, const char *tenant, struct tenant_rec *ret);
 void tenant_rec_release(struct tenant_rec *t);
+/* fn(ud, tenant) after every change of a tenant's record that the registry applies (the watch's
+ * events, this gateway's own writes), tenant NULL after a reload (any may have changed). It runs
+ * on the thread that applied the change with the registry's lock held: it must be quick and must
+ * not call into the registry (plain_unpark is what the gateway passes). One hook; NULL removes it.
+ * Set it before registry_start. */
+typedef void (*registry_change_fn)(void *ud, const char *tenant);
+void registry_on_tenant_change(struct registry *r, registry_change_fn fn, void *ud);
 /* Writes. */
 int registry_assign(struct registry *r, const char *tenant, const char *partition, bool pending, int64_t *ret_rev);
 int registry_confirm(struct registry *r, const char *tenant, const char *partition, int64_t rev);
@@ -183,6 +211,8 @@ struct upstream_resp {
 	char *content_type;
 	char *warning; /* the partition's Warning header(s), joined by ", " (field validation), or NULL */
 	char *etag;    /* the partition's ETag (upstream_do only), or NULL */
+	char *moving;  /* X-Ursa-Tenant-Moving: the tenant a partition refuses writes of while it moves
+			* (with a 429), or NULL */
 	struct buf body;
 };
 /* The Warning headers of c's last response, joined by ", "; NULL if none. Free it. */
@@ -264,8 +294,67 @@ void plain_wake(void *unused);
 void plain_forward(struct partition *p, const struct upstream_req *rq, plain_done_fn done, void *ud);
 /* Transfers in the loop now (for /metrics and tests). */
 long plain_in_flight(void);
+/* Parking (held writes of a moving tenant, gateway.c): fn(ud, false) runs on the loop thread
+ * once due_ms (mono_ms clock) has passed or plain_unpark named key, whichever comes first;
+ * fn(ud, true) instead when the loop quiesces or stops (answer the request, do not send it).
+ * Call on the loop thread only (from a plain_done_fn or a park's fn). key is borrowed and must
+ * stay valid until fn runs. A parked request holds no thread and no connection: the loop waits
+ * for the earliest due time among parked ones. */
+typedef void (*plain_park_fn)(void *ud, bool cancelled);
+void plain_park(const char *key, int64_t due_ms, plain_park_fn fn, void *ud);
+/* Any thread: the parked entries of key (NULL: every one) run at the loop's next turn. Costs an
+ * atomic load when nothing is parked, so it may be called on every placement change (a change
+ * that races with a park is seen when the park is due, at most its wait later). */
+void plain_unpark(const char *key);
+/* Entries parked now (tests). */
+long plain_parked(void);
 
 struct http_reply;
+/* --- tenant moves (move.c): what the gateway does while a tenant moves between partitions ---
+ * (issue 23, docs/migration.md). During a move the source partition answers the tenant's writes
+ * with 429, Retry-After: 1 and MOVING_HEADER: <tenant>; the gateway holds such a write (plain
+ * requests only: parked in the plain loop, no thread waits) and sends it again to the tenant's
+ * partition once its placement changes or every MOVE_HOLD_STEP_MS, for at most
+ * --move-hold-seconds in all, then passes the last 429 on (clients retry 429 themselves). At the
+ * switch the placement record gains "moved" (struct tenant_moved); a single-partition watch of the
+ * tenant whose upstream ends is continued at the new partition from moved.to_rev (stream.c). */
+#define MOVING_HEADER "X-Ursa-Tenant-Moving"
+#define MOVE_HOLD_STEP_MS 100      /* a held write is sent again after this at the latest */
+#define MOVE_BRIDGE_WAIT_MS 3000   /* an ended watch waits this long for its tenant's placement to change */
+#define MOVE_BRIDGE_POLL_MS 25     /* and looks at the registry this often meanwhile */
+enum move_hold {
+	MOVE_PASS,   /* relay the answer */
+	MOVE_HOLD,   /* park the request, then send it again to the tenant's partition */
+	MOVE_RESEND, /* send it again now: the tenant's placement changed since it was sent */
+};
+/* The hold decision for a plain request's answer. status and moving (MOVING_HEADER's value, may
+ * be NULL): the answer; tenant: the request's tenant (NULL: not one tenant's request); sent_to:
+ * the partition it went to; now_on: the tenant's partition now (NULL: unknown); held_ms: how long
+ * it has been held so far; budget_ms: the hold budget (0: never hold). Only a 429 whose
+ * MOVING_HEADER names the request's tenant is held. Pure. */
+enum move_hold move_hold_decide(int status, const char *moving, const char *tenant, const char *sent_to,
+				const char *now_on, int64_t held_ms, int64_t budget_ms);
+/* The path and query of a watch continued on the partition its tenant moved to: path (with its
+ * query, as the source got it) without resourceVersion, resourceVersionMatch and
+ * sendInitialEvents (keys compared percent-decoded), with resourceVersion=rv appended, and a
+ * timeoutSeconds lowered by elapsed_s (to at least 1). New string. Pure. */
+char *move_watch_path(const char *path, int64_t rv, int64_t elapsed_s);
+/* The watch's timeoutSeconds in path's query, or 0 (none, or not a positive integer). Pure. */
+int64_t move_watch_timeout_s(const char *path);
+/* True if the raw (percent-encoded) query key k of length n decodes to name, decoding as
+ * libmicrohttpd does on the partitions ("%XX" only). Pure. */
+bool query_key_is(const char *k, size_t n, const char *name);
+/* Counters for /metrics (any thread): requests held (once each), held requests sent again, held
+ * requests whose last 429 was passed on after the budget, the milliseconds they were held in
+ * all; watches continued on another partition, and ended watches that waited for a placement
+ * change that did not come. */
+struct move_stats {
+	long held, resent, expired, held_ms, bridged, bridge_waits, bridge_failed;
+};
+void move_stats_get(struct move_stats *ret);
+void move_count_hold(long held, long resent, long expired, long held_ms);
+void move_count_bridge(long bridged, long waits, long failed);
+
 /* --- streams (stream.c): one thread runs libcurl's multi interface for every stream ---------- */
 /* Starts / stops the stream loop (gateway_start / gateway_stop). Stop ends every open stream's
  * upstream transfers; call it after http_server_stop. 0 or E_INTERNAL. */
@@ -280,6 +369,17 @@ void streams_tune(long header_wait_ms, long sweep_ms);
  * than the client drains. Waits (bounded) for the partition's response headers: a 200 becomes
  * a stream, anything else is relayed whole. Answers reply in every case. */
 void upstream_stream(struct partition *p, const struct upstream_req *rq, struct http_reply *reply);
+/* upstream_stream for a watch of tenant (not merged): when the partition ends it while the client
+ * is still there, the registry is asked (every MOVE_BRIDGE_POLL_MS, for MOVE_BRIDGE_WAIT_MS)
+ * whether the tenant moved off that partition; if its record names another partition with
+ * moved.from the one that ended, the same watch is opened there from moved.to_rev and its events
+ * go on in the same response (move_watch_path), again after a later move. Otherwise, or when the
+ * watch reached the timeoutSeconds it asked for, the client's stream ends as with
+ * upstream_stream. A refusal by the new partition ends the stream with an ERROR event carrying
+ * its Status. JSON watches only (a protobuf watch ends as before). reg must outlive the stream
+ * loop (streams_stop). */
+void upstream_tenant_watch(struct partition *p, const struct upstream_req *rq, struct registry *reg,
+			   const char *tenant, struct http_reply *reply);
 struct merge_state;
 /* A watch merged over n partitions: ps[i] is watched at paths[i] (path with query, each with its
  * own resourceVersion). Every event line is rewritten by merge_event with ps[i]->id; the first
@@ -464,6 +564,7 @@ struct gw_options {
 	long long workers;         /* processes serving --listen together (workers.c); 1: this one */
 	long long resync_s, sweep_s, pending_grace_s;
 	long long crd_mirror_s;    /* system CRDs copied to the other tenant partitions (reconcile.c) */
+	long long move_hold_s;     /* a moving tenant's writes are held this long at most (0: passed on) */
 };
 struct opt;
 extern const char gw_summary[];

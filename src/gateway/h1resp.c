@@ -138,7 +138,7 @@ void h1_request_head(const struct h1_endpoint *ep, const struct upstream_req *rq
 }
 
 /* --- responses ------------------------------------------------------------------------------ */
-enum { KEEP_NONE, KEEP_CTYPE, KEEP_WARNING, KEEP_ETAG };
+enum { KEEP_NONE, KEEP_CTYPE, KEEP_WARNING, KEEP_ETAG, KEEP_MOVING };
 #define FIELD_MAX 32 /* longer names are none we keep */
 
 static struct h1_parser *P(http_parser *hp)
@@ -167,6 +167,10 @@ static void end_value(struct h1_parser *p)
 	case KEEP_ETAG:
 		if (!r->etag && z > a)
 			r->etag = xstrndup(v->ptr + a, z - a);
+		break;
+	case KEEP_MOVING:
+		if (!r->moving && z > a)
+			r->moving = xstrndup(v->ptr + a, z - a);
 		break;
 	case KEEP_WARNING:
 		if (z == a)
@@ -209,6 +213,7 @@ static int on_header_value(http_parser *hp, const char *at, size_t len)
 		p->want = strcasecmp(f, "Content-Type") == 0 ? KEEP_CTYPE
 			  : strcasecmp(f, "Warning") == 0    ? KEEP_WARNING
 			  : strcasecmp(f, "ETag") == 0       ? KEEP_ETAG
+			  : strcasecmp(f, MOVING_HEADER) == 0 ? KEEP_MOVING
 							     : KEEP_NONE;
 		buf_reset(&p->field);
 	}
@@ -256,7 +261,8 @@ static void clear_resp(struct upstream_resp *r)
 	free(r->content_type);
 	free(r->warning);
 	free(r->etag);
-	r->content_type = r->warning = r->etag = NULL;
+	free(r->moving);
+	r->content_type = r->warning = r->etag = r->moving = NULL;
 	r->status = 0;
 	buf_reset(&r->body);
 }

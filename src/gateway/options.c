@@ -18,7 +18,7 @@ struct opt *gw_options_flags(struct gw_options *o, int *ret_n)
 		.listen = "127.0.0.1:7001", .etcd_servers = "http://127.0.0.1:23991", .etcd_prefix = "/ursa/gateway",
 		.audit_max_mb = 100, .tenant_qps = 100, .tenant_burst = 200, .threads = 32, .workers = 1, .resync_s = 10,
 		.sweep_s = 300,
-		.pending_grace_s = 30, .crd_mirror_s = 5,
+		.pending_grace_s = 30, .crd_mirror_s = 5, .move_hold_s = 5,
 	};
 	const struct opt opts[] = {
 		{ "listen", OPT_STRING, &o->listen, "address:port to serve on" },
@@ -52,6 +52,10 @@ struct opt *gw_options_flags(struct gw_options *o, int *ret_n)
 		{ "crd-mirror-seconds", OPT_INT, &o->crd_mirror_s,
 		  "how often the system tenant's CustomResourceDefinitions are copied from its partition into tenant "
 		  "system of every other tenant partition (and copies whose original is gone deleted)" },
+		{ "move-hold-seconds", OPT_INT, &o->move_hold_s,
+		  "a write the tenant's partition refuses because the tenant is moving (429 with X-Ursa-Tenant-Moving) "
+		  "is held and sent again to the tenant's partition when its placement changes, for at most this long; "
+		  "then the 429 is passed on (0: passed on at once)" },
 	};
 	*ret_n = (int)ARRAY_SIZE(opts);
 	struct opt *r = xmalloc(sizeof(opts));
@@ -63,7 +67,7 @@ int gw_options_check(const struct gw_options *o)
 {
 	if (o->tenant_qps < 0 || o->tenant_burst < 1 || o->threads < 1 || o->threads > 512 || o->workers < 1 || o->workers > 64 ||
 	    o->resync_s < 1 || o->sweep_s < 1 || o->crd_mirror_s < 1 ||
-	    o->pending_grace_s < 1 || o->audit_max_mb < 1) {
+	    o->pending_grace_s < 1 || o->audit_max_mb < 1 || o->move_hold_s < 0 || o->move_hold_s > 60) {
 		fprintf(stderr, "ursa-gateway: a numeric flag is out of range\n");
 		return -1;
 	}

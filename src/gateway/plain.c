@@ -12,6 +12,12 @@
  * are pooled per endpoint by the client (h1conn.c); watches, streams and fan-out stay on
  * libcurl (stream.c, upstream.c).
  *
+ * Parking (plain_park): a write of a tenant that is moving between partitions is held by the
+ * gateway rather than refused (gateway.c, move.c). It waits here as an entry of a list the loop
+ * owns, with a due time the loop's epoll_wait honours, and is woken early by plain_unpark (the
+ * registry's change hook, from the etcd watch thread). Nothing is parked in the common case: the
+ * loop then pays one pointer test per round for it.
+ *
  * Ownership. A job belongs to the submitting thread until it is queued, then to the loop until
  * its done callback has returned. Only the loop thread touches the client and the running
  * list; other threads talk to it through a locked queue and an eventfd that is written only
@@ -47,11 +53,25 @@ struct job {
 	struct job *prev, *next;   /* running list; next is also the queue link */
 };
 
+/* A parked request (loop thread only). */
+struct park {
+	const char *key;
+	int64_t due_ms;
+	plain_park_fn fn;
+	void *ud;
+	struct park *next;
+};
+
+#define UNPARK_KEYS_MAX 64 /* keys queued for the loop; more wake every parked entry */
+
 static struct {
 	pthread_mutex_t lock;
 	bool running, stopping, quiescing, stop_asked;
 	struct job *q_head, *q_tail;
 	int64_t quiesce_at_ms;
+	char *unpark_keys[UNPARK_KEYS_MAX]; /* plain_unpark's keys not yet seen by the loop (owned) */
+	size_t n_unpark;
+	bool unpark_all;
 	/* loop thread only */
 	pthread_t thread;
 	struct http_server *srv;   /* driven here, or NULL */
@@ -59,9 +79,10 @@ static struct {
 	int ep, evfd;
 	struct h1_client *h1;
 	struct job *active;
+	struct park *parked;
 } L = { .lock = PTHREAD_MUTEX_INITIALIZER, .ep = -1, .evfd = -1 };
 
-static atomic_long in_flight;
+static atomic_long in_flight, n_parked;
 static _Thread_local bool on_loop; /* this thread is the loop's */
 
 long plain_in_flight(void) { return atomic_load(&in_flight); }
@@ -153,10 +174,86 @@ static void on_call_done(void *ud, int err, struct upstream_resp *resp)
 	job_end(j, err, err ? NULL : resp);
 }
 
+/* --- parking -------------------------------------------------------------------------------- */
+long plain_parked(void) { return atomic_load(&n_parked); }
+
+void plain_park(const char *key, int64_t due_ms, plain_park_fn fn, void *ud)
+{
+	struct park *k = xcalloc(1, sizeof(*k));
+	*k = (struct park){ .key = key, .due_ms = due_ms, .fn = fn, .ud = ud, .next = L.parked };
+	L.parked = k;
+	atomic_fetch_add(&n_parked, 1);
+}
+
+static void wake(void);
+
+/* Runs the parked entries due by due_by (-1: none is), those of key (NULL: none), or every one
+ * (all); cancelled tells their fn. Entries are taken off the list before their fn runs, so a
+ * fn may park again. */
+static void run_parks(int64_t due_by, const char *key, bool all, bool cancelled)
+{
+	struct park *run = NULL, **pp = &L.parked;
+	while (*pp) {
+		struct park *k = *pp;
+		bool go = all || (due_by >= 0 && k->due_ms <= due_by) || (key && strcmp(k->key, key) == 0);
+		if (go) {
+			*pp = k->next;
+			k->next = run;
+			run = k;
+		} else {
+			pp = &k->next;
+		}
+	}
+	while (run) {
+		struct park *k = run;
+		run = k->next;
+		atomic_fetch_sub(&n_parked, 1);
+		k->fn(k->ud, cancelled);
+		free(k);
+	}
+}
+
+/* The keys plain_unpark queued (loop thread). */
+static void run_unparks(void)
+{
+	char *keys[UNPARK_KEYS_MAX];
+	pthread_mutex_lock(&L.lock);
+	size_t n = L.n_unpark;
+	bool all = L.unpark_all;
+	memcpy(keys, L.unpark_keys, n * sizeof(*keys));
+	L.n_unpark = 0;
+	L.unpark_all = false;
+	pthread_mutex_unlock(&L.lock);
+	if (all)
+		run_parks(-1, NULL, true, false);
+	for (size_t i = 0; i < n; i++) {
+		if (!all && L.parked)
+			run_parks(-1, keys[i], false, false);
+		free(keys[i]);
+	}
+}
+
+void plain_unpark(const char *key)
+{
+	if (!atomic_load(&n_parked))
+		return;
+	pthread_mutex_lock(&L.lock);
+	if (L.running && !L.stopping) {
+		if (!key || L.n_unpark == UNPARK_KEYS_MAX)
+			L.unpark_all = true;
+		else
+			L.unpark_keys[L.n_unpark++] = xstrdup(key);
+		wake(); /* from the loop too: the keys are read when the eventfd is */
+	}
+	pthread_mutex_unlock(&L.lock);
+}
+
 static void cancel_all(void)
 {
 	while (L.active)
 		job_end(L.active, E_UNAVAILABLE, NULL);
+	while (L.parked) /* a cancelled park's fn answers without sending */
+		run_parks(-1, NULL, true, true);
 }
 
 /* --- the loop ------------------------------------------------------------------------------- */
@@ -201,7 +298,7 @@ static bool stop_step(bool *began)
 			http_server_quiesce(L.srv);
 		plain_quiesce(STOP_GRACE_MS);
 	}
-	return !L.active;
+	return !L.active && !L.parked;
 }
 
 /* Runs the server until no reply finished during the run is left waiting (a resume here
@@ -221,6 +318,9 @@ static int wait_ms(int64_t now, bool quiescing, int64_t quiesce_at)
 	if (L.srv_again)
 		return 0;
 	int64_t t = -1, due = h1_client_due(L.h1);
+	for (struct park *k = L.parked; k; k = k->next)
+		if (due < 0 || k->due_ms < due)
+			due = k->due_ms;
 	if (due >= 0)
 		t = due > now ? due - now : 0;
 	if (quiescing && (t < 0 || quiesce_at - now < t))
@@ -233,10 +333,13 @@ static int wait_ms(int64_t now, bool quiescing, int64_t quiesce_at)
 	return (int)t;
 }
 
-/* Calls past their connect limit or deadline. */
+/* Calls past their connect limit or deadline, parked requests due. */
 static void run_timers(void)
 {
-	h1_client_timers(L.h1, mono_ms());
+	int64_t now = mono_ms();
+	h1_client_timers(L.h1, now);
+	if (L.parked)
+		run_parks(now, NULL, false, false);
 }
 
 static void *loop_main(void *arg)
@@ -254,6 +357,8 @@ static void *loop_main(void *arg)
 		int64_t now = mono_ms();
 		if (quiescing && now >= quiesce_at)
 			cancel_all();
+		if (quiescing && L.parked) /* held requests are answered, not sent again */
+			run_parks(-1, NULL, true, true);
 		int n = epoll_wait(L.ep, evs, MAX_EVENTS, wait_ms(now, quiescing, quiesce_at));
 		for (int i = 0; i < n; i++) {
 			uint64_t tag = evs[i].data.u64;
@@ -262,6 +367,7 @@ static void *loop_main(void *arg)
 				ssize_t r = read(L.evfd, &v, sizeof(v));
 				(void)r;
 				run_queue();
+				run_unparks();
 			} else if (tag >= TAG_SOCK) {
 				h1_client_event(L.h1, (int)(tag - TAG_SOCK), evs[i].events);
 			}
@@ -282,6 +388,9 @@ static void *loop_main(void *arg)
 /* --- control -------------------------------------------------------------------------------- */
 static void cleanup(void)
 {
+	for (size_t i = 0; i < L.n_unpark; i++)
+		free(L.unpark_keys[i]);
+	L.n_unpark = 0;
 	h1_client_free(L.h1); /* closes the kept connections */
 	L.h1 = NULL;
 	if (L.ep >= 0)

@@ -2,6 +2,8 @@
  * gateway's etcd:
  *   <prefix>/partitions/<id>  {"kind":"tp"|"rm","endpoints":["https://..."],"zone":"az-1"}
  *   <prefix>/tenants/<name>   {"partition":"tp-1","state":"pending"|"ready","since":<ms>}
+ *                             and after a live move of the tenant also "moved":{"from":"tp-1",
+ *                             "fromRevision":F,"toRevision":S,"move":"<id>"} (struct tenant_moved)
  * plus a node -> resource manager map learned by listing nodes (see reconcile.c).
  *
  * Sized for a million tenants: the first load reads the prefix in pages at one revision (a
@@ -31,6 +33,9 @@ struct tmap {
 	 * that id in the registry's partition map (borrowed) or NULL. Entries live as long as the
 	 * tmap, so tenant entries may point at them. */
 	struct strmap pnames;
+	/* name -> struct tenant_moved * (owned), for records with a "moved" only (moved tenants:
+	 * the million records without one cost nothing more) */
+	struct strmap moved;
 };
 
 struct registry {
@@ -48,6 +53,8 @@ struct registry {
 	void *range_ud;
 	int64_t page;
 	struct registry_load_stats stats;
+	registry_change_fn on_change;
+	void *on_change_ud;
 };
 
 void partition_unref(struct partition *p)
@@ -98,10 +105,26 @@ out:
 	return p;
 }
 
+static void moved_release(struct tenant_moved *m)
+{
+	free(m->from);
+	free(m->move);
+	*m = (struct tenant_moved){ 0 };
+}
+
+static void moved_free(void *v)
+{
+	if (v) {
+		moved_release(v);
+		free(v);
+	}
+}
+
 void tenant_rec_release(struct tenant_rec *t)
 {
 	free(t->partition);
 	t->partition = NULL;
+	moved_release(&t->moved);
 }
 
 void tenant_rec_free(void *v)
@@ -155,18 +178,44 @@ static const char *plain_scalar(const char *p, const char *end, struct sv *ret)
 	return p;
 }
 
-/* Decodes a flat object of plain strings, integers and literals into ret. 0 on success, -1 when
- * the text needs the full parser (escapes, nesting, fractions, anything unexpected). */
-static int tenant_val_scan(const char *p, size_t len, struct tenant_val *ret)
+/* One member of a record: key k, value v (a plain string when str, else an integer n or a
+ * literal). nested: a member of "moved". */
+static void scan_member(struct tenant_val *ret, bool nested, struct sv k, struct sv v, bool str, bool literal,
+			long long n)
 {
-	const char *end = p + len;
-	*ret = (struct tenant_val){ 0 };
-	p = skip_ws(p, end);
+	bool num = !str && !literal;
+	if (nested) {
+		if (sv_eq(k, "from"))
+			ret->moved_from = str ? v : (struct sv){ 0 };
+		else if (sv_eq(k, "move"))
+			ret->move_id = str ? v : (struct sv){ 0 };
+		else if (sv_eq(k, "fromRevision"))
+			ret->moved_from_rev = num ? n : 0;
+		else if (sv_eq(k, "toRevision"))
+			ret->moved_to_rev = num ? n : 0;
+	} else if (sv_eq(k, "partition")) {
+		ret->partition = str ? v : (struct sv){ 0 };
+	} else if (sv_eq(k, "state")) {
+		ret->pending = str && sv_eq(v, "pending");
+	} else if (sv_eq(k, "since")) {
+		ret->since_ms = num ? n : 0;
+	}
+}
+
+/* Decodes an object of plain strings, integers and literals at *pp (its '{') into ret, and
+ * moves *pp past its '}'; at the top (!nested) a member "moved" may be such an object itself.
+ * 0 on success, -1 when the text needs the full parser (escapes, other nesting, fractions,
+ * anything unexpected). */
+static int scan_object(const char **pp, const char *end, struct tenant_val *ret, bool nested)
+{
+	const char *p = *pp;
 	if (p >= end || *p++ != '{')
 		return -1;
 	p = skip_ws(p, end);
-	if (p < end && *p == '}')
-		return skip_ws(p + 1, end) == end ? 0 : -1;
+	if (p < end && *p == '}') {
+		*pp = p + 1;
+		return 0;
+	}
 	struct sv keys[16]; /* a repeated key is refused, as jansson does; more keys: jansson's job */
 	size_t nkeys = 0;
 	for (;;) {
@@ -181,47 +230,85 @@ static int tenant_val_scan(const char *p, size_t len, struct tenant_val *ret)
 		if (p >= end || *p++ != ':')
 			return -1;
 		p = skip_ws(p, end);
-		bool str = p < end && *p == '"';
-		if (!(p = str ? plain_string(p, end, &v) : plain_scalar(p, end, &v)))
-			return -1;
-		long long n;
-		bool literal = !str && (sv_eq(v, "true") || sv_eq(v, "false") || sv_eq(v, "null"));
-		if (!str && !literal && parse_int64_sv(v, &n) != 0)
-			return -1; /* floats, big numbers, junk: left to jansson */
-		if (sv_eq(k, "partition")) {
-			ret->partition = str ? v : (struct sv){ 0 };
-		} else if (sv_eq(k, "state")) {
-			ret->pending = str && sv_eq(v, "pending");
-		} else if (sv_eq(k, "since")) {
-			ret->since_ms = str || literal ? 0 : n;
+		if (!nested && p < end && *p == '{') {
+			if (!sv_eq(k, "moved") || scan_object(&p, end, ret, true) != 0)
+				return -1;
+			ret->has_moved = true;
+		} else {
+			bool str = p < end && *p == '"';
+			if (!(p = str ? plain_string(p, end, &v) : plain_scalar(p, end, &v)))
+				return -1;
+			long long n = 0;
+			bool literal = !str && (sv_eq(v, "true") || sv_eq(v, "false") || sv_eq(v, "null"));
+			if (!str && !literal && parse_int64_sv(v, &n) != 0)
+				return -1; /* floats, big numbers, junk: left to jansson */
+			scan_member(ret, nested, k, v, str, literal, n);
 		}
 		p = skip_ws(p, end);
 		if (p < end && *p == ',') {
 			p = skip_ws(p + 1, end);
 			continue;
 		}
-		if (p < end && *p == '}')
-			return skip_ws(p + 1, end) == end ? 0 : -1;
+		if (p < end && *p == '}') {
+			*pp = p + 1;
+			return 0;
+		}
 		return -1;
 	}
 }
 
-/* The same record through jansson (what the fast path cannot take). The partition view points
- * into scratch. */
+static int tenant_val_scan(const char *p, size_t len, struct tenant_val *ret)
+{
+	const char *end = p + len;
+	*ret = (struct tenant_val){ 0 };
+	p = skip_ws(p, end);
+	if (scan_object(&p, end, ret, false) != 0)
+		return -1;
+	return skip_ws(p, end) == end ? 0 : -1;
+}
+
+/* A string member of j appended to scratch with its NUL: its offset there in *ret_off and its
+ * length returned (0 when it is missing, not a string, empty or holds a NUL: \u0000). */
+static size_t json_str_into(json_t *j, const char *key, struct buf *scratch, size_t *ret_off)
+{
+	json_t *s = json_object_get(j, key);
+	size_t n = json_string_length(s);
+	if (!json_is_string(s) || !n || strlen(json_string_value(s)) != n)
+		return 0;
+	*ret_off = scratch->len;
+	buf_add(scratch, json_string_value(s), n);
+	buf_addch(scratch, '\0');
+	return n;
+}
+
+/* The same record through jansson (what the fast path cannot take). The views point into
+ * scratch. */
 static int tenant_val_json(const char *json, size_t len, struct tenant_val *ret, struct buf *scratch)
 {
 	json_t *j = json_parse_limited(json, len, 4, NULL);
-	const char *part = json_str(j, "partition");
 	const char *state = json_str(j, "state");
+	size_t part_off = 0, from_off = 0, id_off = 0, part_len, from_len = 0, id_len = 0;
 	int rc = -1;
 	*ret = (struct tenant_val){ 0 };
-	/* An id with a NUL in it (\u0000) names no partition. */
-	if (part && strlen(part) == json_string_length(json_object_get(j, "partition"))) {
-		buf_reset(scratch);
-		buf_adds(scratch, part);
-		ret->partition = (struct sv){ buf_cstr(scratch), scratch->len };
+	buf_reset(scratch);
+	part_len = json_str_into(j, "partition", scratch, &part_off);
+	if (part_len) {
 		ret->pending = state && strcmp(state, "pending") == 0;
 		ret->since_ms = json_integer_value(json_object_get(j, "since"));
+		json_t *m = json_object_get(j, "moved");
+		if (json_is_object(m)) {
+			ret->has_moved = true;
+			from_len = json_str_into(m, "from", scratch, &from_off);
+			id_len = json_str_into(m, "move", scratch, &id_off);
+			ret->moved_from_rev = json_integer_value(json_object_get(m, "fromRevision"));
+			ret->moved_to_rev = json_integer_value(json_object_get(m, "toRevision"));
+		}
+		/* scratch is complete: views into it now stay valid */
+		ret->partition = (struct sv){ scratch->ptr + part_off, part_len };
+		if (from_len)
+			ret->moved_from = (struct sv){ scratch->ptr + from_off, from_len };
+		if (id_len)
+			ret->move_id = (struct sv){ scratch->ptr + id_off, id_len };
 		rc = 0;
 	}
 	json_decref(j);
@@ -235,6 +322,15 @@ int tenant_val_parse(const char *json, size_t len, struct tenant_val *ret, struc
 	if (!ret->partition.len || ret->partition.len > MAX_PARTITION_ID ||
 	    memchr(ret->partition.ptr, '\0', ret->partition.len))
 		return -1;
+	/* A "moved" the bridge could not use is no "moved" (the placement itself stands). */
+	if (ret->has_moved && (!ret->moved_from.len || ret->moved_from.len > MAX_PARTITION_ID ||
+			       memchr(ret->moved_from.ptr, '\0', ret->moved_from.len) || ret->moved_to_rev <= 0 ||
+			       ret->moved_from_rev < 0 || ret->move_id.len > MAX_PARTITION_ID))
+		ret->has_moved = false;
+	if (!ret->has_moved) {
+		ret->moved_from = ret->move_id = (struct sv){ 0 };
+		ret->moved_from_rev = ret->moved_to_rev = 0;
+	}
 	return 0;
 }
 
@@ -245,6 +341,7 @@ static void tmap_init(struct tmap *m)
 	strmap_init(&m->tenants);
 	strmap_init(&m->pending);
 	strmap_init(&m->pnames);
+	strmap_init(&m->moved);
 }
 
 static void tmap_release(struct tmap *m)
@@ -252,6 +349,7 @@ static void tmap_release(struct tmap *m)
 	strmap_release(&m->tenants, NULL);
 	strmap_release(&m->pending, NULL);
 	strmap_release(&m->pnames, NULL);
+	strmap_release(&m->moved, moved_free);
 }
 
 /* The interned entry of partition id (NUL-terminated copy in scratch), created if new. */
@@ -278,6 +376,9 @@ static void tenant_del(struct tmap *m, const char *name)
 	((struct strmap_ent *)e->val)->num--;
 	strmap_del(&m->tenants, name, NULL);
 	strmap_del(&m->pending, name, NULL);
+	void *old = NULL;
+	if (strmap_del(&m->moved, name, &old))
+		moved_free(old);
 }
 
 /* Records name -> v at mod_rev. A record older than the one held (the watch delivering a write
@@ -300,6 +401,17 @@ static void tenant_put(struct tmap *m, const struct strmap *partitions, const ch
 		strmap_put(&m->pending, name, NULL)->num = v->since_ms;
 	else
 		strmap_del(&m->pending, name, NULL);
+	void *old = NULL;
+	if (v->has_moved) {
+		struct strmap_ent *me = strmap_put(&m->moved, name, NULL);
+		moved_free(me->val);
+		struct tenant_moved *mv = xcalloc(1, sizeof(*mv));
+		*mv = (struct tenant_moved){ .from = sv_dup(v->moved_from), .from_rev = v->moved_from_rev,
+					     .to_rev = v->moved_to_rev, .move = v->move_id.len ? sv_dup(v->move_id) : NULL };
+		me->val = mv;
+	} else if (m->moved.n && strmap_del(&m->moved, name, &old)) {
+		moved_free(old);
+	}
 }
 
 /* Points every interned partition id at its partition in partitions (or NULL). */
@@ -347,12 +459,28 @@ static void apply_to(struct registry *r, struct tmap *m, struct strmap *partitio
 	}
 }
 
+/* The change hook for key, when it is a tenant's; the caller holds the write lock. */
+static void notify(struct registry *r, const char *key)
+{
+	if (r->on_change && strncmp(key, r->tprefix, r->tplen) == 0 && key[r->tplen])
+		r->on_change(r->on_change_ud, key + r->tplen);
+}
+
 /* Applies one key to the live maps; the caller holds the write lock. */
 static void apply(struct registry *r, const char *key, const char *value, size_t len, int64_t mod_rev)
 {
 	struct buf scratch = BUF_INIT;
 	apply_to(r, &r->t, &r->partitions, key, value, len, mod_rev, &scratch);
+	notify(r, key);
 	buf_release(&scratch);
+}
+
+void registry_on_tenant_change(struct registry *r, registry_change_fn fn, void *ud)
+{
+	pthread_rwlock_wrlock(&r->lock);
+	r->on_change = fn;
+	r->on_change_ud = ud;
+	pthread_rwlock_unlock(&r->lock);
 }
 
 static void on_events(void *ud, const struct etcd_event *ev, size_t n)
@@ -366,6 +494,7 @@ static void on_events(void *ud, const struct etcd_event *ev, size_t n)
 				 ev[i].kv.mod_rev, &scratch);
 		else
 			apply_to(r, &r->t, &r->partitions, ev[i].kv.key, NULL, 0, 0, &scratch);
+		notify(r, ev[i].kv.key);
 	}
 	pthread_rwlock_unlock(&r->lock);
 	buf_release(&scratch);
@@ -546,6 +675,8 @@ int registry_load(struct registry *r, int64_t *ret_rev)
 		st.revision = rev;
 		st.us = mono_us() - t0;
 		r->stats = st;
+		if (r->on_change)
+			r->on_change(r->on_change_ud, NULL);
 		pthread_rwlock_unlock(&r->lock);
 		tmap_release(&old_t);
 		strmap_release(&old_p, partition_unref_v);
@@ -721,6 +852,12 @@ static void rec_of(struct registry *r, const struct strmap_ent *e, struct tenant
 		.since_ms = pend ? pend->num : 0,
 		.mod_rev = e->num,
 	};
+	struct strmap_ent *mv = r->t.moved.n ? strmap_get(&r->t.moved, e->key) : NULL;
+	if (mv) {
+		const struct tenant_moved *m = mv->val;
+		ret->moved = (struct tenant_moved){ .from = xstrdup(m->from), .from_rev = m->from_rev, .to_rev = m->to_rev,
+						    .move = m->move ? xstrdup(m->move) : NULL };
+	}
 }
 
 int registry_tenant(struct registry *r, const char *tenant, struct tenant_rec *ret)

@@ -7,7 +7,23 @@
  * side holds one from http_reply_stream until done runs, and a pending command in the loop's
  * queue holds one. Only the loop thread touches CURL handles, a leg's parse state and the
  * merge state; everything the HTTP threads read (data, status, ended, hs) is under s->lock.
- * Other threads talk to the loop through a locked command queue and an eventfd. */
+ * Other threads talk to the loop through a locked command queue and an eventfd.
+ *
+ * Following a moving tenant (upstream_tenant_watch). A single-partition watch of one tenant
+ * carries the registry and the tenant. When its partition ends it (on_leg_done) while the client
+ * is still there, and the watch did not reach its own timeoutSeconds, did not end in the middle of
+ * a line or with an ERROR event, the stream waits (on the loop's wait list, no thread) for the
+ * tenant's placement to change, looking every MOVE_BRIDGE_POLL_MS for MOVE_BRIDGE_WAIT_MS
+ * (poll_waits). A record naming another partition with moved.from the one that ended continues
+ * the watch: the same leg is started again at the new partition with resourceVersion =
+ * moved.to_rev (move_watch_path), and its bytes go on in the same response. The source ends its
+ * watches only after the switch, having sent every event up to moved.from_rev, and the target at
+ * to_rev holds exactly that state: nothing is missed or repeated. A continued leg that is
+ * refused ends the stream with an ERROR event carrying the refusal's Status. Otherwise the client's
+ * stream ends as before (the wait only delays the end of a watch that a partition ended on its
+ * own, by MOVE_BRIDGE_WAIT_MS). Merged watches across partitions (admins' tenants, nodes) are not
+ * followed: they end with any partition's end, and their clients re-watch. */
+#define _GNU_SOURCE /* memrchr */
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -20,6 +36,7 @@
 #include "gw.h"
 #include "ursa/errors.h"
 #include "ursa/http.h"
+#include "ursa/jsonutil.h"
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
@@ -42,6 +59,7 @@ struct leg {
 	struct partition *p;       /* ref */
 	char *path;
 	size_t ep_first, ep_tries; /* endpoint rotation on refused connections */
+	bool continued;            /* a tenant watch's leg moved to the tenant's new partition */
 	/* loop thread only */
 	CURL *easy;
 	struct curl_slist *hdrs;
@@ -67,6 +85,14 @@ struct stream {
 	struct upstream_req rq;
 	char *auth, *identity, *accept, *xff;
 	long fds;                  /* descriptors charged to the budget */
+	/* a tenant's watch that follows the tenant (upstream_tenant_watch), else reg NULL */
+	struct registry *reg;
+	char *tenant;
+	int64_t started_ms, timeout_s; /* when it began; its timeoutSeconds (0: none) */
+	/* loop thread only: waiting for the tenant's placement to change (on L.waiting) */
+	bool waiting;
+	int64_t wait_until_ms, wait_next_ms;
+	struct stream *next_wait;
 	/* loop thread only */
 	struct merge_state *m;
 	size_t legs_running;
@@ -79,6 +105,8 @@ struct stream {
 	bool client_gone;
 	bool midline;              /* the last byte passed on was not a newline */
 	bool json;                 /* a JSON stream: whitespace between events is harmless */
+	char head[24];             /* tenant watches: the first bytes of the last line with content */
+	size_t head_len;
 	struct http_stream *hs;    /* NULL until replied and after done */
 	/* under L.lock */
 	unsigned cmd;
@@ -97,6 +125,7 @@ static struct {
 	CURLSH *share;
 	int64_t timer_at_ms;       /* -1: none */
 	struct stream *active;
+	struct stream *waiting;    /* tenant watches waiting for a placement change (next_wait) */
 } L = { .lock = PTHREAD_MUTEX_INITIALIZER, .ep = -1, .evfd = -1 };
 
 static atomic_long streams_open, legs_open, fds_used, fd_budget;
@@ -172,6 +201,7 @@ static void stream_unref(struct stream *s)
 	free(s->identity);
 	free(s->accept);
 	free(s->xff);
+	free(s->tenant);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->cond);
 	atomic_fetch_sub(&fds_used, s->fds);
@@ -247,6 +277,32 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 	return len;
 }
 
+static bool blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* Under s->lock, before data is added: keeps the first bytes of the last line with content
+ * (s->head), so that a watch ending with an ERROR event is not continued. Looks at the chunk's
+ * last line only (memrchr), not at every byte. */
+static void note_head(struct stream *s, const char *data, size_t len)
+{
+	const char *end = data + len;
+	while (end > data && blank(end[-1]))
+		end--;
+	if (end == data)
+		return; /* whitespace only: the last line with content is still the one held */
+	const char *nl = memrchr(data, '\n', (size_t)(end - data));
+	const char *p = nl ? nl + 1 : data;
+	if (nl || !s->midline) {
+		s->head_len = 0; /* a new line */
+		while (p < end && blank(*p))
+			p++;
+	}
+	while (p < end && s->head_len < sizeof(s->head))
+		s->head[s->head_len++] = *p++;
+}
+
 static size_t on_body(char *data, size_t size, size_t n, void *ud)
 {
 	struct leg *l = ud;
@@ -270,6 +326,8 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
 		return CURL_WRITEFUNC_PAUSE;
 	}
 	if (!s->merged) {
+		if (s->reg)
+			note_head(s, data, len);
 		buf_add(&s->data, data, len);
 		s->midline = len && data[len - 1] != '\n';
 		wake_client_locked(s);
@@ -358,11 +416,26 @@ static void leg_close(struct leg *l)
 	atomic_fetch_sub(&legs_open, 1);
 }
 
+static void unwait(struct stream *s)
+{
+	if (!s->waiting)
+		return;
+	s->waiting = false;
+	for (struct stream **pp = &L.waiting; *pp; pp = &(*pp)->next_wait) {
+		if (*pp == s) {
+			*pp = s->next_wait;
+			break;
+		}
+	}
+	s->next_wait = NULL;
+}
+
 static void stream_finish(struct stream *s)
 {
 	if (s->finished)
 		return;
 	s->finished = true;
+	unwait(s);
 	if (s->started) {
 		if (s->prev)
 			s->prev->next = s->next;
@@ -390,14 +463,180 @@ static void stream_cancel(struct stream *s)
 	stream_finish(s);
 }
 
+/* --- loop side: following a moving tenant --------------------------------------------------- */
+
+/* Under s->lock: the stream may wait for its tenant to move (the leg that ended had answered 200,
+ * the client is there, the watch did not end on its own terms). */
+static bool may_follow(struct stream *s, struct leg *l, int64_t now)
+{
+	static const char error_head[] = "{\"type\":\"ERROR\"";
+	if (!s->reg || s->merged || !s->json || !s->hs || s->client_gone || s->ended || s->midline)
+		return false;
+	if (!l->headers_done || l->status != 200)
+		return false;
+	if (s->head_len >= sizeof(error_head) - 1 && memcmp(s->head, error_head, sizeof(error_head) - 1) == 0)
+		return false; /* the partition said why it ended: the client acts on it */
+	/* The timeout the client asked for (a second's slack for the partition's clock): informers
+	 * re-watch at once, as they expect. */
+	if (s->timeout_s && now - s->started_ms >= s->timeout_s * 1000 - 1000)
+		return false;
+	return true;
+}
+
+/* The leg that ended starts waiting for its tenant's placement to change. A newline goes to the
+ * client at once: a client that left is found out now, not after the wait. */
+static void wait_for_move(struct stream *s, int64_t now)
+{
+	s->waiting = true;
+	s->wait_until_ms = now + MOVE_BRIDGE_WAIT_MS;
+	s->wait_next_ms = now;
+	s->next_wait = L.waiting;
+	L.waiting = s;
+	move_count_bridge(0, 1, 0);
+	pthread_mutex_lock(&s->lock);
+	if (s->hs && !s->data.len) {
+		buf_addch(&s->data, '\n');
+		http_stream_wake(s->hs);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Ends s after its only leg l ended for good; extra (may be NULL) is the last thing the client
+ * gets (an ERROR event). */
+static void end_tenant_watch(struct stream *s, struct leg *l, const struct buf *extra)
+{
+	unwait(s);
+	s->legs_running--;
+	pthread_mutex_lock(&s->lock);
+	l->ended = true;
+	if (extra && extra->len && !s->client_gone)
+		buf_add(&s->data, extra->ptr, extra->len);
+	s->ended = true;
+	wake_client_locked(s);
+	pthread_mutex_unlock(&s->lock);
+	stream_cancel(s);
+}
+
+/* Starts the leg again at partition q (taken) from resourceVersion to_rev. */
+static void continue_at(struct stream *s, struct leg *l, struct partition *q, int64_t to_rev, int64_t now)
+{
+	char *path = move_watch_path(l->path, to_rev, (now - s->started_ms) / 1000);
+	log_info("watch continued", "tenant=\"%s\" from=%s to=%s resourceVersion=%lld", s->tenant, l->p->id, q->id,
+		 (long long)to_rev);
+	unwait(s);
+	partition_unref(l->p);
+	l->p = q;
+	free(l->path);
+	l->path = path;
+	l->ep_first = (size_t)atomic_load(&q->next_ep) % q->nendpoints;
+	l->ep_tries = 0;
+	l->continued = true;
+	pthread_mutex_lock(&s->lock);
+	l->status = 0;
+	l->headers_done = l->ended = false;
+	l->err = 0;
+	free(l->content_type);
+	l->content_type = NULL;
+	buf_reset(&l->errbody);
+	pthread_mutex_unlock(&s->lock);
+	move_count_bridge(1, 0, 0);
+	leg_start(l);
+}
+
+/* One look at the registry for a waiting stream. */
+static void poll_wait(struct stream *s, int64_t now)
+{
+	struct leg *l = &s->legs[0];
+	struct tenant_rec rec;
+	s->wait_next_ms = now + MOVE_BRIDGE_POLL_MS;
+	pthread_mutex_lock(&s->lock);
+	bool gone = s->client_gone;
+	pthread_mutex_unlock(&s->lock);
+	if (gone) {
+		end_tenant_watch(s, l, NULL);
+		return;
+	}
+	if (registry_tenant(s->reg, s->tenant, &rec) != 0) {
+		end_tenant_watch(s, l, NULL); /* deleted: the client learns it when it watches again */
+		return;
+	}
+	if (strcmp(rec.partition, l->p->id) == 0) {
+		if (now >= s->wait_until_ms)
+			end_tenant_watch(s, l, NULL); /* the partition's own end: as before */
+		tenant_rec_release(&rec);
+		return;
+	}
+	struct partition *q = NULL;
+	if (rec.moved.from && strcmp(rec.moved.from, l->p->id) == 0)
+		q = registry_partition(s->reg, rec.partition);
+	if (q && !q->is_rm) {
+		continue_at(s, l, q, rec.moved.to_rev, now);
+	} else {
+		/* moved on from elsewhere (two moves while this one waited) or to an unknown partition:
+		 * no revision to go on from; the client re-lists when it watches again */
+		log_info("watch not continued", "tenant=\"%s\" from=%s placement=%s moved_from=%s", s->tenant, l->p->id,
+			 rec.partition, rec.moved.from ? rec.moved.from : "-");
+		partition_unref(q);
+		end_tenant_watch(s, l, NULL);
+	}
+	tenant_rec_release(&rec);
+}
+
+static void poll_waits(int64_t now)
+{
+	struct stream *due[64];
+	size_t n = 0;
+	for (struct stream *s = L.waiting; s && n < 64; s = s->next_wait)
+		if (s->wait_next_ms <= now)
+			due[n++] = s;
+	for (size_t i = 0; i < n; i++) /* each may leave the list (or end) */
+		poll_wait(due[i], now);
+}
+
+/* A continued leg was refused or could not connect: the client gets an ERROR event carrying the
+ * partition's Status (or the gateway's), and the stream ends. */
+static void continued_refused(struct stream *s, struct leg *l, int err)
+{
+	struct buf ev = BUF_INIT;
+	pthread_mutex_lock(&s->lock);
+	int status = l->status;
+	json_t *st = l->errbody.len ? json_loadb(l->errbody.ptr, l->errbody.len, 0, NULL) : NULL;
+	pthread_mutex_unlock(&s->lock);
+	if (json_is_object(st) && json_is_string(json_object_get(st, "kind"))) {
+		buf_adds(&ev, "{\"type\":\"ERROR\",\"object\":");
+		json_dump_buf(st, &ev);
+		buf_adds(&ev, "}\n");
+	} else {
+		struct buf msg = BUF_INIT;
+		if (err || !status)
+			buf_addf(&msg, "partition %s, where tenant %s moved, is unavailable", l->p->id, s->tenant);
+		else
+			buf_addf(&msg, "partition %s, where tenant %s moved, refused the watch with %d", l->p->id, s->tenant,
+				 status);
+		merge_error_event(err || !status ? E_UNAVAILABLE : E_INTERNAL, buf_cstr(&msg), &ev);
+		buf_release(&msg);
+	}
+	json_decref(st);
+	log_warn("continued watch refused", "tenant=\"%s\" partition=%s code=%d", s->tenant, l->p->id, status);
+	move_count_bridge(0, 0, 1);
+	end_tenant_watch(s, l, &ev);
+	buf_release(&ev);
+}
+
 static void on_leg_done(struct leg *l, CURLcode rc)
 {
 	struct stream *s = l->s;
 	leg_close(l);
 	pthread_mutex_lock(&s->lock);
 	bool before_headers = !l->headers_done, gone = s->client_gone;
+	bool follow = s->reg && may_follow(s, l, mono_ms());
+	bool refused = l->continued && !follow && (before_headers || l->status != 200);
 	pthread_mutex_unlock(&s->lock);
 	int err = rc == CURLE_OK ? 0 : upstream_curl_err(rc);
+	if (follow) {
+		wait_for_move(s, mono_ms());
+		return;
+	}
 	if (before_headers && err == E_UNAVAILABLE) {
 		if (++l->ep_tries < l->p->nendpoints && !gone) {
 			leg_start(l); /* the partition's next endpoint */
@@ -405,6 +644,10 @@ static void on_leg_done(struct leg *l, CURLcode rc)
 		}
 		if (!atomic_exchange(&l->p->down, true))
 			log_warn("partition unreachable", "partition=%s from=stream", l->p->id);
+	}
+	if (refused && !gone) {
+		continued_refused(s, l, before_headers ? (err ? err : E_UNAVAILABLE) : 0);
+		return;
 	}
 	s->legs_running--;
 	pthread_mutex_lock(&s->lock);
@@ -502,6 +745,9 @@ static void *loop_main(void *arg)
 			next_sweep = now + atomic_load(&sweep_ms);
 		}
 		int64_t until = L.timer_at_ms >= 0 && L.timer_at_ms < next_sweep ? L.timer_at_ms : next_sweep;
+		for (struct stream *w = L.waiting; w; w = w->next_wait)
+			if (w->wait_next_ms < until)
+				until = w->wait_next_ms;
 		int timeout = until <= now ? 0 : (int)(until - now);
 		int n = epoll_wait(L.ep, evs, MAX_EVENTS, timeout);
 		for (int i = 0; i < n; i++) {
@@ -517,6 +763,8 @@ static void *loop_main(void *arg)
 				    (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
 			curl_multi_socket_action(L.multi, evs[i].data.fd, flags, &running);
 		}
+		if (L.waiting)
+			poll_waits(mono_ms());
 		if (L.timer_at_ms >= 0 && mono_ms() >= L.timer_at_ms) {
 			L.timer_at_ms = -1;
 			curl_multi_socket_action(L.multi, CURL_SOCKET_TIMEOUT, 0, &running);
@@ -745,8 +993,15 @@ static bool charge(struct stream *s)
 	return true;
 }
 
+/* What a tenant watch follows (upstream_tenant_watch). */
+struct stream_follow {
+	struct registry *reg;
+	const char *tenant;
+	int64_t timeout_s;
+};
+
 static void open_stream(struct partition **ps, char **paths, size_t n, const struct upstream_req *rq,
-			struct merge_state *m, struct http_reply *reply)
+			struct merge_state *m, const struct stream_follow *f, struct http_reply *reply)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (atomic_load(&ps[i]->down)) {
@@ -764,6 +1019,12 @@ static void open_stream(struct partition **ps, char **paths, size_t n, const str
 	struct stream *s = stream_new(ps, paths, n, rq);
 	s->merged = m != NULL;
 	s->m = m;
+	s->started_ms = mono_ms();
+	if (f && !s->merged && n == 1) {
+		s->reg = f->reg;
+		s->tenant = xstrdup(f->tenant);
+		s->timeout_s = f->timeout_s;
+	}
 	if (!charge(s)) {
 		log_warn("stream refused", "reason=descriptors used=%ld budget=%ld", atomic_load(&fds_used),
 			 atomic_load(&fd_budget));
@@ -785,11 +1046,19 @@ static void open_stream(struct partition **ps, char **paths, size_t n, const str
 void upstream_stream(struct partition *p, const struct upstream_req *rq, struct http_reply *reply)
 {
 	char *path = (char *)rq->path;
-	open_stream(&p, &path, 1, rq, NULL, reply);
+	open_stream(&p, &path, 1, rq, NULL, NULL, reply);
+}
+
+void upstream_tenant_watch(struct partition *p, const struct upstream_req *rq, struct registry *reg,
+			   const char *tenant, struct http_reply *reply)
+{
+	char *path = (char *)rq->path;
+	struct stream_follow f = { .reg = reg, .tenant = tenant, .timeout_s = move_watch_timeout_s(rq->path) };
+	open_stream(&p, &path, 1, rq, NULL, &f, reply);
 }
 
 void upstream_merged_watch(struct partition **ps, char **paths, size_t n, const struct upstream_req *rq,
 			   struct merge_state *m, struct http_reply *reply)
 {
-	open_stream(ps, paths, n, rq, m, reply);
+	open_stream(ps, paths, n, rq, m, NULL, reply);
 }

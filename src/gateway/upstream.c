@@ -67,6 +67,8 @@ void upstream_resp_release(struct upstream_resp *r)
 	r->warning = NULL;
 	free(r->etag);
 	r->etag = NULL;
+	free(r->moving);
+	r->moving = NULL;
 	buf_release(&r->body);
 }
 

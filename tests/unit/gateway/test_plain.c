@@ -3,7 +3,9 @@
  * as the partition sees it, keep-alive reuse, a kept connection the partition closed, a slow
  * partition (E_TIMEOUT at the request's timeout), a refused endpoint (the next one, then an
  * open circuit), an endpoint that never accepts (1 s connect limit), the response size cap, and
- * quiescing. Run under ASan by tests/run.sh. */
+ * quiescing; a moving tenant's 429 (its X-Ursa-Tenant-Moving kept) and parked requests (woken by
+ * their due time, by plain_unpark of their key, cancelled by quiescing). Run under ASan by
+ * tests/run.sh. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -99,6 +101,11 @@ static void on_partition(void *ud, struct http_request *req, struct http_reply *
 		for (int i = 0; i < 30000; i++)
 			buf_addf(&b, "%09d\n", i);
 		http_reply_set(reply, 200, "application/json", &b);
+	} else if (strcmp(path, "/moving") == 0) {
+		buf_adds(&b, "{\"kind\":\"Status\",\"code\":429}");
+		http_reply_header(reply, "Retry-After", "1");
+		http_reply_header(reply, "x-ursa-tenant-moving", "acme");
+		http_reply_set(reply, 429, "application/json", &b);
 	} else if (strcmp(path, "/slow") == 0) {
 		usleep(1500 * 1000);
 		http_reply_set(reply, 200, "application/json", NULL);
@@ -193,6 +200,8 @@ static void on_done(void *ud, int err, struct upstream_resp *resp)
 	r->resp.status = resp->status;
 	r->resp.content_type = resp->content_type;
 	resp->content_type = NULL;
+	r->resp.moving = resp->moving;
+	resp->moving = NULL;
 	r->resp.body = resp->body;
 	buf_init(&resp->body);
 	r->done = true;
@@ -375,8 +384,109 @@ static void test_endpoint_by_name(void **state)
 	}
 }
 
+/* --- parking ------------------------------------------------------------------------------- */
+struct parked {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const char *key;
+	int64_t wait_ms;       /* parked for this long from the done callback */
+	int64_t parked_at, woke_at;
+	char *moving;          /* the answer's X-Ursa-Tenant-Moving */
+	int status;
+	bool woke, cancelled, is_parked;
+};
+
+static void on_unparked(void *ud, bool cancelled)
+{
+	struct parked *p = ud;
+	pthread_mutex_lock(&p->lock);
+	p->woke = true;
+	p->cancelled = cancelled;
+	p->woke_at = mono_ms();
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* The done callback (loop thread) parks the request. */
+static void on_done_park(void *ud, int err, struct upstream_resp *resp)
+{
+	struct parked *p = ud;
+	pthread_mutex_lock(&p->lock);
+	p->status = err ? -err : resp->status;
+	p->moving = resp->moving;
+	resp->moving = NULL;
+	p->parked_at = mono_ms();
+	plain_park(p->key, p->parked_at + p->wait_ms, on_unparked, p);
+	p->is_parked = true;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void park_one(struct parked *p, const char *key, int64_t wait_ms)
+{
+	*p = (struct parked){ .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .key = key,
+			      .wait_ms = wait_ms };
+	struct upstream_req rq = { .method = "POST", .path = "/moving", .body = "{}", .len = 2, .timeout_ms = 5000 };
+	plain_forward(good, &rq, on_done_park, p);
+	pthread_mutex_lock(&p->lock);
+	while (!p->is_parked)
+		pthread_cond_wait(&p->cond, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void wait_woken(struct parked *p)
+{
+	pthread_mutex_lock(&p->lock);
+	while (!p->woke)
+		pthread_cond_wait(&p->cond, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void test_moving_answer_and_parking(void **state)
+{
+	struct parked a, b, c;
+	park_one(&a, "acme", 10000);
+	assert_int_equal(a.status, 429);
+	assert_non_null(a.moving);
+	assert_string_equal(a.moving, "acme");
+	park_one(&b, "other", 150);
+	park_one(&c, "acme", 10000);
+	assert_int_equal(plain_parked(), 3);
+	/* b wakes at its due time; a and c stay parked */
+	wait_woken(&b);
+	assert_false(b.cancelled);
+	if (b.woke_at - b.parked_at < 140 || b.woke_at - b.parked_at > 2000)
+		fail_msg("woke after %lld ms, want ~150", (long long)(b.woke_at - b.parked_at));
+	assert_false(a.woke);
+	plain_unpark("nobody");
+	usleep(50 * 1000);
+	assert_false(a.woke);
+	/* their key wakes both long before their due time */
+	plain_unpark("acme");
+	wait_woken(&a);
+	wait_woken(&c);
+	assert_false(a.cancelled);
+	if (a.woke_at - a.parked_at > 2000)
+		fail_msg("unparked after %lld ms", (long long)(a.woke_at - a.parked_at));
+	assert_int_equal(plain_parked(), 0);
+	free(a.moving);
+	free(b.moving);
+	free(c.moving);
+	/* a plain answer has no moving tenant */
+	struct upstream_resp r = { 0 };
+	assert_int_equal(get(good, "/ok", &r), 0);
+	assert_null(r.moving);
+	upstream_resp_release(&r);
+}
+
 static void test_quiesce_refuses(void **state)
 {
+	struct parked p;
+	park_one(&p, "acme", 60000);
+	plain_quiesce(0);
+	wait_woken(&p); /* a parked request is answered, not sent again */
+	assert_true(p.cancelled);
+	free(p.moving);
 	plain_quiesce(0);
 	struct upstream_resp r = { 0 };
 	assert_int_equal(get(good, "/ok", &r), E_UNAVAILABLE);
@@ -395,6 +505,7 @@ int main(void)
 		cmocka_unit_test(test_connect_limit),
 		cmocka_unit_test(test_refused_endpoints),
 		cmocka_unit_test(test_endpoint_by_name),
+		cmocka_unit_test(test_moving_answer_and_parking),
 		cmocka_unit_test(test_quiesce_refuses),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -369,6 +369,112 @@ static void test_tenant_val_parse(void **state)
 	buf_release(&scratch);
 }
 
+static void test_tenant_val_moved(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *json;
+		int rc;
+		const char *part;
+		bool has_moved;
+		const char *from, *move;
+		int64_t from_rev, to_rev;
+	} cases[] = {
+		/* what ursactl writes at the switch: the fast path */
+		{ "{\"partition\":\"tp-2\",\"state\":\"ready\",\"since\":5,\"moved\":{\"from\":\"tp-1\",\"fromRevision\":812,"
+		  "\"toRevision\":97,\"move\":\"m-1\"}}", 0, "tp-2", true, "tp-1", "m-1", 812, 97 },
+		{ " {\"moved\" : { \"toRevision\" : 3 , \"from\" : \"tp-1\" } , \"partition\":\"tp-2\"} ", 0, "tp-2", true,
+		  "tp-1", NULL, 0, 3 },
+		/* escapes: jansson, same result */
+		{ "{\"partition\":\"tp\\u002d2\",\"moved\":{\"from\":\"tp\\u002d1\",\"fromRevision\":8,\"toRevision\":9,"
+		  "\"move\":\"m\\u002d1\"}}", 0, "tp-2", true, "tp-1", "m-1", 8, 9 },
+		/* a "moved" the gateway cannot use is ignored; the placement stands */
+		{ "{\"partition\":\"tp-2\",\"moved\":{\"from\":\"tp-1\"}}", 0, "tp-2", false, NULL, NULL, 0, 0 },
+		{ "{\"partition\":\"tp-2\",\"moved\":{\"from\":\"\",\"toRevision\":4}}", 0, "tp-2", false, NULL, NULL, 0, 0 },
+		{ "{\"partition\":\"tp-2\",\"moved\":{\"from\":5,\"toRevision\":4}}", 0, "tp-2", false, NULL, NULL, 0, 0 },
+		{ "{\"partition\":\"tp-2\",\"moved\":{\"from\":\"tp-1\",\"toRevision\":-4}}", 0, "tp-2", false, NULL, NULL, 0, 0 },
+		{ "{\"partition\":\"tp-2\",\"moved\":null}", 0, "tp-2", false, NULL, NULL, 0, 0 },
+		{ "{\"partition\":\"tp-2\",\"moved\":[1]}", 0, "tp-2", false, NULL, NULL, 0, 0 },
+		{ "{\"partition\":\"tp-2\",\"moved\":{\"from\":\"tp-1\",\"toRevision\":4,\"x\":{\"y\":1}}}", 0, "tp-2", true,
+		  "tp-1", NULL, 0, 4 }, /* deeper nesting: jansson */
+		{ "{\"partition\":\"tp-2\",\"moved\":{\"from\":\"a\\u0000b\",\"toRevision\":4}}", 0, "tp-2", false, NULL, NULL, 0,
+		  0 },
+		{ "{\"partition\":\"tp-2\",\"moved\":{\"from\":\"tp-1\",\"toRevision\":4}", -1, NULL, false, NULL, NULL, 0, 0 },
+		{ "{\"moved\":{\"from\":\"tp-1\",\"toRevision\":4}}", -1, NULL, false, NULL, NULL, 0, 0 },
+		/* no "moved": as before */
+		{ "{\"partition\":\"tp-1\",\"state\":\"ready\",\"since\":1}", 0, "tp-1", false, NULL, NULL, 0, 0 },
+	};
+	struct buf scratch = BUF_INIT;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tenant_val v;
+		int rc = tenant_val_parse(cases[i].json, strlen(cases[i].json), &v, &scratch);
+		if (rc != cases[i].rc)
+			fail_msg("case %zu (%s): rc %d, want %d", i, cases[i].json, rc, cases[i].rc);
+		if (rc)
+			continue;
+		char *part = sv_dup(v.partition), *from = sv_dup(v.moved_from), *move = sv_dup(v.move_id);
+		bool ok = strcmp(part, cases[i].part) == 0 && v.has_moved == cases[i].has_moved &&
+			  strcmp(from, cases[i].from ? cases[i].from : "") == 0 &&
+			  strcmp(move, cases[i].move ? cases[i].move : "") == 0 && v.moved_from_rev == cases[i].from_rev &&
+			  v.moved_to_rev == cases[i].to_rev;
+		if (!ok)
+			fail_msg("case %zu (%s): got %s moved=%d from=%s move=%s %lld -> %lld", i, cases[i].json, part,
+				 v.has_moved, from, move, (long long)v.moved_from_rev, (long long)v.moved_to_rev);
+		free(part);
+		free(from);
+		free(move);
+	}
+	buf_release(&scratch);
+}
+
+static int changes;
+static void on_change(void *ud, const char *tenant)
+{
+	(void)ud;
+	(void)tenant;
+	changes++;
+}
+
+static void test_registry_keeps_moved(void **state)
+{
+	(void)state;
+	struct fake f = { 0 };
+	put_partition(&f, "tp-1");
+	put_partition(&f, "tp-2");
+	put_tenant(&f, "plain", "tp-1");
+	fake_put(&f, PREFIX "/tenants/acme",
+		 "{\"partition\":\"tp-2\",\"state\":\"ready\",\"since\":5,\"moved\":{\"from\":\"tp-1\",\"fromRevision\":812,"
+		 "\"toRevision\":97,\"move\":\"m-1\"}}");
+	struct registry *r = new_reg(&f, 10);
+	registry_on_tenant_change(r, on_change, NULL);
+	int64_t rev;
+	changes = 0;
+	assert_int_equal(registry_load(r, &rev), 0);
+	assert_int_equal(changes, 1); /* a reload: every tenant may have changed */
+	struct tenant_rec t;
+	assert_int_equal(registry_tenant(r, "acme", &t), 0);
+	assert_string_equal(t.partition, "tp-2");
+	assert_non_null(t.moved.from);
+	assert_string_equal(t.moved.from, "tp-1");
+	assert_string_equal(t.moved.move, "m-1");
+	assert_int_equal(t.moved.from_rev, 812);
+	assert_int_equal(t.moved.to_rev, 97);
+	tenant_rec_release(&t);
+	assert_null(t.moved.from);
+	assert_int_equal(registry_tenant(r, "plain", &t), 0);
+	assert_null(t.moved.from);
+	tenant_rec_release(&t);
+	assert_tenant_on(r, "acme", "tp-2");
+	/* rewritten without "moved" (a later placement): the old one goes */
+	fake_put(&f, PREFIX "/tenants/acme", "{\"partition\":\"tp-2\",\"state\":\"ready\",\"since\":6}");
+	assert_int_equal(registry_load(r, &rev), 0);
+	assert_int_equal(registry_tenant(r, "acme", &t), 0);
+	assert_null(t.moved.from);
+	tenant_rec_release(&t);
+	registry_free(r);
+	fake_free(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -379,6 +485,8 @@ int main(void)
 		cmocka_unit_test(test_failed_reload_keeps_map),
 		cmocka_unit_test(test_partition_resolved_after_tenants),
 		cmocka_unit_test(test_tenant_val_parse),
+		cmocka_unit_test(test_tenant_val_moved),
+		cmocka_unit_test(test_registry_keeps_moved),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
