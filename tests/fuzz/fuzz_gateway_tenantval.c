@@ -1,5 +1,6 @@
 /* Fuzzes the tenant record decoder (registry.c): whatever it accepts must be what jansson reads
- * from the same text (partition string without NUL, 1..253 bytes; state "pending"; integer since). */
+ * from the same text (partition string without NUL, 1..253 bytes; state "pending"; integer since;
+ * a kept "moved" whose from, toRevision and fromRevision jansson reads the same). */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +19,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* accepted: jansson must agree on the partition */
 		if (!json_is_string(part) || json_string_length(part) != v.partition.len ||
 		    memcmp(json_string_value(part), v.partition.ptr, v.partition.len) != 0)
+			abort();
+		json_t *m = json_is_object(j) ? json_object_get(j, "moved") : NULL;
+		json_t *from = json_object_get(m, "from");
+		if (v.has_moved &&
+		    (!json_is_object(m) || !json_is_string(from) || json_string_length(from) != v.moved_from.len ||
+		     memcmp(json_string_value(from), v.moved_from.ptr, v.moved_from.len) != 0 ||
+		     json_integer_value(json_object_get(m, "toRevision")) != v.moved_to_rev ||
+		     json_integer_value(json_object_get(m, "fromRevision")) != v.moved_from_rev || v.moved_to_rev <= 0))
 			abort();
 	}
 	json_decref(j);
