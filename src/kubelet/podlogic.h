@@ -97,4 +97,32 @@ json_t *kl_pod_status_build(const json_t *pod, const struct kl_status_in *in);
 /* True if the phase is Succeeded or Failed. */
 bool kl_phase_terminal(const char *phase);
 
+/* One pod, two partitions (podmove.c): while its tenant moves between tenant partitions
+ * (docs/migration.md, "Pods keep running") the same pod, same uid, is served by both. The pod
+ * worker runs each uid once: its home is the key ("tenant/ns/name|partition") it was first seen
+ * under; the same uid under another partition's key is its second copy, remembered, never
+ * started. */
+enum kl_pod_key {
+	KL_KEY_NEW,  /* neither the home nor the second copy of a pod the worker runs */
+	KL_KEY_HOME, /* the home of a pod the worker runs */
+	KL_KEY_COPY, /* the second copy of a pod the worker runs (its home is another key) */
+};
+
+enum kl_pod_action {
+	KL_POD_NONE,        /* nothing: no object, or the second copy changed (ignored) */
+	KL_POD_RUN,         /* the home (or a new pod): admit, start, report, delete as usual */
+	KL_POD_ADD_COPY,    /* a pod the worker runs under another key: remember this one as its copy */
+	KL_POD_FORGET_COPY, /* the second copy went away: forget it, the pod runs on */
+	KL_POD_HAND_OFF,    /* the home went away, the second copy lives: it becomes the home (status
+			       goes there), no container stops */
+	KL_POD_STOP,        /* the home went away and there is no copy: the pod stops */
+};
+
+/* What the pod worker does with a key (pure). present: the key's object is there, bound to one of
+ * our nodes, and for HOME and COPY has the uid of the pod the key belongs to. other: for HOME, the
+ * pod has a second copy; for NEW, the object's uid is a pod the worker runs under another key;
+ * ignored for COPY. A graceful deletion (deletionTimestamp) is a change like any other: the home's
+ * is RUN (the pod stops as it always has), a copy's is ignored until the copy becomes the home. */
+enum kl_pod_action kl_pod_key_action(enum kl_pod_key key, bool present, bool other);
+
 #endif

@@ -7,7 +7,12 @@
  * A runtime may stop pods in the background (stop_pod returns 1 until done): a pod being deleted
  * keeps its entry until its containers are gone, and only then is deleted for good; pods that
  * went away otherwise (gone from the partition, orphans) wait in `stopping` for the periodic
- * sync to remove them. The runtime's rt_pod_changed queues the pod's key again (on_pod_changed). */
+ * sync to remove them. The runtime's rt_pod_changed queues the pod's key again (on_pod_changed).
+ *
+ * Pods are run once per uid across partitions: a pod's entry is under its home key, and the same
+ * uid under another partition's key (a tenant moving between partitions) is its second copy,
+ * remembered but never started; when the home copy goes away the second becomes the home, with
+ * no container stopped (podlogic.h, kl_pod_key_action). */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,6 +61,7 @@ struct kl_pod {
 	int64_t seen_ms;          /* mono_ms() when this kubelet first saw it (pod start metric) */
 	bool start_observed;      /* its start latency went into the metric (or it was running already) */
 	json_t *sent;             /* last status sent (new reference) */
+	char *copy;               /* wkey of its second copy on another partition, or NULL */
 };
 
 /* Volume refreshes reuse a configmap or secret read this recently for another pod of the node
@@ -65,7 +71,8 @@ struct kl_pod {
 struct kl_pods {
 	struct kubelet *k;
 	pthread_t thread;
-	struct strmap pods;       /* wkey -> struct kl_pod */
+	struct strmap pods;       /* home wkey -> struct kl_pod */
+	struct strmap copies;     /* wkey of a second copy -> its struct kl_pod (borrowed from pods) */
 	struct strmap uids;       /* uid of every pod in pods -> its wkey (new string); changes under ulock */
 	pthread_mutex_t ulock;    /* uids' changes here, and its reads by on_pod_changed */
 	struct strmap known;      /* uids the runtime had when we started */
@@ -86,6 +93,7 @@ static void pod_free(void *v)
 	free(kp->config_container);
 	free(kp->config_message);
 	json_decref(kp->sent);
+	free(kp->copy);
 	free(kp);
 }
 
@@ -136,6 +144,8 @@ static void forget(struct kl_pods *ps, const char *wkey, struct kl_pod *kp, long
 	if (kp->state == KP_RUNTIME && !rt_stop_remove(ps, kp->uid, grace))
 		strmap_put(&ps->stopping, kp->uid, NULL);
 	uncount(ps, kp);
+	if (kp->copy)
+		strmap_del(&ps->copies, kp->copy, NULL);
 	void *wk = NULL;
 	pthread_mutex_lock(&ps->ulock);
 	strmap_del(&ps->uids, kp->uid, &wk);
@@ -143,6 +153,71 @@ static void forget(struct kl_pods *ps, const char *wkey, struct kl_pod *kp, long
 	free(wk);
 	strmap_del(&ps->pods, wkey, NULL);
 	pod_free(kp);
+}
+
+static bool verbose(const struct kubelet *k)
+{
+	return !k->hollow;
+}
+
+/* Files the pod under its home key wkey (pods, and uids for on_pod_changed). */
+static void file_under(struct kl_pods *ps, const char *wkey, struct kl_pod *kp)
+{
+	strmap_put(&ps->pods, wkey, NULL)->val = kp;
+	pthread_mutex_lock(&ps->ulock);
+	struct strmap_ent *ue = strmap_put(&ps->uids, kp->uid, NULL);
+	free(ue->val);
+	ue->val = xstrdup(wkey);
+	pthread_mutex_unlock(&ps->ulock);
+}
+
+/* The home copy of a pod went away and its second copy lives: the copy's key becomes the home, so
+ * status goes to its partition; the containers run on. */
+static void hand_off(struct kl_pods *ps, const char *wkey, struct kl_pod *kp)
+{
+	char *home = kp->copy;
+	kp->copy = NULL;
+	strmap_del(&ps->copies, home, NULL);
+	strmap_del(&ps->pods, wkey, NULL);
+	file_under(ps, home, kp);
+	/* the new home's status is compared afresh (it may lag what the old home had); what was
+	 * scheduled for the old key (a volume refresh, a configuration retry) happens for the new */
+	json_decref(kp->sent);
+	kp->sent = NULL;
+	kp->vol_next_ms = 0;
+	kp->config_retry_ms = 0;
+	if (verbose(ps->k))
+		log_info("pod handed off", "uid=%s from=\"%s\" to=\"%s\"", kp->uid, wkey, home);
+	wq_add(ps->k->wq, home);
+	free(home);
+}
+
+/* A second copy (key wkey) of the pod with this uid, which runs under another key. */
+static void add_copy(struct kl_pods *ps, const char *wkey, const char *uid)
+{
+	struct strmap_ent *ue = strmap_get(&ps->uids, uid); /* only this thread changes uids */
+	struct strmap_ent *e = ue ? strmap_get(&ps->pods, ue->val) : NULL;
+	struct kl_pod *kp = e ? e->val : NULL;
+	if (!kp)
+		return;
+	if (kp->copy) {
+		log_warn("third copy of a pod ignored", "uid=%s home=\"%s\" copy=\"%s\" other=\"%s\"", uid,
+			 (const char *)ue->val, kp->copy, wkey);
+		return;
+	}
+	kp->copy = xstrdup(wkey);
+	strmap_put(&ps->copies, wkey, NULL)->val = kp;
+	if (verbose(ps->k))
+		log_info("pod copy seen", "uid=%s home=\"%s\" copy=\"%s\"", uid, (const char *)ue->val, wkey);
+}
+
+static void forget_copy(struct kl_pods *ps, struct kl_pod *kp)
+{
+	if (verbose(ps->k))
+		log_info("pod copy gone", "uid=%s copy=\"%s\"", kp->uid, kp->copy);
+	strmap_del(&ps->copies, kp->copy, NULL);
+	free(kp->copy);
+	kp->copy = NULL;
 }
 
 /* The runtime's rt_pod_changed (any thread): the pod's key again. */
@@ -161,11 +236,6 @@ static void fail_pod(struct kl_pod *kp, const char *reason, const char *message)
 	kp->state = KP_FAILED;
 	kp->fail_reason = xstrdup(reason);
 	kp->fail_message = xstrdup(message);
-}
-
-static bool verbose(const struct kubelet *k)
-{
-	return !k->hollow;
 }
 
 /* Registry credentials from the pod's imagePullSecrets for each container's image (CRI runtime
@@ -522,12 +592,7 @@ static struct kl_pod *admit(struct kl_pods *ps, struct kl_partition *p, const ch
 		kp->state = KP_DONE;  /* finished before (or rejected): never start it again */
 	else
 		start(ps, p, kp, obj, known);
-	strmap_put(&ps->pods, wkey, NULL)->val = kp;
-	pthread_mutex_lock(&ps->ulock);
-	struct strmap_ent *ue = strmap_put(&ps->uids, kp->uid, NULL);
-	free(ue->val);
-	ue->val = xstrdup(wkey);
-	pthread_mutex_unlock(&ps->ulock);
+	file_under(ps, wkey, kp);
 	return kp;
 }
 
@@ -708,13 +773,31 @@ static int process(struct kl_pods *ps, const char *wkey)
 	obj = p->inf ? informer_get(p->inf, okey) : NULL;
 	long node = obj ? kl_node_find(k, json_path_str(obj, "spec.nodeName")) : -1;
 	const char *uid = json_path_str(obj, "metadata.uid");
-	if (kp && (node < 0 || !uid || strcmp(uid, kp->uid) != 0)) {
-		if (verbose(k))
-			log_info("pod gone", "pod=\"%s\" uid=%s", okey, kp->uid);
-		forget(ps, wkey, kp, 30);
+	bool present = node >= 0 && uid;
+	/* what the key is to the pods we run: a home, a second copy, or neither */
+	struct strmap_ent *ce = kp ? NULL : strmap_get(&ps->copies, wkey);
+	struct kl_pod *cp = ce ? ce->val : NULL, *owner = kp ? kp : cp;
+	enum kl_pod_key role = kp ? KL_KEY_HOME : cp ? KL_KEY_COPY : KL_KEY_NEW;
+	bool same = present && owner && strcmp(uid, owner->uid) == 0;
+	bool elsewhere = role == KL_KEY_NEW && present && strmap_get(&ps->uids, uid);
+	enum kl_pod_action act = kl_pod_key_action(role, owner ? same : present, kp ? kp->copy != NULL : elsewhere);
+	if (act == KL_POD_HAND_OFF || act == KL_POD_STOP || act == KL_POD_FORGET_COPY) {
+		if (act == KL_POD_HAND_OFF) {
+			hand_off(ps, wkey, kp);
+		} else if (act == KL_POD_FORGET_COPY) {
+			forget_copy(ps, cp);
+		} else {
+			if (verbose(k))
+				log_info("pod gone", "pod=\"%s\" uid=%s", okey, kp->uid);
+			forget(ps, wkey, kp, 30);
+		}
 		kp = NULL;
+		/* the name may hold another pod now (a new uid): a key of its own */
+		act = kl_pod_key_action(KL_KEY_NEW, present, present && strmap_get(&ps->uids, uid));
 	}
-	if (node < 0 || !uid)
+	if (act == KL_POD_ADD_COPY)
+		add_copy(ps, wkey, uid);
+	if (act != KL_POD_RUN)
 		goto out;
 	if (json_path(obj, "metadata.deletionTimestamp")) {
 		rc = finish_delete(ps, p, wkey, obj, kp);
@@ -835,6 +918,7 @@ struct kl_pods *kl_pods_start(struct kubelet *k)
 	struct kl_pods *ps = xcalloc(1, sizeof(*ps));
 	ps->k = k;
 	strmap_init(&ps->pods);
+	strmap_init(&ps->copies);
 	strmap_init(&ps->uids);
 	pthread_mutex_init(&ps->ulock, NULL);
 	strmap_init(&ps->known);
@@ -863,6 +947,7 @@ void kl_pods_stop(struct kl_pods *ps)
 	rt_set_pod_change_sink(NULL, NULL);
 	wq_shutdown(ps->k->wq);
 	pthread_join(ps->thread, NULL);
+	strmap_release(&ps->copies, NULL);
 	strmap_release(&ps->pods, pod_free);
 	strmap_release(&ps->uids, free);
 	pthread_mutex_destroy(&ps->ulock);

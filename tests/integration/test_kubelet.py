@@ -3,7 +3,6 @@ a kubelet with the process runtime, and a hollow kubelet with 100 nodes."""
 
 import atexit
 import glob
-import json
 import os
 import signal
 import sys
@@ -164,28 +163,6 @@ def pod_status(admin, tenant, name):
     return r.json.get("status", {}) if r.status == 200 else None
 
 
-def state_pid(kl, uid):
-    files = glob.glob(os.path.join(kl.dir, "runtime", "pods", uid, "containers", "c", "state.json"))
-    if not files:
-        return None
-    with open(files[0]) as f:
-        return json.load(f)["pid"]
-
-
-def container_pid(kl, uid):
-    """The container's pid from its shim's state file. The kubelet says Running once the shim is
-    spawned; the shim writes the file right after its fork, so a fresh pod's may lag a moment."""
-    return h.wait_until(lambda: state_pid(kl, uid), 10, "state file of container %s" % uid)
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-        return True
-    except OSError:
-        return False
-
-
 def test_pod_runs_and_logs():
     tp = S["tpadmin"]
     create_bound(tp, "acme", make_pod("web", ["sh", "-c", "echo hello-from-web; exec sleep 300"]))
@@ -246,7 +223,7 @@ def test_security_context_ids():
     h.check(b"uid=65534 gid=65534 groups=65534 4242" in c.get("/containerLogs/default/ids/c?tenant=acme").body,
             "the container's ids")
     uid = tp.get(h.pods_path("acme", name="ids")).json["metadata"]["uid"]
-    pid = container_pid(S["kl"], uid)
+    pid = ursa_region.container_pid(S["kl"], uid)
     h.eq(os.stat("/proc/%d" % pid).st_uid, 65534, "owner of the container's process")
     nonroot = make_pod("nonroot", ["sleep", "300"], restart="Never")
     nonroot["spec"]["securityContext"] = {"runAsNonRoot": True}
@@ -262,15 +239,15 @@ def test_security_context_ids():
 def test_restart_kubelet_does_not_start_twice():
     tp = S["tpadmin"]
     uid = S["web_uid"]
-    pid = container_pid(S["kl"], uid)
-    h.check(pid and alive(pid), "container pid %s alive" % pid)
+    pid = ursa_region.container_pid(S["kl"], uid)
+    h.check(pid and ursa_region.pid_alive(pid), "container pid %s alive" % pid)
     S["kl"].stop()
-    h.check(alive(pid), "container survives the kubelet stopping")
+    h.check(ursa_region.pid_alive(pid), "container survives the kubelet stopping")
     S["kl"].start()
     time.sleep(4)
     h.wait_until(lambda: ready(get_node()), 20, "node Ready after restart")
-    h.eq(container_pid(S["kl"], uid), pid, "same container pid after restart")
-    h.check(alive(pid), "container still alive")
+    h.eq(ursa_region.container_pid(S["kl"], uid), pid, "same container pid after restart")
+    h.check(ursa_region.pid_alive(pid), "container still alive")
     st = pod_status(tp, "acme", "web")
     h.eq(st["phase"], "Running", "phase after restart")
     h.eq(st["containerStatuses"][0]["restartCount"], 0, "restartCount after restart")
@@ -280,11 +257,11 @@ def test_restart_kubelet_does_not_start_twice():
 def test_delete_stops_process():
     tp = S["tpadmin"]
     uid = S["web_uid"]
-    pid = container_pid(S["kl"], uid)
+    pid = ursa_region.container_pid(S["kl"], uid)
     r = tp.delete(h.pods_path("acme", name="web"))
     h.check(r.status in (200, 202), "delete: %s %s" % (r.status, r.body[:200]))
     h.wait_until(lambda: tp.get(h.pods_path("acme", name="web")).status == 404, 30, "pod gone from the TP")
-    h.wait_until(lambda: not alive(pid), 10, "container process %s ended" % pid)
+    h.wait_until(lambda: not ursa_region.pid_alive(pid), 10, "container process %s ended" % pid)
 
 
 def test_tp_registered_later():
@@ -308,13 +285,13 @@ def test_tp_restart_keeps_pods():
     tp2 = S["tp2"]
     a2 = tp2.admin()
     uid = a2.get(h.pods_path("zeta", name="late")).json["metadata"]["uid"]
-    pid = container_pid(S["kl"], uid)
-    h.check(pid and alive(pid), "late pod's container alive")
+    pid = ursa_region.container_pid(S["kl"], uid)
+    h.check(pid and ursa_region.pid_alive(pid), "late pod's container alive")
     tp2.restart()
     create_bound(a2, "zeta", make_pod("after", ["sh", "-c", "exec sleep 300"]))
     h.wait_until(lambda: (pod_status(a2, "zeta", "after") or {}).get("phase") == "Running", 40,
                  "pod created after the TP restart Running")
-    h.eq(container_pid(S["kl"], uid), pid, "earlier pod's container not restarted")
+    h.eq(ursa_region.container_pid(S["kl"], uid), pid, "earlier pod's container not restarted")
     h.eq(pod_status(a2, "zeta", "late")["containerStatuses"][0]["restartCount"], 0, "restartCount")
     h.eq(pod_status(S["tpadmin"], "acme", "huge")["reason"], "OutOfcpu", "tp-1 pods untouched")
 
@@ -322,17 +299,17 @@ def test_tp_restart_keeps_pods():
 def test_orphan_stopped_after_restart():
     a2 = S["tp2"].admin()
     uid = a2.get(h.pods_path("zeta", name="after")).json["metadata"]["uid"]
-    pid = container_pid(S["kl"], uid)
-    h.check(pid and alive(pid), "container alive")
+    pid = ursa_region.container_pid(S["kl"], uid)
+    h.check(pid and ursa_region.pid_alive(pid), "container alive")
     S["kl"].stop()
     # removed while the kubelet was down, without the kubelet's help (grace 0)
     r = a2.delete(h.pods_path("zeta", name="after"), {"gracePeriodSeconds": 0})
     h.check(r.status in (200, 202), "force delete: %s" % r.status)
     h.wait_until(lambda: a2.get(h.pods_path("zeta", name="after")).status == 404, 10, "pod gone")
     S["kl"].start()
-    h.wait_until(lambda: not alive(pid), 30, "orphaned container %s stopped after the restart" % pid)
+    h.wait_until(lambda: not ursa_region.pid_alive(pid), 30, "orphaned container %s stopped after the restart" % pid)
     late = a2.get(h.pods_path("zeta", name="late")).json["metadata"]["uid"]
-    h.check(alive(container_pid(S["kl"], late)), "the other pod of the partition still runs")
+    h.check(ursa_region.pid_alive(ursa_region.container_pid(S["kl"], late)), "the other pod of the partition still runs")
 
 
 def test_duplicate_node_name_refused():

@@ -158,6 +158,30 @@ def start_gateway(rm, tp):
     return proc, url, gw
 
 
+def state_pid(kl, uid, container="c"):
+    """The pid of a process-runtime container of the pod with this uid, from its shim's state
+    file under kl.dir, or None."""
+    try:
+        with open(os.path.join(kl.dir, "runtime", "pods", uid, "containers", container, "state.json")) as f:
+            return json.load(f)["pid"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def container_pid(kl, uid, container="c"):
+    """state_pid, waited for: the kubelet says Running once the shim is spawned; the shim writes
+    the file right after its fork, so a fresh pod's may lag a moment."""
+    return h.wait_until(lambda: state_pid(kl, uid, container), 10, "state file of container %s" % uid)
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
 def kill_containers(kubelets=None):
     """Containers of the process runtime outlive their kubelet by design: ends those the given
     kubelets (anything with .dir, their root; default every Kubelet of this process) left
