@@ -78,6 +78,17 @@ int etcd_put(struct etcd *e, const char *key, const char *value, size_t len, int
  * (E_BAD_REQUEST otherwise). ret_rev (may be NULL) gets the txn's revision. */
 #define ETCD_TXN_MAX_OPS 128
 int etcd_put_all(struct etcd *e, const struct etcd_kv *kvs, size_t n, int64_t *ret_rev);
+/* Puts and deletes in one txn, applied in order, unconditionally: all or none. A delete
+ * (del true; value ignored) of an absent key is no error. The same limits as etcd_put_all (at
+ * most ETCD_TXN_MAX_OPS, no key twice: E_BAD_REQUEST). ret_rev (may be NULL) gets the txn's
+ * revision (the current one when nothing changed). */
+struct etcd_op {
+	const char *key;
+	const char *value;
+	size_t value_len;
+	bool del;
+};
+int etcd_write_all(struct etcd *e, const struct etcd_op *ops, size_t n, int64_t *ret_rev);
 /* Put only if the key does not exist: E_ALREADY_EXISTS otherwise. */
 int etcd_create(struct etcd *e, const char *key, const char *value, size_t len, int64_t lease, int64_t *ret_rev);
 /* Put only if the key's mod_revision equals expect_rev: E_CONFLICT if it differs (ret_current,

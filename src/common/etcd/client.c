@@ -251,24 +251,40 @@ static int txn_call(struct etcd *e, const struct buf *req, struct buf *resp, str
 
 int etcd_put_all(struct etcd *e, const struct etcd_kv *kvs, size_t n, int64_t *ret_rev)
 {
-	struct buf req = BUF_INIT, put = BUF_INIT, op = BUF_INIT, resp = BUF_INIT;
+	struct etcd_op ops[ETCD_TXN_MAX_OPS];
+
+	if (n == 0 || n > ETCD_TXN_MAX_OPS)
+		return E_BAD_REQUEST;
+	for (size_t i = 0; i < n; i++)
+		ops[i] = (struct etcd_op){ .key = kvs[i].key, .value = kvs[i].value, .value_len = kvs[i].value_len };
+	return etcd_write_all(e, ops, n, ret_rev);
+}
+
+int etcd_write_all(struct etcd *e, const struct etcd_op *ops, size_t n, int64_t *ret_rev)
+{
+	struct buf req = BUF_INIT, msg = BUF_INIT, op = BUF_INIT, resp = BUF_INIT;
 	struct etcd_pb_txn_result t = { 0 };
 	int rc;
 
 	if (n == 0 || n > ETCD_TXN_MAX_OPS)
 		return E_BAD_REQUEST;
 	for (size_t i = 0; i < n; i++) {
-		if (!kvs[i].key)
+		if (!ops[i].key)
 			return E_BAD_REQUEST;
 		for (size_t j = 0; j < i; j++)
-			if (strcmp(kvs[i].key, kvs[j].key) == 0)
+			if (strcmp(ops[i].key, ops[j].key) == 0)
 				return E_BAD_REQUEST;
 	}
 	for (size_t i = 0; i < n; i++) { /* no compare: the success branch always runs */
-		buf_reset(&put);
+		buf_reset(&msg);
 		buf_reset(&op);
-		etcd_pb_put_request(&put, kvs[i].key, kvs[i].value, kvs[i].value_len, 0);
-		etcd_pb_put_msg(&op, ETCD_OP_PUT, &put);
+		if (ops[i].del) {
+			etcd_pb_delete_request(&msg, ops[i].key, false);
+			etcd_pb_put_msg(&op, ETCD_OP_DELETE, &msg);
+		} else {
+			etcd_pb_put_request(&msg, ops[i].key, ops[i].value, ops[i].value_len, 0);
+			etcd_pb_put_msg(&op, ETCD_OP_PUT, &msg);
+		}
 		etcd_pb_put_msg(&req, 2, &op);
 	}
 	rc = txn_call(e, &req, &resp, &t);
@@ -276,7 +292,7 @@ int etcd_put_all(struct etcd *e, const struct etcd_kv *kvs, size_t n, int64_t *r
 		*ret_rev = t.revision;
 	etcd_pb_txn_release(&t);
 	buf_release(&req);
-	buf_release(&put);
+	buf_release(&msg);
 	buf_release(&op);
 	buf_release(&resp);
 	return rc;

@@ -450,6 +450,37 @@ static void test_create_update_delete(void **state)
 	assert_int_equal(etcd_get(g_e, "/t/cud", &cur), E_NOT_FOUND);
 }
 
+/* etcd_write_all: puts and deletes in one txn, in order; a delete of an absent key is fine. */
+static void test_write_all(void **state)
+{
+	(void)state;
+	int64_t rev = 0;
+	assert_int_equal(etcd_put(g_e, "/t/writeall/a", "1", 1, 0, NULL), 0);
+	struct etcd_op ops[] = {
+		{ .key = "/t/writeall/a", .del = true },
+		{ .key = "/t/writeall/b", .value = "2", .value_len = 1 },
+		{ .key = "/t/writeall/absent", .del = true },
+	};
+	assert_int_equal(etcd_write_all(g_e, ops, 3, &rev), 0);
+	assert_true(rev > 0);
+	struct etcd_kv kv = { 0 };
+	assert_int_equal(etcd_get(g_e, "/t/writeall/a", &kv), E_NOT_FOUND);
+	assert_int_equal(etcd_get(g_e, "/t/writeall/b", &kv), 0);
+	assert_string_equal(kv.value, "2");
+	assert_int_equal(kv.mod_rev, rev);
+	etcd_kv_release(&kv);
+	/* nothing to change: the current revision */
+	int64_t rev2 = 0;
+	assert_int_equal(etcd_write_all(g_e, &ops[2], 1, &rev2), 0);
+	assert_int_equal(rev2, rev);
+	/* a key twice (a put and a delete): refused, nothing written */
+	ops[0].key = "/t/writeall/b";
+	assert_int_equal(etcd_write_all(g_e, ops, 2, NULL), E_BAD_REQUEST);
+	assert_int_equal(etcd_get(g_e, "/t/writeall/b", &kv), 0);
+	etcd_kv_release(&kv);
+	assert_int_equal(etcd_write_all(g_e, ops, 0, NULL), E_BAD_REQUEST);
+}
+
 /* etcd_put_all: one txn, one revision for every key; bad batches refused before sending. */
 static void test_put_all(void **state)
 {
@@ -1076,6 +1107,7 @@ int main(void)
 		cmocka_unit_test(test_binary_and_large_values),
 		cmocka_unit_test(test_create_update_delete),
 		cmocka_unit_test(test_put_all),
+		cmocka_unit_test(test_write_all),
 		cmocka_unit_test(test_compaction),
 		cmocka_unit_test(test_lease),
 		cmocka_unit_test(test_endpoints),
