@@ -43,7 +43,6 @@
 #define PAGE_DEFAULT 500
 #define PAGE_MAX 5000
 #define RESTORE_MAX_ITEMS 100000
-#define RESTORE_ANNOTATION "ursa.io/restore" /* on a tenant being restored: the restore's id */
 
 /* Continue tokens ------------------------------------------------------------------------- */
 
@@ -140,15 +139,41 @@ static int scope_of(const struct restore_target *t, const char *resource, bool *
 	return t->scope_of(t->ud, resource);
 }
 
+/* A move's copy is the object itself: only what etcd's revision makes (resourceVersion) and
+ * the deprecated selfLink go; the tenant object is marked as moving in under the move's id. */
+static int move_object(const struct restore_target *t, const json_t *src, bool is_tenant, const char *resource,
+		       const char *path, char **ret_rel, json_t **ret_obj, char *ns)
+{
+	json_t *obj = json_deep_copy(src);
+	json_t *meta = json_obj_child(obj, "metadata");
+	json_object_del(meta, "resourceVersion");
+	json_object_del(meta, "selfLink");
+	if (is_tenant) {
+		json_t *ann = json_obj_child(meta, "annotations");
+		json_object_del(ann, RESTORE_ANNOTATION);
+		json_object_set_new(ann, MOVE_ANNOTATION, json_string(t->restore_id));
+		json_object_set_new(json_obj_child(obj, "status"), "phase", json_string(TENANT_MOVING_IN));
+		*ret_rel = xasprintf("tenants/%s", t->to);
+	} else {
+		*ret_rel = xasprintf("%s/%s/%s", resource, t->to, path);
+	}
+	*ret_obj = obj;
+	free(ns);
+	return 0;
+}
+
 int restore_item(const struct restore_target *t, const json_t *item, char **ret_rel, json_t **ret_obj,
 		 struct buf *err)
 {
 	*ret_rel = NULL;
 	*ret_obj = NULL;
 	const char *resource = json_str(item, "resource"), *path = json_str(item, "path");
-	json_t *src = json_object_get(item, "object");
-	if (!json_is_object(item) || !resource || !path || !json_is_object(src)) {
-		buf_adds(err, "an item needs \"resource\", \"path\" and \"object\"");
+	json_t *src = json_object_get(item, "object"), *deleted = json_object_get(item, "deleted");
+	bool del = json_is_true(deleted);
+	if (!json_is_object(item) || !resource || !path || (del ? src != NULL : !json_is_object(src)) ||
+	    (deleted && !json_is_boolean(deleted)) || (del && !t->move)) {
+		buf_adds(err, t->move ? "an item needs \"resource\", \"path\" and either \"object\" or \"deleted\": true"
+				      : "an item needs \"resource\", \"path\" and \"object\"");
 		return -1;
 	}
 	bool either;
@@ -174,10 +199,31 @@ int restore_item(const struct restore_target *t, const json_t *item, char **ret_
 		buf_addf(err, "path \"%s\" does not fit resource \"%s\"", path, resource);
 		goto fail;
 	}
-	if (!valid_segment(name) || !meta_name || strcmp(meta_name, name) != 0 ||
+	if (!valid_segment(name)) {
+		buf_addf(err, "path \"%s\" does not name an object", path);
+		goto fail;
+	}
+	if (del) { /* a move's follow: the key goes (the tenant object only with the tenant) */
+		if (is_tenant) {
+			buf_adds(err, "the tenant object is not deleted by a move's batch (drop the move instead)");
+			goto fail;
+		}
+		*ret_rel = xasprintf("%s/%s/%s", resource, t->to, path);
+		free(ns);
+		return 2;
+	}
+	if (!meta_name || strcmp(meta_name, name) != 0 ||
 	    (ns ? !meta_ns || strcmp(meta_ns, ns) != 0 : meta_ns && *meta_ns)) {
 		buf_addf(err, "path \"%s\" does not match the object's metadata", path);
 		goto fail;
+	}
+	if (t->move) {
+		const char *meta_tenant = json_path_str(src, "metadata.tenant");
+		if (!is_tenant && meta_tenant && strcmp(meta_tenant, t->to) != 0) {
+			buf_addf(err, "the object of \"%s\" is of tenant \"%s\", not \"%s\"", path, meta_tenant, t->to);
+			goto fail;
+		}
+		return move_object(t, src, is_tenant, resource, path, ret_rel, ret_obj, ns);
 	}
 	json_t *obj = json_deep_copy(src);
 	json_t *meta = json_object_get(obj, "metadata");
@@ -254,7 +300,36 @@ static void range_add(struct brange **v, size_t *n, char *resource, char *start,
 	(*v)[(*n)++] = (struct brange){ resource, start, exact };
 }
 
-static bool backed_up(const struct api_resource *r)
+bool backup_line(struct buf *out, const char *resource, const char *path, const char *value, size_t len)
+{
+	if (!value) { /* a move's follow: the key was deleted */
+		buf_adds(out, "{\"resource\":");
+		buf_add_json_str(out, resource, strlen(resource));
+		buf_adds(out, ",\"path\":");
+		buf_add_json_str(out, path, strlen(path));
+		buf_adds(out, ",\"deleted\":true}\n");
+		return true;
+	}
+	if (len < 2 || value[0] != '{' || value[len - 1] != '}')
+		return false; /* not an object this server wrote */
+	json_t *reenc = NULL; /* an object stored with line breaks: on one line, as items are */
+	if (memchr(value, '\n', len) && !(reenc = json_loadb(value, len, 0, NULL)))
+		return false;
+	buf_adds(out, "{\"resource\":");
+	buf_add_json_str(out, resource, strlen(resource));
+	buf_adds(out, ",\"path\":");
+	buf_add_json_str(out, path, strlen(path));
+	buf_adds(out, ",\"object\":");
+	if (reenc)
+		store_dump(reenc, out);
+	else
+		buf_add(out, value, len);
+	json_decref(reenc);
+	buf_adds(out, "}\n");
+	return true;
+}
+
+bool backup_covers(const struct api_resource *r)
 {
 	return !r->ephemeral && !r->metrics && r->scope != SCOPE_CLUSTER && strcmp(r->plural, "events") != 0;
 }
@@ -273,7 +348,7 @@ static int backup_ranges(struct apiserver *s, const char *tenant, int64_t rev, s
 			range_add(&v, &n, xstrdup(first[i]), xasprintf("%s/%s/%s/", pre, first[i], tenant), false);
 	for (size_t i = 0; i < s->nres; i++) {
 		const struct api_resource *r = s->res[i].r;
-		if (!backed_up(r) || strcmp(r->plural, first[0]) == 0 || strcmp(r->plural, first[1]) == 0)
+		if (!backup_covers(r) || strcmp(r->plural, first[0]) == 0 || strcmp(r->plural, first[1]) == 0)
 			continue;
 		bool seen = false; /* a kind served under two groups shares its key */
 		for (size_t j = 0; j < n && !seen; j++)
@@ -388,25 +463,9 @@ static void handle_backup(struct req *q, const char *tenant)
 			}
 			free(after);
 			after = xstrdup(kv->key);
-			if (kv->value_len < 2 || kv->value[0] != '{' || kv->value[kv->value_len - 1] != '}')
-				continue; /* not an object this server wrote */
 			const char *path = r->exact ? tenant : kv->key + strlen(r->start);
-			json_t *reenc = NULL; /* an object stored with line breaks: on one line, as items are */
-			if (memchr(kv->value, '\n', kv->value_len) &&
-			    !(reenc = json_loadb(kv->value, kv->value_len, 0, NULL)))
-				continue;
-			buf_adds(&body, "{\"resource\":");
-			buf_add_json_str(&body, r->resource, strlen(r->resource));
-			buf_adds(&body, ",\"path\":");
-			buf_add_json_str(&body, path, strlen(path));
-			buf_adds(&body, ",\"object\":");
-			if (reenc)
-				store_dump(reenc, &body);
-			else
-				buf_add(&body, kv->value, kv->value_len);
-			json_decref(reenc);
-			buf_adds(&body, "}\n");
-			count++;
+			if (backup_line(&body, r->resource, path, kv->value, kv->value_len))
+				count++;
 		}
 		if (!full && !rr.more) { /* the range is done */
 			idx++;
@@ -436,17 +495,19 @@ static int table_scope(void *ud, const char *resource)
 {
 	struct apiserver *s = ud;
 	struct served *sv = served_by_plural(s, resource);
-	if (!sv || !(backed_up(sv->r) || strcmp(resource, "tenants") == 0))
+	if (!sv || !(backup_covers(sv->r) || strcmp(resource, "tenants") == 0))
 		return -1;
 	return (int)sv->r->scope;
 }
 
-struct put {
+/* A write of a restore's batch: a put of val, or (a move's) a delete. */
+struct wop {
 	char *rel;
 	struct buf val;
+	bool del;
 };
 
-static void puts_free(struct put *v, size_t n)
+static void wops_free(struct wop *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		free(v[i].rel);
@@ -455,8 +516,7 @@ static void puts_free(struct put *v, size_t n)
 	free(v);
 }
 
-/* The stored tenant object (new reference) and its mod revision: 0, or an etcd error. */
-static int tenant_read(struct apiserver *s, const char *key, json_t **ret, int64_t *ret_rev)
+int tenant_read(struct apiserver *s, const char *key, json_t **ret, int64_t *ret_rev)
 {
 	struct etcd_kv kv = { 0 };
 	int rc = etcd_get(s->etcd, key, &kv);
@@ -521,6 +581,54 @@ static int leftovers(struct req *q, const char *tenant)
 	return err;
 }
 
+/* Whether tenant obj is the one move id is copying in (phase MovingIn, annotated with id); else
+ * a reply as restoring_tenant's. */
+static bool moving_in_tenant(struct req *q, int rc, const json_t *obj, const char *tenant, const char *id)
+{
+	if (rc == E_NOT_FOUND)
+		reply_status_details(q, rc, tenant, NULL,
+				     "tenants \"%s\" not found: a move's first batch holds the tenant object", tenant);
+	else if (rc)
+		reply_status(q, rc, "reading the tenant failed: %s", err_reason(rc));
+	else if (strcmp(json_str(json_path(obj, "metadata.annotations"), MOVE_ANNOTATION) ?: "", id) != 0 ||
+		 strcmp(json_path_str(obj, "status.phase") ?: "", TENANT_MOVING_IN) != 0)
+		reply_status_details(q, E_CONFLICT, tenant, NULL,
+				     "tenants \"%s\" exists and is not being moved in by move %s", tenant, id);
+	else
+		return true;
+	return false;
+}
+
+/* Applies ops[0..n) but skip in order, ETCD_TXN_MAX_OPS to a transaction (a key met twice
+ * starts the next one: etcd takes a key once per transaction). 0 with *ret_rev the last
+ * transaction's revision (untouched when none ran), or an etcd error. */
+static int apply_ops(struct apiserver *s, const struct wop *ops, size_t n, ssize_t skip, int64_t *ret_rev)
+{
+	struct etcd_op batch[ETCD_TXN_MAX_OPS];
+	size_t nb = 0;
+	int rc = 0;
+	for (size_t i = 0; i <= n && !rc; i++) {
+		char *key = i < n && (ssize_t)i != skip ? xasprintf("%s/%s", s->o.etcd_prefix, ops[i].rel) : NULL;
+		bool again = false;
+		for (size_t j = 0; key && j < nb && !again; j++)
+			again = strcmp(batch[j].key, key) == 0;
+		if (nb && (nb == ETCD_TXN_MAX_OPS || i == n || again)) {
+			rc = etcd_write_all(s->etcd, batch, nb, ret_rev);
+			for (size_t j = 0; j < nb; j++)
+				free((char *)batch[j].key);
+			nb = 0;
+		}
+		if (key && !rc)
+			batch[nb++] = (struct etcd_op){ .key = key, .value = buf_cstr(&ops[i].val),
+							.value_len = ops[i].val.len, .del = ops[i].del };
+		else
+			free(key);
+	}
+	for (size_t j = 0; j < nb; j++)
+		free((char *)batch[j].key);
+	return rc;
+}
+
 static void handle_restore(struct req *q, const char *tenant)
 {
 	struct apiserver *s = q->s;
@@ -533,21 +641,31 @@ static void handle_restore(struct req *q, const char *tenant)
 		buf_release(&err);
 		return;
 	}
-	const char *from = json_str(doc, "from"), *id = json_str(doc, "restore");
+	const char *from = json_str(doc, "from"), *id = json_str(doc, "restore"), *mode = json_str(doc, "mode");
 	json_t *items = json_object_get(doc, "items"), *done = json_object_get(doc, "done");
+	bool move = mode && strcmp(mode, "move") == 0;
 	if (!from || !valid_tenant_name(from) || !id || !valid_dns1123_label(id) || !json_is_array(items) ||
-	    json_array_size(items) > RESTORE_MAX_ITEMS || (done && !json_is_boolean(done))) {
+	    json_array_size(items) > RESTORE_MAX_ITEMS || (done && !json_is_boolean(done)) ||
+	    (json_object_get(doc, "mode") && !move && strcmp(mode ?: "", "restore") != 0)) {
 		reply_status(q, E_BAD_REQUEST,
-			     "a restore request is {\"from\": <the backed-up tenant>, \"restore\": <an id, a DNS label>, \"items\": [at most %d items], \"done\": <bool>}",
+			     "a restore request is {\"from\": <the backed-up tenant>, \"restore\": <an id, a DNS label>, \"items\": [at most %d items], \"done\": <bool>, \"mode\": \"restore\" or \"move\"}",
 			     RESTORE_MAX_ITEMS);
 		json_decref(doc);
 		return;
 	}
+	if (move && (strcmp(from, tenant) != 0 || json_is_true(done))) {
+		reply_status(q, E_BAD_REQUEST, strcmp(from, tenant) != 0
+						       ? "a move keeps the tenant's name: \"from\" must be \"%s\""
+						       : "a move's copy is not done by its batches: activate it (POST .../%s/move, step activate)",
+			     tenant);
+		json_decref(doc);
+		return;
+	}
 	struct restore_target t = {
-		.from = from, .to = tenant, .restore_id = id, .scope_of = table_scope, .ud = s
+		.from = from, .to = tenant, .restore_id = id, .move = move, .scope_of = table_scope, .ud = s
 	};
-	size_t n = json_array_size(items), nput = 0, skipped = 0;
-	struct put *puts = xcalloc(n ? n : 1, sizeof(*puts));
+	size_t n = json_array_size(items), nop = 0, skipped = 0;
+	struct wop *ops = xcalloc(n ? n : 1, sizeof(*ops));
 	ssize_t tenant_at = -1;
 	char *tkey = xasprintf("%s/tenants/%s", s->o.etcd_prefix, tenant);
 	json_t *cur = NULL;
@@ -558,73 +676,68 @@ static void handle_restore(struct req *q, const char *tenant)
 		json_t *obj;
 		int rc = restore_item(&t, json_array_get(items, i), &rel, &obj, &err);
 		if (rc < 0) {
-			reply_status(q, E_BAD_REQUEST, "items[%zu]: %s; nothing was restored", i, buf_cstr(&err));
+			reply_status(q, E_BAD_REQUEST, "items[%zu]: %s; nothing was %s", i, buf_cstr(&err),
+				     move ? "written" : "restored");
 			goto out;
 		}
-		if (rc > 0) {
+		if (rc == 1) {
 			skipped++;
 			continue;
 		}
 		bool created;
 		strmap_put(&seen, rel, &created);
-		if (!created) {
+		if (!created && !move) { /* a move's follow may change a key more than once */
 			reply_status(q, E_BAD_REQUEST, "items[%zu]: %s is in the request twice; nothing was restored", i,
 				     rel);
 			free(rel);
 			json_decref(obj);
 			goto out;
 		}
-		if (strncmp(rel, "tenants/", 8) == 0)
-			tenant_at = (ssize_t)nput;
-		puts[nput].rel = rel;
-		store_dump(obj, &puts[nput].val);
+		if (tenant_at < 0 && rc == 0 && strncmp(rel, "tenants/", 8) == 0)
+			tenant_at = (ssize_t)nop;
+		ops[nop].rel = rel;
+		ops[nop].del = rc == 2;
+		if (obj)
+			store_dump(obj, &ops[nop].val);
 		json_decref(obj);
-		nput++;
+		nop++;
 	}
 	/* The tenant first (its controller purges what a tenant that does not exist holds), marked
-	 * as being restored by this restore; the batches after it must name the same restore (the
-	 * first one sent again is fine). */
+	 * as being restored (moved in) by this restore (move); the batches after it must name the
+	 * same one (the first one sent again is fine). */
 	int64_t rev = 0, trev;
+	bool created = false;
 	int rc = tenant_read(s, tkey, &cur, &trev);
 	if (rc == E_NOT_FOUND && tenant_at >= 0) {
 		if ((rc = leftovers(q, tenant)) != 0)
 			goto out;
-		if ((rc = etcd_create(s->etcd, tkey, puts[tenant_at].val.ptr, puts[tenant_at].val.len, 0, &rev))) {
+		if ((rc = etcd_create(s->etcd, tkey, ops[tenant_at].val.ptr, ops[tenant_at].val.len, 0, &rev))) {
 			if (rc == E_ALREADY_EXISTS)
 				reply_status_details(q, rc, tenant, NULL, "tenants \"%s\" already exists", tenant);
 			else
 				reply_status(q, rc, "writing the tenant failed: %s", err_reason(rc));
 			goto out;
 		}
-	} else if (!restoring_tenant(q, rc, cur, tenant, id)) {
+		created = true;
+	} else if (!(move ? moving_in_tenant(q, rc, cur, tenant, id) : restoring_tenant(q, rc, cur, tenant, id))) {
 		goto out;
 	}
-	/* everything else in the order given (owners before what they own), a transaction at a time */
-	struct etcd_kv batch[ETCD_TXN_MAX_OPS];
-	size_t nb = 0;
-	for (size_t i = 0; i <= nput && !rc; i++) {
-		if (i < nput && (ssize_t)i != tenant_at) {
-			batch[nb++] = (struct etcd_kv){ .key = xasprintf("%s/%s", s->o.etcd_prefix, puts[i].rel),
-							.value = (char *)buf_cstr(&puts[i].val),
-							.value_len = puts[i].val.len };
-		}
-		if (nb && (nb == ETCD_TXN_MAX_OPS || i == nput)) {
-			rc = etcd_put_all(s->etcd, batch, nb, &rev);
-			for (size_t j = 0; j < nb; j++)
-				free(batch[j].key);
-			nb = 0;
-		}
-	}
+	/* everything else in the order given (owners before what they own; a move's changes in the
+	 * order they were made). A restore's tenant object is written once, by its create; a move's
+	 * again when a batch brings it again (a change followed from the source). */
+	rc = apply_ops(s, ops, nop, created || !move ? tenant_at : -1, &rev);
 	/* what this server wrote, for those that wait to see its own writes (the authorizer: a user
 	 * of the tenant restored is not refused while its bindings are on their way to the cache) */
-	for (size_t i = 0; i < nput && !rc; i++) {
-		char *slash = strchr(puts[i].rel, '/');
+	for (size_t i = 0; i < nop && !rc; i++) {
+		char *slash = strchr(ops[i].rel, '/');
 		*slash = '\0';
-		struct served *sv = served_by_plural(s, puts[i].rel);
+		struct served *sv = served_by_plural(s, ops[i].rel);
 		*slash = '/';
-		if (sv)
+		if (sv && rev)
 			note_written(sv, rev);
 	}
+	if (!rc && !rev && move)
+		rc = etcd_current_revision(s->etcd, &rev); /* nothing written: where etcd stands */
 	if (!rc && json_is_true(done)) { /* the last batch: the tenant is whole */
 		json_decref(cur);
 		rc = tenant_read(s, tkey, &cur, &trev);
@@ -640,19 +753,21 @@ static void handle_restore(struct req *q, const char *tenant)
 		buf_release(&v);
 	}
 	if (rc) {
-		reply_status(q, rc, "writing the restored objects failed (%s)", err_reason(rc));
+		reply_status(q, rc, "writing the %s objects failed (%s)", move ? "moved" : "restored", err_reason(rc));
 		goto out;
 	}
 	json_t *res = json_pack("{s:s,s:s,s:s,s:I,s:I,s:b,s:I}", "kind", "TenantRestoreResult", "apiVersion", "ursa.io/v1",
-				"tenant", tenant, "restored", (json_int_t)nput, "skipped", (json_int_t)skipped, "done",
+				"tenant", tenant, "restored", (json_int_t)nop, "skipped", (json_int_t)skipped, "done",
 				json_is_true(done), "revision", (json_int_t)rev);
+	if (move)
+		json_object_set_new(res, "mode", json_string("move"));
 	reply_json(q, 200, res);
 	json_decref(res);
 out:
 	json_decref(cur);
 	free(tkey);
 	strmap_release(&seen, NULL);
-	puts_free(puts, nput);
+	wops_free(ops, nop);
 	buf_release(&err);
 	json_decref(doc);
 }
@@ -664,21 +779,30 @@ bool serve_tenant_backup(struct req *q)
 		return false;
 	const char *t = path + strlen(TENANT_BACKUP_PATH), *slash = strchr(t, '/');
 	const char *op = slash ? slash + 1 : "";
-	bool backup = strcmp(op, "backup") == 0, restore = strcmp(op, "restore") == 0;
+	static const struct {
+		const char *op, *method;
+		void (*fn)(struct req *q, const char *tenant);
+	} ops[] = {
+		{ "backup", "GET", handle_backup },
+		{ "restore", "POST", handle_restore },
+		{ "changes", "GET", handle_tenant_changes }, /* move.c */
+		{ "move", "POST", handle_tenant_move },
+	};
+	size_t i = 0;
+	while (i < sizeof(ops) / sizeof(ops[0]) && strcmp(op, ops[i].op) != 0)
+		i++;
 	char *tenant = slash ? xstrndup(t, (size_t)(slash - t)) : NULL;
-	if ((!backup && !restore) || !served_by_plural(q->s, "tenants"))
+	if (i == sizeof(ops) / sizeof(ops[0]) || !served_by_plural(q->s, "tenants"))
 		reply_status(q, E_NOT_FOUND, "the server could not find the requested resource");
-	else if (strcmp(http_method(q->http), backup ? "GET" : "POST") != 0)
+	else if (strcmp(http_method(q->http), ops[i].method) != 0)
 		reply_status(q, E_METHOD, "the server does not allow this method on the requested resource");
 	else if (!identity_is_system_admin(&q->id))
 		reply_status(q, E_FORBIDDEN, "tenant %s is for the region's operators (system:masters of the system tenant)",
-			     backup ? "backup" : "restore");
+			     ops[i].op);
 	else if (!valid_tenant_name(tenant))
-		reply_status(q, E_BAD_REQUEST, "\"%s\" is not a tenant that can be backed up or restored", tenant);
-	else if (backup)
-		handle_backup(q, tenant);
+		reply_status(q, E_BAD_REQUEST, "\"%s\" is not a tenant that can be backed up, restored or moved", tenant);
 	else
-		handle_restore(q, tenant);
+		ops[i].fn(q, tenant);
 	free(tenant);
 	return true;
 }

@@ -100,6 +100,7 @@ struct apiserver {
 	struct svcip *svcip; /* svcip.c: services' cluster IPs followed from the caches; NULL when not served */
 	struct crds *crds;   /* crd.c: NULL when the server serves no customresourcedefinitions */
 	struct fairshare *fair; /* fairshare.c: NULL without fair queuing */
+	struct moves *moves;    /* move.c: tenants moving; NULL when the server serves no tenants */
 };
 
 /* One API request being answered. */
@@ -127,6 +128,7 @@ struct req {
 	json_t *fv_msgs;   /* fieldval.c: strict decoding messages met so far (owned; NULL: none) */
 	const json_t *cr_pruned; /* fieldval.c: a custom resource it pruned already (write.c skips it) */
 	json_t **capture;  /* no reply: a Status reply is kept here instead (new ref; a sub-request's) */
+	bool move_slot;    /* move.c: a write counted in flight until move_write_leave */
 	bool fair_seat;    /* fairshare.c: it holds seats of the fair queue until fairshare_done */
 };
 
@@ -202,12 +204,46 @@ int check_type_meta(struct req *q, json_t *obj, const char *want_kind, const cha
 json_t *parse_body(struct req *q);
 void api_version_of(const struct api_resource *r, struct buf *out);
 
+/* write.c: a cached object's status.phase from the field values its kind keeps for field
+ * selectors (namespaces and tenants keep it), without parsing its text; NULL if the kind keeps
+ * none. lookup_phase: an object's phase (*ret_phase a new string, "" when it has none) from the
+ * watch cache first, then etcd (the cache may lag a write): 0, E_NOT_FOUND or an etcd error. A
+ * kind the server does not serve: 0 and nothing set. */
+const char *cached_phase(const struct served *sv, const struct cobj *o);
+int lookup_phase(struct apiserver *s, const char *plural, const char *tenant, const char *name, char **ret_phase);
 /* write.c: keeps sv->written_rev the revision of this server's newest write of sv's kind (what
  * follower_catch_up waits for). */
 void note_written(struct served *sv, int64_t rev);
 /* write.c: 16 bytes as a lowercase 8-4-4-4-12 UUID (written by hand: a printf of 16 bytes cost
  * a create several µs). */
 void uid_format(const unsigned char b[16], char out[37]);
+
+/* A tenant moving between partitions (move.c): its phase on the source from the fence on, on
+ * the target until activated, and the annotation naming the move on both. */
+#define TENANT_MOVING_OUT "MovingOut"
+#define TENANT_MOVING_IN "MovingIn"
+#define MOVE_ANNOTATION "ursa.io/move"
+#define RESTORE_ANNOTATION "ursa.io/restore" /* on a tenant being restored: the restore's id */
+
+/* move.c: a tenant's move between partitions (the protocol is in its header comment).
+ * moves_start follows the tenants cache (after the caches; nothing when tenants are not
+ * served), moves_stop before the caches. handle_tenant_move answers POST .../move, and
+ * handle_tenant_changes (changes.c) GET .../changes, for an authorized operator. The write
+ * fence: move_write_enter before a request runs: 0 to run it (then move_write_leave once it
+ * ran; a no-op when nothing was counted), or -1 with the 429 sent. */
+void moves_start(struct apiserver *s);
+void moves_stop(struct apiserver *s);
+void handle_tenant_move(struct req *q, const char *tenant);
+void handle_tenant_changes(struct req *q, const char *tenant);
+int move_write_enter(struct req *q);
+void move_write_leave(struct req *q);
+/* changes.c, pure: whether rel, an etcd key below the server's prefix ("pods/acme/default/web"),
+ * is one of tenant's keys a backup reads: tenants/<tenant>; <plural>/<tenant>/<path> where
+ * covered(ud, plural) (a backed-up kind the server serves); customresources/<g>/<p>/<tenant>/<path>.
+ * Then *ret_resource (new string: "tenants", the plural, "customresources/<g>/<p>") and
+ * *ret_path (into rel: the tenant's name for the tenant object, else [ns/]name). */
+bool change_key_classify(const char *rel, const char *tenant, bool (*covered)(void *ud, const char *plural), void *ud,
+			 char **ret_resource, const char **ret_path);
 
 /* backup.c: tenant backup and restore (TENANT_BACKUP_PATH). serve_tenant_backup answers q when
  * its path is one of them (true), else returns false. The pure parts, tested on their own: */
@@ -223,15 +259,29 @@ int backup_token_parse(const char *tok, int64_t *ret_rev, size_t *ret_range, cha
  * or -1 for a kind a restore does not write. */
 struct restore_target {
 	const char *from, *to, *restore_id;
+	bool move; /* a move's copy (move.c): objects kept exactly as stored, delete items allowed */
 	int (*scope_of)(void *ud, const char *resource);
 	void *ud;
 };
 /* Checks one backup item ({"resource","path","object"}) and rewrites its object for t->to: 0
  * with *ret_rel (new string: the key below the etcd prefix, "pods/<to>/<ns>/<name>") and
  * *ret_obj (new reference); 1 when it is not restored (a pod its controller makes again); -1
- * with why appended to err. */
+ * with why appended to err. With t->move (from == to), the object is kept as stored but for
+ * metadata.resourceVersion and selfLink (uids, owners, nodeName, status; no pod skipped), the
+ * tenant object gets phase MovingIn and annotation ursa.io/move = restore_id, and an item may
+ * be a delete ({"resource","path","deleted":true}, no object): 2 with *ret_rel only. */
 int restore_item(const struct restore_target *t, const json_t *item, char **ret_rel, json_t **ret_obj,
 		 struct buf *err);
+/* A backup line, {"resource","path","object"} with value (an object's stored JSON text, put on
+ * one line) appended to out; with value NULL a move's delete line {"resource","path",
+ * "deleted":true}. false (nothing appended) when value is not an object's text. */
+bool backup_line(struct buf *out, const char *resource, const char *path, const char *value, size_t len);
+/* Whether a backup holds a kind's objects (a tenant's stored kinds but events, ephemeral and
+ * metrics kinds). */
+bool backup_covers(const struct api_resource *r);
+/* The stored tenant object at key (new reference) and its mod revision: 0, E_NOT_FOUND, or an
+ * etcd error. */
+int tenant_read(struct apiserver *s, const char *key, json_t **ret, int64_t *ret_rev);
 /* The uid a restore gives the object that had uid: a UUID from SHA-256(salt/tenant/uid) (salt:
  * the restore's id). */
 void restore_map_uid(const char *salt, const char *tenant, const char *uid, char out[37]);
@@ -481,6 +531,11 @@ struct wtick {
 	struct http_stream *hs;
 	int64_t deadline_ms, next_bookmark_ms;
 	bool bookmarks;
+	/* a plain watch's server and tenant (set before wtick_add; NULL: none), and the revision
+	 * watch_end_tenant ended it at (0: none) */
+	const struct apiserver *s;
+	const char *tenant;
+	atomic_llong end_rev;
 	atomic_llong quiet_since_ms; /* the last write (read by the ticker) */
 	struct wtick *prev, *next;
 };
@@ -490,6 +545,10 @@ void wtick_remove(struct wtick *t); /* in the stream's done */
 /* The end of a stream's fill: out grew from start (or gets the idle newline when due): 1 (and t
  * is no longer quiet), else -1 when ended, else 0. */
 int wtick_filled(struct wtick *t, struct buf *out, size_t start, bool ended, int64_t now);
+/* Ends every plain watch of tenant held by s as a timeout does, once its events up to rev are
+ * sent (none after it is: move.c, a tenant dropped, with every cache at rev or past it).
+ * Multiplexed watches are left alone. */
+void watch_end_tenant(struct apiserver *s, const char *tenant, int64_t rev);
 /* timeoutSeconds asked (0: none) -> the stream's timeout. */
 int64_t watch_timeout_s(long long asked);
 /* A watcher for q (scoped and authorized; f parsed) from resourceVersion rv (-1: now), calling

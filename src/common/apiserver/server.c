@@ -340,7 +340,7 @@ static void on_http(void *ud, struct http_request *hr, struct http_reply *rp)
 	}
 	if (fairshare_admit(&q))
 		goto out; /* parked (runs again when its turn comes) or refused */
-	if (scope_request(&q) < 0 || authorize(&q) < 0)
+	if (scope_request(&q) < 0 || authorize(&q) < 0 || move_write_enter(&q) < 0)
 		goto out;
 	q.table = wants_table(&q);
 	if (fieldval_begin(&q) == 0)
@@ -349,6 +349,7 @@ static void on_http(void *ud, struct http_request *hr, struct http_reply *rp)
 	if (strcmp(q.verb, "watch") != 0)
 		metrics_request(s->metrics, q.verb, q.res->index, http_reply_status(rp), mono_us() - http_started_us(hr));
 out:
+	move_write_leave(&q);
 	fairshare_done(&q);
 	free(prefix);
 	served_unref(q.res);
@@ -436,6 +437,7 @@ struct apiserver *apiserver_start(const struct apiserver_options *o, char **ret_
 	served_init(s);
 	s->quota = quota_start(s);
 	s->svcip = svcip_start(s);
+	moves_start(s);
 	if (crd_start(s) < 0) {
 		*ret_err = xstrdup("cannot start the custom resource registry");
 		goto fail;
@@ -479,6 +481,7 @@ void apiserver_stop(struct apiserver *s)
 	crd_stop(s);
 	quota_stop(s->quota);
 	svcip_stop(s->svcip);
+	moves_stop(s);
 	for (size_t i = 0; i < s->nres; i++) {
 		wcache_free(s->res[i].cache);
 		free(s->res[i].prefix);

@@ -26,6 +26,7 @@ struct wstream {
 	json_t *error;            /* a Status to send as an ERROR event, then end */
 	struct apiserver *s;
 	char *counted;            /* the tenant whose watch limit counts it (fairshare.c), or NULL */
+	char *tenant;             /* the tenant watched (tick.tenant), or NULL */
 };
 
 static pthread_mutex_t ticks_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -60,7 +61,21 @@ void wtick_init(struct wtick *t, int64_t timeout_s, bool bookmarks)
 	t->deadline_ms = now + timeout_s * 1000;
 	t->next_bookmark_ms = now + BOOKMARK_EVERY_MS;
 	t->bookmarks = bookmarks;
+	t->s = NULL;
+	t->tenant = NULL;
+	atomic_init(&t->end_rev, 0);
 	atomic_init(&t->quiet_since_ms, now);
+}
+
+void watch_end_tenant(struct apiserver *s, const char *tenant, int64_t rev)
+{
+	pthread_mutex_lock(&ticks_lock);
+	for (struct wtick *t = ticks; t; t = t->next)
+		if (t->s == s && t->tenant && strcmp(t->tenant, tenant) == 0) {
+			atomic_store(&t->end_rev, rev > 0 ? rev : 1);
+			http_stream_wake(t->hs);
+		}
+	pthread_mutex_unlock(&ticks_lock);
 }
 
 int64_t watch_timeout_s(long long asked)
@@ -155,7 +170,14 @@ static int on_fill(void *ud, struct buf *out, size_t max)
 	size_t start = out->len;
 	struct wevent ev;
 	int r = 0;
+	int64_t end_rev = atomic_load(&ws->tick.end_rev);
+	bool past = false; /* an event after end_rev: the stream ends before it */
 	while (out->len - start < max && (r = watcher_next(ws->w, &ev)) == 1) {
+		if (end_rev && ev.rv > end_rev) {
+			wevent_release(&ev);
+			past = true;
+			break;
+		}
 		if (ev.type == WEV_ERROR) {
 			json_t *st = watch_expired_status(ev.rv, wcache_revision(ws->sv->cache));
 			watch_error_line(NULL, st, out);
@@ -176,6 +198,11 @@ static int on_fill(void *ud, struct buf *out, size_t max)
 	if (r < 0)
 		ws->ended = true;
 	int64_t now = mono_ms();
+	if (!ws->ended && (past || (end_rev && out->len == start))) { /* its tenant left (move.c) */
+		if (ws->tick.bookmarks)
+			watch_bookmark_line(ws->sv, NULL, end_rev, out);
+		ws->ended = true;
+	}
 	if (out->len == start && !ws->ended) {
 		if (now >= ws->tick.deadline_ms) {
 			if (ws->tick.bookmarks)
@@ -211,6 +238,7 @@ static void on_done(void *ud)
 	if (ws->counted)
 		fairshare_watch_close(ws->s, ws->counted);
 	free(ws->counted);
+	free(ws->tenant);
 	free(ws);
 }
 
@@ -274,6 +302,11 @@ void handle_watch(struct req *q)
 	wtick_init(&ws->tick, watch_timeout_s(timeout),
 		   bm && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0 || strcmp(bm, "True") == 0));
 	ws->table = q->table;
+	if (q->tenant && *q->tenant && strcmp(q->tenant, TENANT_ALL) != 0 && q->res->r->scope != SCOPE_CLUSTER) {
+		ws->tenant = xstrdup(q->tenant);
+		ws->tick.s = q->s;
+		ws->tick.tenant = ws->tenant;
+	}
 	served_ref(ws->sv); /* a custom resource's entry outlives a CRD change until the stream ends */
 	ws->tick.hs = http_reply_stream(q->reply, 200, ws->table ? "application/json;as=Table;v=v1;g=meta.k8s.io"
 								  : "application/json",

@@ -232,9 +232,7 @@ struct served *served_by_plural(struct apiserver *s, const char *plural)
 	return NULL;
 }
 
-/* A cached object's status.phase from the field values its kind keeps for field selectors
- * (namespaces and tenants keep it), without parsing its text; NULL if the kind keeps none. */
-static const char *cached_phase(const struct served *sv, const struct cobj *o)
+const char *cached_phase(const struct served *sv, const struct cobj *o)
 {
 	const struct api_strategy *st = sv->r->strategy;
 	for (size_t i = 0; st && st->fields && i < st->nfields && i < o->nfields; i++)
@@ -243,8 +241,7 @@ static const char *cached_phase(const struct served *sv, const struct cobj *o)
 	return NULL;
 }
 
-/* Looks an object up in the watch cache first, then in etcd (the cache may lag a write). */
-static int lookup_phase(struct apiserver *s, const char *plural, const char *tenant, const char *name,
+int lookup_phase(struct apiserver *s, const char *plural, const char *tenant, const char *name,
 			char **ret_phase)
 {
 	struct served *sv = served_by_plural(s, plural);

@@ -1,7 +1,8 @@
 /* Tenant backup and restore's pure parts (src/common/apiserver/backup.c): continue tokens
  * round-trip and refuse what they did not make; restore_item places each kind's item at its key,
  * rewrites it for the tenant restored (new uids that still join owners to what they own; pods
- * come back unscheduled; controlled pods are skipped) and refuses items that do not fit. */
+ * come back unscheduled; controlled pods are skipped) and refuses items that do not fit; a move's
+ * copy keeps objects as stored and takes deletes; the keys a move's follow reports (changes.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -223,6 +224,136 @@ static void test_refused(void **state)
 	}
 }
 
+/* A move's copy: the object as stored, but for resourceVersion and selfLink. */
+static void test_move(void **state)
+{
+	(void)state;
+	struct restore_target t = { .from = "acme", .to = "acme", .restore_id = "m1", .move = true, .scope_of = scope };
+	char *rel;
+	json_t *obj;
+	const char *pod = "{\"resource\":\"pods\",\"path\":\"default/web-x\",\"object\":{\"metadata\":{"
+			  "\"name\":\"web-x\",\"namespace\":\"default\",\"tenant\":\"acme\",\"uid\":\"u-2\",\"hashKey\":5,"
+			  "\"resourceVersion\":\"77\",\"selfLink\":\"/x\",\"generation\":3,"
+			  "\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"deletionTimestamp\":\"2026-01-02T00:00:00Z\","
+			  "\"managedFields\":[{\"manager\":\"kubectl\"}],\"ownerReferences\":[{\"kind\":\"ReplicaSet\","
+			  "\"uid\":\"u-1\",\"controller\":true}]},\"spec\":{\"nodeName\":\"n-1\"},"
+			  "\"status\":{\"phase\":\"Running\",\"podIP\":\"10.0.0.1\"}}}";
+	assert_int_equal(item(&t, pod, &rel, &obj), 0);
+	assert_string_equal(rel, "pods/acme/default/web-x");
+	json_t *it = json_loads(pod, 0, NULL), *want = json_deep_copy(json_object_get(it, "object"));
+	json_object_del(json_object_get(want, "metadata"), "resourceVersion");
+	json_object_del(json_object_get(want, "metadata"), "selfLink");
+	assert_true(json_equal(obj, want));
+	json_decref(want);
+	json_decref(it);
+	free(rel);
+	json_decref(obj);
+	/* the tenant object: MovingIn under the move's id, whatever the source's says */
+	assert_int_equal(item(&t, "{\"resource\":\"tenants\",\"path\":\"acme\",\"object\":{\"metadata\":{\"name\":"
+				  "\"acme\",\"tenant\":\"system\",\"uid\":\"u-t\",\"annotations\":{\"a\":\"b\","
+				  "\"ursa.io/move\":\"m0\"}},\"status\":{\"phase\":\"MovingOut\"}}}",
+			      &rel, &obj),
+			 0);
+	assert_string_equal(rel, "tenants/acme");
+	assert_string_equal(json_path_str(obj, "status.phase"), "MovingIn");
+	assert_string_equal(json_path_str(obj, "metadata.uid"), "u-t");
+	assert_string_equal(json_string_value(json_object_get(json_path(obj, "metadata.annotations"), "ursa.io/move")), "m1");
+	assert_string_equal(json_string_value(json_object_get(json_path(obj, "metadata.annotations"), "a")), "b");
+	free(rel);
+	json_decref(obj);
+	/* deletes: the key, no object */
+	assert_int_equal(item(&t, "{\"resource\":\"secrets\",\"path\":\"default/s\",\"deleted\":true}", &rel, &obj), 2);
+	assert_string_equal(rel, "secrets/acme/default/s");
+	assert_null(obj);
+	free(rel);
+	assert_int_equal(item(&t, "{\"resource\":\"customresources/stable.example.com/crontabs\",\"path\":\"default/c\","
+				  "\"deleted\":true}",
+			      &rel, &obj),
+			 2);
+	assert_string_equal(rel, "customresources/stable.example.com/crontabs/acme/default/c");
+	free(rel);
+	static const char *const bad[] = {
+		"{\"resource\":\"tenants\",\"path\":\"acme\",\"deleted\":true}",
+		"{\"resource\":\"pods\",\"path\":\"default/p\",\"deleted\":true,\"object\":{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\"}}}",
+		"{\"resource\":\"pods\",\"path\":\"default/p\",\"deleted\":\"yes\"}",
+		"{\"resource\":\"pods\",\"path\":\"default/p\",\"deleted\":false}",
+		"{\"resource\":\"pods\",\"path\":\"p\",\"deleted\":true}",
+		"{\"resource\":\"pods\",\"path\":\"default/../p\",\"deleted\":true}",
+		"{\"resource\":\"widgets\",\"path\":\"default/p\",\"deleted\":true}",
+		"{\"resource\":\"pods\",\"path\":\"default/p\",\"object\":{\"metadata\":{\"name\":\"p\",\"namespace\":\"default\",\"tenant\":\"other\"}}}",
+		"{\"resource\":\"tenants\",\"path\":\"other\",\"object\":{\"metadata\":{\"name\":\"other\"}}}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		print_message("%s\n", bad[i]);
+		assert_int_equal(item(&t, bad[i], &rel, &obj), -1);
+		assert_null(rel);
+		assert_null(obj);
+	}
+	/* a plain restore takes no deletes */
+	t.move = false;
+	assert_int_equal(item(&t, "{\"resource\":\"pods\",\"path\":\"default/p\",\"deleted\":true}", &rel, &obj), -1);
+}
+
+static bool covered(void *ud, const char *plural)
+{
+	(void)ud;
+	return strcmp(plural, "pods") == 0 || strcmp(plural, "namespaces") == 0 || strcmp(plural, "clusterroles") == 0;
+}
+
+/* Which keys are a tenant's, as a backup reads them, and how a change names them. */
+static void test_change_keys(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *rel, *resource, *path;
+	} cases[] = {
+		{ "tenants/acme", "tenants", "acme" },
+		{ "pods/acme/default/web", "pods", "default/web" },
+		{ "namespaces/acme/default", "namespaces", "default" },
+		{ "clusterroles/acme/system:view", "clusterroles", "system:view" },
+		{ "customresources/stable.example.com/crontabs/acme/default/c", "customresources/stable.example.com/crontabs",
+		  "default/c" },
+		{ "customresources/stable.example.com/crontabs/acme/c", "customresources/stable.example.com/crontabs", "c" },
+		{ "tenants/acme2", NULL, NULL },
+		{ "tenants/acm", NULL, NULL },
+		{ "tenants/acme/x", NULL, NULL },
+		{ "pods/acme2/default/web", NULL, NULL },
+		{ "pods/acme", NULL, NULL },
+		{ "pods/acme/", NULL, NULL },
+		{ "pods/~progress", NULL, NULL },
+		{ "events/acme/default/e", NULL, NULL },
+		{ "leases/acme/kube-node-lease/n", NULL, NULL },
+		{ "nodes/acme", NULL, NULL },
+		{ "customresources/~progress", NULL, NULL },
+		{ "customresources/g/p/acme", NULL, NULL },
+		{ "customresources/g/p/acme/", NULL, NULL },
+		{ "customresources/g/p/other/acme/x", NULL, NULL },
+		{ "customresources//p/acme/x", NULL, NULL },
+		{ "~changes-progress", NULL, NULL },
+		{ "", NULL, NULL },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *resource = NULL;
+		const char *path = NULL;
+		print_message("%s\n", cases[i].rel);
+		bool ok = change_key_classify(cases[i].rel, "acme", covered, NULL, &resource, &path);
+		assert_int_equal(ok, cases[i].resource != NULL);
+		if (ok) {
+			assert_string_equal(resource, cases[i].resource);
+			assert_string_equal(path, cases[i].path);
+		}
+		free(resource);
+	}
+	/* the lines: a put as a backup's, a delete with "deleted" */
+	struct buf b = BUF_INIT;
+	assert_true(backup_line(&b, "pods", "default/web", "{\"a\":1}", 7));
+	assert_true(backup_line(&b, "pods", "default/web", NULL, 0));
+	assert_false(backup_line(&b, "pods", "default/web", "x", 1));
+	assert_string_equal(buf_cstr(&b), "{\"resource\":\"pods\",\"path\":\"default/web\",\"object\":{\"a\":1}}\n"
+					  "{\"resource\":\"pods\",\"path\":\"default/web\",\"deleted\":true}\n");
+	buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -230,6 +361,8 @@ int main(void)
 		cmocka_unit_test(test_same_tenant),
 		cmocka_unit_test(test_clone),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_move),
+		cmocka_unit_test(test_change_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
