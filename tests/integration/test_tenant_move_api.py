@@ -366,6 +366,40 @@ def test_unfence():
                     "unfence again")
 
 
+def test_fence_under_load():
+    """Writers keep creating in tenant gamma while it is fenced: none of their writes lands after
+    the fence's revision (the fence waits for those in flight), and each gets 201 or 429."""
+    A = S["A"]
+    g = "gamma"
+    h.create_tenant(A, g)
+    stop = threading.Event()
+    codes = []
+
+    def writer(i):
+        n = 0
+        while not stop.is_set():
+            r = A.post(cm_path(tenant=g, ns="default"), cm("w%d-%d" % (i, n), {}))
+            codes.append(r.status)
+            n += 1
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    r = A.post("/ursa/v1/tenants/%s/move" % g, {"move": "m4", "step": "fence"})
+    time.sleep(0.5)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    h.expect_status(r, 200, "fence under load")
+    fence = r.json["revision"]
+    h.check(set(codes) <= {201, 429} and 201 in codes and 429 in codes, "201s then 429s: %s" % sorted(set(codes)))
+    r = A.get("/ursa/v1/tenants/%s/changes?from=%d" % (g, fence))
+    h.expect_status(r, 200, "gamma's changes after the fence")
+    lines = jsonl(r)
+    h.eq(lines[:-1], [], "no change of gamma after the fence")
+    h.expect_status(A.post("/ursa/v1/tenants/%s/move" % g, {"move": "m4", "step": "unfence"}), 200, "unfence gamma")
+
+
 def test_changes_compacted():
     A = S["A"]
     old = S["copy_rev"]

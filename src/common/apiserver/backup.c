@@ -26,7 +26,8 @@
  *        old one and the restore's id, so owner references still join up while no controller
  *        queue, kubelet or token that knew the old ones mistakes them; pods a controller owns
  *        are left for the controller to make again, and every other pod comes back
- *        unscheduled, Pending.
+ *        unscheduled, Pending. With "mode":"move" a restore is a move's exact copy instead
+ *        (the protocol: move.c).
  *
  * Writes go straight to etcd (no admission, no defaulting: these are objects the partition
  * stored before); the watch caches, quota, service IPs, RBAC and CRD serving follow from the

@@ -42,14 +42,17 @@
  *                 only what is left of t goes: a drop cut short is done again). t's writes are
  *                 fenced, this server's caches are brought to etcd's revision read at the start
  *                 (so every event of t at or below the fence was sent to its watchers), then
- *                 every watch of t here ends as a timed-out watch does, then every key of t goes:
+ *                 every watch of t here ends as a timed-out watch does (plain watches: a
+ *                 multiplexed watch, POST /ursa/v1/watches, has no clean end of one of its
+ *                 watches and is left to its client), then every key of t goes:
  *                 each served kind's t range (events, leases, everything tenant-keyed), every
  *                 custom resource of t, the tenant object last. Raw etcd deletes: no finalizers,
  *                 no purge, no admission. Reply {"kind":"TenantMoveStep","step":"drop",
  *                 "deleted":N}.
  *
  * The write fence: a create, update, patch, delete or deletecollection (subresources included:
- * status, binding, eviction, scale; not exec, attach, port-forward, logs, reads or watches) of
+ * status, binding, eviction, scale; not exec, attach, port-forward, logs, a service account's
+ * token request, which stores nothing, reads or watches) of
  * tenant t's objects, or of the tenant object itself, from anyone (controllers, the scheduler,
  * kubelets, users, system:masters) while t is fenced in memory or its tenant object's phase is
  * MovingOut or MovingIn gets 429 TooManyRequests with Retry-After: 1 and X-Ursa-Tenant-Moving: t.
@@ -256,7 +259,7 @@ static const char *write_tenant(const struct req *q)
 	if (r->ephemeral || r->metrics || strcmp(v, "get") == 0 || strcmp(v, "list") == 0 || strcmp(v, "watch") == 0)
 		return NULL;
 	if (sub && (strcmp(sub, "exec") == 0 || strcmp(sub, "attach") == 0 || strcmp(sub, "portforward") == 0 ||
-		    strcmp(sub, "log") == 0))
+		    strcmp(sub, "log") == 0 || strcmp(sub, "token") == 0)) /* a TokenRequest stores nothing */
 		return NULL;
 	if (r->scope == SCOPE_CLUSTER)
 		return strcmp(r->plural, "tenants") == 0 ? q->path.name : NULL;
