@@ -76,6 +76,7 @@ struct partition {
 	char *id;
 	bool is_rm;
 	char *zone;          /* may be NULL */
+	bool draining;       /* "draining": true (ursactl partition drain): no new tenant goes there */
 	char **endpoints;    /* base URLs */
 	size_t nendpoints;
 	atomic_bool down;    /* circuit open: answered 503 at once */
@@ -83,7 +84,8 @@ struct partition {
 	atomic_int next_ep;  /* endpoint to try first */
 };
 void partition_unref(struct partition *p);
-/* Parses a partition record {"kind":"tp"|"rm","endpoints":[..],"zone":..}. New, refs 1, or NULL. */
+/* Parses a partition record {"kind":"tp"|"rm","endpoints":[..],"zone":..,"draining":bool}. New,
+ * refs 1, or NULL. */
 struct partition *partition_parse(const char *id, const char *json, size_t len);
 
 /* Where a tenant came from when its record was rewritten by a live move (`ursactl tenant move`,

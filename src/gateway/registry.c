@@ -1,6 +1,7 @@
 /* The gateway's view of the region, kept in memory and current through a watch on the
  * gateway's etcd:
- *   <prefix>/partitions/<id>  {"kind":"tp"|"rm","endpoints":["https://..."],"zone":"az-1"}
+ *   <prefix>/partitions/<id>  {"kind":"tp"|"rm","endpoints":["https://..."],"zone":"az-1",
+ *                             "draining":true (optional: ursactl partition drain; no new tenants)}
  *   <prefix>/tenants/<name>   {"partition":"tp-1","state":"pending"|"ready","since":<ms>}
  *                             and after a live move of the tenant also "moved":{"from":"tp-1",
  *                             "fromRevision":F,"toRevision":S,"move":"<id>"} (struct tenant_moved)
@@ -88,6 +89,7 @@ struct partition *partition_parse(const char *id, const char *json, size_t len)
 	p->id = xstrdup(id);
 	p->is_rm = strcmp(kind, "rm") == 0;
 	p->zone = json_str(j, "zone") ? xstrdup(json_str(j, "zone")) : NULL;
+	p->draining = json_is_true(json_object_get(j, "draining"));
 	p->endpoints = xcalloc(json_array_size(eps), sizeof(char *));
 	size_t i;
 	json_t *e;
@@ -828,7 +830,7 @@ struct partition *registry_pick_tp(struct registry *r)
 	pthread_rwlock_rdlock(&r->lock);
 	for (struct strmap_ent *e = strmap_next(&r->partitions, NULL, &it); e; e = strmap_next(&r->partitions, e, &it)) {
 		struct partition *p = e->val;
-		if (p->is_rm || atomic_load(&p->down))
+		if (p->is_rm || p->draining || atomic_load(&p->down))
 			continue;
 		struct strmap_ent *pe = strmap_get(&r->t.pnames, p->id);
 		int64_t n = pe ? pe->num : 0;

@@ -34,6 +34,8 @@ const struct flag_spec tenant_flags[] = {
 	{ "as", "NAME", "restore: make the tenant under this name (default: the backed-up tenant's)", false },
 	{ "to", "PARTITION", "restore: the tenant partition to restore into (default: the backup's, else the first)", false },
 	{ "key", "FILE", "the backup key (default $URSA_BACKUP_KEY, else backup.key in the region directory)", false },
+	{ "recover", NULL, "move: finish or undo a move of the tenant that stopped (ursactl or a partition died)", false },
+	{ "fence-timeout", "SECONDS", "move: how long the tenant's writes may be held before the move is abandoned (default 2)", false },
 	REGION_AUTH_FLAGS,
 	{ NULL, NULL, NULL, false },
 };
@@ -57,12 +59,12 @@ static int key_load(const struct flags *f, struct backup_key *ret)
 
 /* The region ---------------------------------------------------------------------------------- */
 
-static json_t *find_tp(const struct region *r, const char *name)
+json_t *find_tp(const struct region *r, const char *name)
 {
 	return region_find(json_object_get(r->doc, list_key(true)), name, NULL);
 }
 
-static struct rest_client *tp_client(const struct region *r, const json_t *tp)
+struct rest_client *tp_client(const struct region *r, const json_t *tp)
 {
 	char *eps = endpoints_csv(tp);
 	struct rest_client *c = rest_new(&(struct rest_config){
@@ -71,7 +73,7 @@ static struct rest_client *tp_client(const struct region *r, const json_t *tp)
 	return c;
 }
 
-static struct etcd *gateway_etcd(const struct region *r, const char **ret_prefix)
+struct etcd *gateway_etcd(const struct region *r, const char **ret_prefix)
 {
 	const char *servers;
 	gateway_etcd_settings(r->doc, NULL, NULL, &servers, ret_prefix);
@@ -90,7 +92,7 @@ static bool tp_has(const struct region *r, const json_t *tp, const char *tenant)
 
 /* The gateways' record of tenant's placement: 0 with *ret_partition (new string) and
  * *ret_mod_rev, E_NOT_FOUND, or another etcd error; E_NOT_FOUND too without a gateway etcd. */
-static int placement_get(const struct region *r, const char *tenant, char **ret_partition, int64_t *ret_mod_rev)
+int placement_get(const struct region *r, const char *tenant, char **ret_partition, int64_t *ret_mod_rev)
 {
 	const char *prefix;
 	struct etcd *e = gateway_etcd(r, &prefix);
@@ -115,7 +117,7 @@ static int placement_get(const struct region *r, const char *tenant, char **ret_
 
 /* The tenant partition that has tenant (new string): the one the gateways place it on when that
  * one has it, else any that has it; NULL when none has. */
-static char *tenant_partition(const struct region *r, const char *tenant)
+char *tenant_partition(const struct region *r, const char *tenant)
 {
 	char *placed;
 	int64_t mod_rev;
@@ -420,13 +422,20 @@ int cmd_tenant(const struct command *cmd, const struct flags *f)
 	(void)cmd;
 	const char *op = f->nargs ? f->args[0] : "";
 	if (strcmp(op, "backup") == 0 && f->nargs == 3) {
-		if (flag_get(f, "as") || flag_get(f, "to"))
-			return fail("--as and --to are restore's");
+		if (flag_get(f, "as") || flag_get(f, "to") || flag_bool(f, "recover") || flag_get(f, "fence-timeout"))
+			return fail("--as and --to are restore's, --recover and --fence-timeout move's");
 		return tenant_backup(f, f->args[1], f->args[2]);
 	}
 	if (strcmp(op, "restore") == 0 && f->nargs == 2)
 		return tenant_restore(f, f->args[1]);
+	if (strcmp(op, "move") == 0 && f->nargs == 2) {
+		if (flag_get(f, "as") || flag_get(f, "key"))
+			return fail("--as and --key are restore's");
+		return tenant_move(f, f->args[1]);
+	}
 	fprintf(stderr, "usage: ursactl tenant backup TENANT FILE\n"
-			"       ursactl tenant restore FILE [--as NAME] [--to PARTITION]\n");
+			"       ursactl tenant restore FILE [--as NAME] [--to PARTITION]\n"
+			"       ursactl tenant move TENANT --to PARTITION [--fence-timeout SECONDS]\n"
+			"       ursactl tenant move TENANT --recover\n");
 	return EXIT_USAGE;
 }

@@ -71,3 +71,35 @@ int gateway_forget(const char *servers, const char *prefix, const char *name)
 	etcd_free(e);
 	return rc;
 }
+
+int gateway_set_draining(const char *servers, const char *prefix, const char *name, bool draining)
+{
+	struct etcd *e = etcd_new(servers, NULL);
+	if (!e)
+		return fail("invalid --gateway-etcd \"%s\"", servers);
+	char *key = xasprintf("%s/partitions/%s", prefix, name);
+	struct etcd_kv kv = { 0 };
+	int err = etcd_get(e, key, &kv);
+	json_t *rec = err ? NULL : json_loadb(kv.value, kv.value_len, 0, NULL);
+	int rc = EXIT_OK;
+	if (err == E_NOT_FOUND || (!err && !json_is_object(rec))) {
+		rc = fail("the gateways' registry has no record of partition %s (ursactl register it)", name);
+	} else if (err) {
+		rc = fail("gateway etcd %s: reading %s failed: %s", servers, name, err_reason(err));
+	} else {
+		if (draining)
+			json_object_set_new(rec, "draining", json_true());
+		else
+			json_object_del(rec, "draining");
+		char *val = json_dumps(rec, JSON_COMPACT);
+		err = etcd_update(e, key, val, strlen(val), kv.mod_rev, NULL, NULL);
+		free(val);
+		if (err)
+			rc = fail("gateway etcd %s: marking %s failed: %s", servers, name, err_reason(err));
+	}
+	json_decref(rec);
+	etcd_kv_release(&kv);
+	free(key);
+	etcd_free(e);
+	return rc;
+}

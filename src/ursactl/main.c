@@ -48,7 +48,7 @@ static const struct command commands[] = {
 	},
 	{
 		.name = "tenant",
-		.summary = "Back a tenant up into a file, or make it again from one.",
+		.summary = "Back a tenant up, make it again from a backup, or move it to another partition.",
 		.description = "backup TENANT FILE reads every object of the tenant at one revision of its\n"
 			       "partition's etcd (the tenant, namespaces, CRDs and custom resources, RBAC,\n"
 			       "workloads, configuration; not events) into FILE, JSON lines; secrets' data is\n"
@@ -57,11 +57,30 @@ static const struct command commands[] = {
 			       "restore FILE makes the tenant again, under --as NAME if given (a copy), on the\n"
 			       "partition --to names. The tenant must not exist. Restored objects are new objects\n"
 			       "(new uids); pods a controller owns are made again by it, other pods come back\n"
-			       "unscheduled.",
-		.args_usage = "backup TENANT FILE | restore FILE",
+			       "unscheduled.\n"
+			       "move TENANT --to PARTITION moves the tenant to another tenant partition while its\n"
+			       "users keep working: its objects copied as they are (same uids; pods keep running\n"
+			       "on their nodes), its changes followed, then its writes held for a moment while the\n"
+			       "gateways switch it over (--fence-timeout bounds that: past it the move is\n"
+			       "abandoned and the tenant stays). Every step is recorded in the gateways' etcd:\n"
+			       "after a crash, move TENANT --recover finishes or undoes it (docs/migration.md).",
+		.args_usage = "backup TENANT FILE | restore FILE | move TENANT",
 		.max_args = 3,
 		.flags = tenant_flags,
 		.run = cmd_tenant,
+	},
+	{
+		.name = "partition",
+		.summary = "Drain a tenant partition, or balance tenants between partitions.",
+		.description = "drain PARTITION marks the partition draining (the gateways place no new tenant\n"
+			       "there; undrain PARTITION ends that) and moves every tenant off it (--parallel at a\n"
+			       "time), each to the partition with the fewest stored objects; balance moves tenants from the\n"
+			       "partitions holding more than --margin above the mean of stored objects to the\n"
+			       "least loaded ones (the counts: docs/migration.md \"Draining and balancing\").",
+		.args_usage = "drain PARTITION | undrain PARTITION | balance",
+		.max_args = 2,
+		.flags = partition_flags,
+		.run = cmd_partition,
 	},
 	{
 		.name = "partitions",

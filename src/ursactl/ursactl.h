@@ -107,6 +107,26 @@ extern const struct flag_spec register_flags[], unregister_flags[], partitions_f
 /* ---- cmd_backup.c ---- */
 int cmd_tenant(const struct command *cmd, const struct flags *f);
 extern const struct flag_spec tenant_flags[];
+struct etcd;
+struct rest_client;
+/* The region file's tenant partition named name (borrowed), or NULL. */
+json_t *find_tp(const struct region *r, const char *name);
+/* A system:masters client for a region-file tenant partition entry (rest_free it). */
+struct rest_client *tp_client(const struct region *r, const json_t *tp);
+/* The gateways' etcd (etcd_free it) and its key prefix (borrowed), or NULL when the region has none. */
+struct etcd *gateway_etcd(const struct region *r, const char **ret_prefix);
+/* The gateways' record of tenant's placement: 0 with *ret_partition (new string) and
+ * *ret_mod_rev, E_NOT_FOUND, or another etcd error; E_NOT_FOUND too without a gateway etcd. */
+int placement_get(const struct region *r, const char *tenant, char **ret_partition, int64_t *ret_mod_rev);
+/* The tenant partition that has tenant (new string): the one the gateways place it on when that
+ * one has it, else any that has it; NULL when none has. */
+char *tenant_partition(const struct region *r, const char *tenant);
+
+/* ---- cmd_move.c ---- */
+/* ursactl tenant move TENANT --to PARTITION | --recover (cmd_tenant hands "move" over). */
+int tenant_move(const struct flags *f, const char *tenant);
+int cmd_partition(const struct command *cmd, const struct flags *f);
+extern const struct flag_spec partition_flags[];
 
 /* ---- gateway_registry.c ---- */
 /* Gateway etcd settings: flags (recorded into the region file doc) else doc; servers NULL if none. */
@@ -115,6 +135,9 @@ void gateway_etcd_settings(json_t *doc, const char *flag_servers, const char *fl
 /* Writes / deletes the gateway record of a region-file entry. EXIT_OK or EXIT_FAIL (printed). */
 int gateway_record(const char *servers, const char *prefix, const json_t *entry, bool tp);
 int gateway_forget(const char *servers, const char *prefix, const char *name);
+/* Marks a tenant partition's gateway record draining (the gateways place no new tenant there) or
+ * not. EXIT_OK or EXIT_FAIL (printed). */
+int gateway_set_draining(const char *servers, const char *prefix, const char *name, bool draining);
 
 /* Prints "ursactl: <msg>" to stderr. Returns EXIT_FAIL. */
 int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

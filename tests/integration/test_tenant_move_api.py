@@ -166,6 +166,15 @@ def test_bad_requests_store_nothing():
     h.eq(acme_keys(S["etcd_b"]), [], "nothing of acme stored on B")
 
 
+def test_size_counts_a_backups_objects():
+    items, _ = backup(S["A"])
+    r = S["A"].get("/ursa/v1/tenants/%s/size" % T)
+    h.eq(r.status, 200, "size of acme")
+    h.eq((r.json["kind"], r.json["objects"]), ("TenantSize", len(items)), "acme's size: its backup's objects")
+    h.expect_status(S["A"].get("/ursa/v1/tenants/nobody/size"), 404, "size of a missing tenant", "NotFound")
+    h.expect_status(S["a"].user_client(T, "alice").get("/ursa/v1/tenants/%s/size" % T), 403, "a user's size")
+
+
 def test_copy_keeps_objects():
     A, B = S["A"], S["B"]
     items = S["copy"]

@@ -773,6 +773,43 @@ out:
 	json_decref(doc);
 }
 
+/* GET /ursa/v1/tenants/{t}/size: how many objects a backup (or a move) of the tenant would
+ * carry, from etcd's counts (no value read): {"kind":"TenantSize","tenant","objects","revision"}.
+ * What ursactl partition balance weighs tenants by. */
+static void handle_size(struct req *q, const char *tenant)
+{
+	struct apiserver *s = q->s;
+	int64_t rev, total = 0;
+	struct brange *rg = NULL;
+	size_t n = 0;
+	int err = etcd_current_revision(s->etcd, &rev);
+	if (!err)
+		err = backup_ranges(s, tenant, rev, &rg, &n);
+	for (size_t i = 0; i < n && !err; i++) {
+		char *end = rg[i].exact ? NULL : etcd_prefix_end(rg[i].start);
+		struct etcd_range_result rr = { 0 };
+		err = etcd_range(s->etcd, rg[i].start, end, rev, 1, true, &rr);
+		if (!err && i == 0 && rr.count == 0)
+			err = E_NOT_FOUND;
+		total += rr.count;
+		etcd_range_result_release(&rr);
+		free(end);
+	}
+	ranges_free(rg, n);
+	if (err == E_NOT_FOUND) {
+		reply_status_details(q, E_NOT_FOUND, tenant, NULL, "tenants \"%s\" not found", tenant);
+		return;
+	}
+	if (err) {
+		reply_read_error(q, err);
+		return;
+	}
+	json_t *res = json_pack("{s:s,s:s,s:s,s:I,s:I}", "kind", "TenantSize", "apiVersion", "ursa.io/v1", "tenant", tenant,
+				"objects", (json_int_t)total, "revision", (json_int_t)rev);
+	reply_json(q, 200, res);
+	json_decref(res);
+}
+
 bool serve_tenant_backup(struct req *q)
 {
 	const char *path = http_path(q->http);
@@ -788,6 +825,7 @@ bool serve_tenant_backup(struct req *q)
 		{ "restore", "POST", handle_restore },
 		{ "changes", "GET", handle_tenant_changes }, /* move.c */
 		{ "move", "POST", handle_tenant_move },
+		{ "size", "GET", handle_size },
 	};
 	size_t i = 0;
 	while (i < sizeof(ops) / sizeof(ops[0]) && strcmp(op, ops[i].op) != 0)

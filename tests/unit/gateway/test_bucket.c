@@ -33,6 +33,12 @@ static void test_partition_parse(void **state)
 	assert_true(p->is_rm);
 	assert_int_equal(p->nendpoints, 2);
 	assert_string_equal(p->zone, "az-1");
+	assert_false(p->draining);
+	partition_unref(p);
+	const char *drain = "{\"kind\":\"tp\",\"endpoints\":[\"https://a\"],\"draining\":true}";
+	p = partition_parse("tp-1", drain, strlen(drain));
+	assert_non_null(p);
+	assert_true(p->draining);
 	partition_unref(p);
 	static const char *bad[] = { "{}", "{\"kind\":\"xx\",\"endpoints\":[\"https://a\"]}",
 				     "{\"kind\":\"tp\",\"endpoints\":[]}", "{\"kind\":\"tp\",\"endpoints\":[\"ftp://a\"]}",

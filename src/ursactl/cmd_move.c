@@ -1,0 +1,882 @@
+/* ursactl tenant move: a tenant moved from its tenant partition to another while its users keep
+ * working (docs/migration.md), and ursactl partition drain / balance, loops over it.
+ *
+ * A move is a record in the gateways' etcd, <prefix>/moves/<tenant> =
+ *   {"tenant","from","to","move":<id>,"phase","since","updated","by","fromRevision","toRevision"}
+ * whose phase says what a crash leaves and what --recover (or a later move of the tenant) does:
+ *   copying   the target is being given the tenant (MovingIn there)        -> undo
+ *   fencing   the source may refuse the tenant's writes (MovingOut there)  -> undo
+ *   aborting  an undo began                                                -> undo
+ *   switched  the gateways place the tenant on the target (one txn with    -> finish
+ *             this phase); the source's copy may still exist
+ * Undo: the source's fence lifted, the target's copy dropped, the record deleted. Finish: the
+ * target's tenant activated, the source's copy dropped (its watches of the tenant end first:
+ * gateways carry them over to the target), the target's move annotation removed, the record
+ * deleted. Every step on a partition is idempotent (src/common/apiserver/move.c), so running
+ * either again after a crash anywhere is safe.
+ *
+ * The copy and the catch-up use the partitions' backup pages and change pages, applied on the
+ * target in move mode (objects written exactly as the source stored them: same uids, nodeNames,
+ * statuses). URSA_MOVE_CRASH=<point> makes ursactl exit at once at that point (tests). */
+#include "ursactl.h"
+#include "ursa/api.h"
+#include "ursa/client.h"
+#include "ursa/errors.h"
+#include "ursa/etcd.h"
+#include "ursa/jsonutil.h"
+#include "ursa/path.h"
+#include "ursa/timeutil.h"
+#include "ursa/xalloc.h"
+#include <jansson.h>
+#include <openssl/rand.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PAGE_ITEMS 2000
+#define BATCH_BYTES (2u << 20)   /* under the API server's 3 MB request bodies */
+#define QUIET_CHANGES 200        /* a change page this small: close enough to fence */
+#define FOLLOW_MAX_S 120         /* following that never gets quiet gives up */
+#define FENCE_BUDGET_DEFAULT_MS 2000
+
+struct move {
+	struct region *r;
+	const char *tenant;
+	char *from, *to;
+	char id[17];
+	struct rest_client *src, *dst;
+	struct etcd *ge;
+	const char *gprefix;
+	char *rec_key;
+	int64_t rec_rev;       /* the move record's mod revision (0: none written) */
+	char *phase;
+	int64_t applied;       /* source revision the target has applied through */
+	int64_t to_rev;        /* target revision after the last batch applied */
+	int64_t fence_rev;     /* the source's last revision with a change of the tenant */
+	size_t copied, changes, batches;
+	int64_t since_ms;
+};
+
+static void crash_point(const char *point)
+{
+	const char *want = getenv("URSA_MOVE_CRASH");
+	if (want && strcmp(want, point) == 0) {
+		fprintf(stderr, "ursactl: URSA_MOVE_CRASH=%s: exiting here\n", point);
+		_exit(9);
+	}
+}
+
+/* The move record ------------------------------------------------------------------------------ */
+
+static char *record_value(const struct move *m)
+{
+	char host[256] = "?", by[300];
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	snprintf(by, sizeof(by), "%s:%d", host, (int)getpid());
+	json_t *v = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:I,s:I}", "tenant", m->tenant, "from", m->from, "to",
+			      m->to, "move", m->id, "phase", m->phase, "since", (json_int_t)m->since_ms, "updated",
+			      (json_int_t)now_ms(), "by", by, "fromRevision", (json_int_t)m->fence_rev, "toRevision",
+			      (json_int_t)m->to_rev);
+	char *s = json_dumps(v, JSON_COMPACT);
+	json_decref(v);
+	return s;
+}
+
+/* Writes the record in phase (created when there is none yet, else only over the one this move
+ * wrote last). EXIT_OK or EXIT_FAIL (printed). */
+static int record_phase(struct move *m, const char *phase)
+{
+	free(m->phase);
+	m->phase = xstrdup(phase);
+	char *v = record_value(m);
+	int64_t rev = 0;
+	int err = m->rec_rev ? etcd_update(m->ge, m->rec_key, v, strlen(v), m->rec_rev, &rev, NULL)
+			     : etcd_create(m->ge, m->rec_key, v, strlen(v), 0, &rev);
+	free(v);
+	if (err == E_ALREADY_EXISTS)
+		return fail("a move of tenant %s is recorded already (%s): see it there, and run 'ursactl tenant move %s --recover' if its ursactl is gone",
+			    m->tenant, m->rec_key, m->tenant);
+	if (err == E_CONFLICT || err == E_NOT_FOUND)
+		return fail("the move record of tenant %s was changed by someone else (another ursactl recovering it?): stopping",
+			    m->tenant);
+	if (err)
+		return fail("writing the move record of tenant %s failed: %s", m->tenant, err_reason(err));
+	m->rec_rev = rev;
+	return EXIT_OK;
+}
+
+static int record_delete(struct move *m)
+{
+	int err = etcd_delete(m->ge, m->rec_key, m->rec_rev, NULL, NULL);
+	if (err && err != E_NOT_FOUND)
+		return fail("deleting the move record of tenant %s failed: %s", m->tenant, err_reason(err));
+	m->rec_rev = 0;
+	return EXIT_OK;
+}
+
+/* Talking to the partitions --------------------------------------------------------------------- */
+
+static int request_failed(const char *what, const char *tenant, const char *pname, int st, const struct buf *resp)
+{
+	struct buf msg = BUF_INIT;
+	rest_error_message(st, resp, &msg);
+	int rc = fail("%s of tenant %s on %s failed: %s", what, tenant, pname, buf_cstr(&msg));
+	buf_release(&msg);
+	return rc;
+}
+
+/* POST /ursa/v1/tenants/T/move {"move","step"}: EXIT_OK with *ret_result (new reference, may be
+ * NULL to drop it), or EXIT_FAIL (printed). A 409 (the tenant there is not this move's: for an
+ * undo's drop, nothing of the move's is there) counts as done when conflict_ok. */
+static int move_step_on(struct move *m, bool on_source, const char *step, json_t **ret_result, bool conflict_ok)
+{
+	struct rest_client *c = on_source ? m->src : m->dst;
+	char *path = xasprintf("%s%s/move", TENANT_BACKUP_PATH, m->tenant);
+	char *body = xasprintf("{\"move\":\"%s\",\"step\":\"%s\"}", m->id, step);
+	struct buf resp = BUF_INIT;
+	int st = rest_do_raw(c, "POST", path, body, strlen(body), NULL, &resp);
+	int rc = EXIT_OK;
+	if (st == 200) {
+		json_t *res = json_loadb(resp.ptr ? resp.ptr : "", resp.len, 0, NULL);
+		if (ret_result)
+			*ret_result = res;
+		else
+			json_decref(res);
+	} else if (st == 409 && conflict_ok) {
+		if (ret_result)
+			*ret_result = NULL;
+	} else {
+		char *what = xasprintf("move step \"%s\"", step);
+		rc = request_failed(what, m->tenant, on_source ? m->from : m->to, st, &resp);
+		free(what);
+	}
+	buf_release(&resp);
+	free(body);
+	free(path);
+	return rc;
+}
+
+static int move_step(struct move *m, bool on_source, const char *step, json_t **ret_result)
+{
+	return move_step_on(m, on_source, step, ret_result, false);
+}
+
+/* Posts items (comma-separated JSON objects) to the target in move mode. */
+static int post_items(struct move *m, const struct buf *items)
+{
+	struct buf body = BUF_INIT, resp = BUF_INIT;
+	buf_adds(&body, "{\"from\":");
+	buf_add_json_str(&body, m->tenant, strlen(m->tenant));
+	buf_addf(&body, ",\"restore\":\"%s\",\"mode\":\"move\",\"items\":[", m->id);
+	buf_add(&body, items->ptr, items->len);
+	buf_adds(&body, "]}");
+	char *path = xasprintf("%s%s/restore", TENANT_BACKUP_PATH, m->tenant);
+	int st = rest_do_raw(m->dst, "POST", path, body.ptr, body.len, NULL, &resp);
+	int rc = EXIT_OK;
+	if (st == 200) {
+		json_t *res = json_loadb(resp.ptr, resp.len, 0, NULL);
+		int64_t rev = json_integer_value(json_object_get(res, "revision"));
+		if (rev > m->to_rev)
+			m->to_rev = rev;
+		json_decref(res);
+		m->batches++;
+	} else {
+		rc = request_failed("writing the copy", m->tenant, m->to, st, &resp);
+	}
+	free(path);
+	buf_release(&body);
+	buf_release(&resp);
+	return rc;
+}
+
+/* Reads one page (backup or changes: JSON lines of items, then the page's own line) from the
+ * source at path and applies its items on the target in batches. *ret_page gets the page line
+ * (new reference). EXIT_OK or EXIT_FAIL (printed). */
+static int transfer_page(struct move *m, const char *path, const char *what, json_t **ret_page, size_t *ret_items)
+{
+	struct buf resp = BUF_INIT;
+	*ret_page = NULL;
+	*ret_items = 0;
+	int st = rest_do_raw(m->src, "GET", path, NULL, 0, NULL, &resp);
+	if (st != 200) {
+		int rc = request_failed(what, m->tenant, m->from, st, &resp);
+		buf_release(&resp);
+		return rc;
+	}
+	struct buf batch = BUF_INIT;
+	size_t inbatch = 0, items = 0;
+	int rc = EXIT_OK;
+	const char *p = resp.ptr ? resp.ptr : "", *end = p + resp.len;
+	while (p < end && rc == EXIT_OK) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (len && strncmp(p, "{\"resource\":", 12) == 0) {
+			if (inbatch && batch.len + len + 1 > BATCH_BYTES) {
+				rc = post_items(m, &batch);
+				buf_reset(&batch);
+				inbatch = 0;
+			}
+			if (inbatch)
+				buf_addch(&batch, ',');
+			buf_add(&batch, p, len);
+			inbatch++;
+			items++;
+		} else if (len) {
+			json_decref(*ret_page);
+			*ret_page = json_loadb(p, len, 0, NULL);
+		}
+		p += len + 1;
+	}
+	if (rc == EXIT_OK && inbatch)
+		rc = post_items(m, &batch);
+	if (rc == EXIT_OK && !json_is_object(*ret_page))
+		rc = fail("%s of tenant %s on %s: the page has no closing line", what, m->tenant, m->from);
+	if (rc != EXIT_OK) {
+		json_decref(*ret_page);
+		*ret_page = NULL;
+	}
+	*ret_items = items;
+	buf_release(&batch);
+	buf_release(&resp);
+	return rc;
+}
+
+/* Copies the tenant at one source revision. */
+static int copy(struct move *m)
+{
+	char *cont = xstrdup("");
+	int rc = EXIT_OK;
+	bool first = true;
+	while (rc == EXIT_OK && (first || *cont)) {
+		char *path = first ? xasprintf("%s%s/backup?limit=%d", TENANT_BACKUP_PATH, m->tenant, PAGE_ITEMS)
+				   : xasprintf("%s%s/backup?limit=%d&continue=%s", TENANT_BACKUP_PATH, m->tenant,
+					       PAGE_ITEMS, cont);
+		json_t *page;
+		size_t n;
+		rc = transfer_page(m, path, "reading the tenant", &page, &n);
+		free(path);
+		if (rc != EXIT_OK)
+			break;
+		if (first)
+			m->applied = json_integer_value(json_object_get(page, "revision"));
+		free(cont);
+		cont = xstrdup(json_str(page, "continue") ?: "");
+		m->copied += n;
+		json_decref(page);
+		if (first)
+			crash_point("copying");
+		first = false;
+	}
+	free(cont);
+	return rc;
+}
+
+/* One page of the source's changes after m->applied applied on the target. */
+static int follow_once(struct move *m, int wait_s, size_t *ret_items)
+{
+	char *path = xasprintf("%s%s/changes?from=%lld&wait=%d", TENANT_BACKUP_PATH, m->tenant, (long long)m->applied,
+			       wait_s);
+	json_t *page;
+	int rc = transfer_page(m, path, "following the changes", &page, ret_items);
+	free(path);
+	if (rc != EXIT_OK)
+		return rc;
+	int64_t rev = json_integer_value(json_object_get(page, "revision"));
+	if (rev > m->applied)
+		m->applied = rev;
+	m->changes += *ret_items;
+	json_decref(page);
+	return EXIT_OK;
+}
+
+/* Undo and finish ----------------------------------------------------------------------------- */
+
+static int undo(struct move *m)
+{
+	int rc = record_phase(m, "aborting");
+	if (rc == EXIT_OK)
+		rc = move_step(m, true, "unfence", NULL);
+	if (rc == EXIT_OK) /* a tenant the target had before this move is not this move's to drop */
+		rc = move_step_on(m, false, "drop", NULL, true);
+	if (rc == EXIT_OK)
+		rc = record_delete(m);
+	if (rc != EXIT_OK)
+		fprintf(stderr, "ursactl: the move of tenant %s is not undone yet: run 'ursactl tenant move %s --recover'\n",
+			m->tenant, m->tenant);
+	return rc;
+}
+
+/* From the switch on: the target's tenant activated (*ret_active_us, which may be NULL, gets
+ * when), the source's copy dropped (its watches of the tenant end first), the target's move
+ * annotation removed, the record deleted. */
+static int finish(struct move *m, int64_t *ret_active_us)
+{
+	int rc = move_step(m, false, "activate", NULL);
+	if (ret_active_us)
+		*ret_active_us = mono_us();
+	crash_point("activated");
+	if (rc == EXIT_OK)
+		rc = move_step(m, true, "drop", NULL);
+	crash_point("dropped");
+	if (rc == EXIT_OK)
+		rc = move_step(m, false, "finish", NULL);
+	if (rc == EXIT_OK)
+		rc = record_delete(m);
+	if (rc != EXIT_OK)
+		fprintf(stderr, "ursactl: tenant %s is on %s; finishing its move is not done yet: run 'ursactl tenant move %s --recover'\n",
+			m->tenant, m->to, m->tenant);
+	return rc;
+}
+
+/* The switch: the gateways' placement of the tenant names the target, in one txn with the
+ * record's phase. */
+static int switch_placement(struct move *m)
+{
+	free(m->phase);
+	m->phase = xstrdup("switched");
+	char *rec = record_value(m);
+	json_t *pv = json_pack("{s:s,s:s,s:I,s:{s:s,s:I,s:I,s:s}}", "partition", m->to, "state", "ready", "since",
+			       (json_int_t)now_ms(), "moved", "from", m->from, "fromRevision", (json_int_t)m->fence_rev,
+			       "toRevision", (json_int_t)m->to_rev, "move", m->id);
+	char *place = json_dumps(pv, JSON_COMPACT);
+	json_decref(pv);
+	char *pkey = xasprintf("%s/tenants/%s", m->gprefix, m->tenant);
+	struct etcd_kv kvs[2] = {
+		{ .key = pkey, .value = place, .value_len = strlen(place) },
+		{ .key = m->rec_key, .value = rec, .value_len = strlen(rec) },
+	};
+	int64_t rev = 0;
+	int err = etcd_put_all(m->ge, kvs, 2, &rev);
+	free(pkey);
+	free(place);
+	free(rec);
+	if (err)
+		return fail("switching tenant %s to %s in the gateways' registry failed: %s", m->tenant, m->to,
+			    err_reason(err));
+	m->rec_rev = rev;
+	return EXIT_OK;
+}
+
+/* Setup --------------------------------------------------------------------------------------- */
+
+static int move_open(struct move *m, struct region *r, const char *tenant, const char *from, const char *to)
+{
+	json_t *tf = find_tp(r, from), *tt = find_tp(r, to);
+	if (!tf || !tt)
+		return fail("no tenant partition named %s in %s", tf ? to : from, r->path);
+	m->r = r;
+	m->tenant = tenant;
+	m->from = xstrdup(from);
+	m->to = xstrdup(to);
+	m->src = tp_client(r, tf);
+	m->dst = tp_client(r, tt);
+	return EXIT_OK;
+}
+
+static void move_release(struct move *m)
+{
+	rest_free(m->src);
+	rest_free(m->dst);
+	etcd_free(m->ge);
+	free(m->from);
+	free(m->to);
+	free(m->rec_key);
+	free(m->phase);
+}
+
+/* Reads an existing record into m (its from, to, id, phase, revisions). EXIT_OK, EXIT_FAIL
+ * (printed), or -1 when there is none. */
+static int record_load(struct move *m, struct region *r, const char *tenant)
+{
+	struct etcd_kv kv = { 0 };
+	int err = etcd_get(m->ge, m->rec_key, &kv);
+	if (err == E_NOT_FOUND)
+		return -1;
+	if (err)
+		return fail("reading the move record of tenant %s failed: %s", tenant, err_reason(err));
+	json_t *v = json_loadb(kv.value, kv.value_len, 0, NULL);
+	const char *from = json_str(v, "from"), *to = json_str(v, "to"), *id = json_str(v, "move"),
+		   *phase = json_str(v, "phase");
+	int rc = from && to && id && phase && strlen(id) < sizeof(m->id)
+			 ? move_open(m, r, tenant, from, to)
+			 : fail("the move record of tenant %s (%s) is not one ursactl wrote", tenant, m->rec_key);
+	if (rc == EXIT_OK) {
+		snprintf(m->id, sizeof(m->id), "%s", id);
+		m->phase = xstrdup(phase);
+		m->rec_rev = kv.mod_rev;
+		m->since_ms = json_integer_value(json_object_get(v, "since"));
+		m->fence_rev = json_integer_value(json_object_get(v, "fromRevision"));
+		m->to_rev = json_integer_value(json_object_get(v, "toRevision"));
+	}
+	json_decref(v);
+	etcd_kv_release(&kv);
+	return rc;
+}
+
+static int recover(struct move *m)
+{
+	bool forward = strcmp(m->phase, "switched") == 0;
+	printf("tenant %s: the move %s from %s to %s stopped in phase %s: %s\n", m->tenant, m->id, m->from, m->to,
+	       m->phase, forward ? "finishing it" : "undoing it");
+	fflush(stdout);
+	int rc = forward ? finish(m, NULL) : undo(m);
+	if (rc == EXIT_OK)
+		printf("tenant %s is on %s\n", m->tenant, forward ? m->to : m->from);
+	return rc;
+}
+
+/* The move ------------------------------------------------------------------------------------- */
+
+static int run_move(struct move *m, int64_t budget_ms)
+{
+	int64_t t0 = mono_us();
+	unsigned char raw[8];
+	if (RAND_bytes(raw, sizeof(raw)) != 1)
+		abort();
+	for (size_t k = 0; k < sizeof(raw); k++)
+		snprintf(m->id + 2 * k, 3, "%02x", raw[k]);
+	m->since_ms = now_ms();
+	int rc = record_phase(m, "copying");
+	if (rc != EXIT_OK)
+		return rc;
+	/* 1. the copy, at one source revision */
+	rc = copy(m);
+	int64_t t_copy = mono_us();
+	/* 2. following, until a page of changes is small */
+	size_t n = 0;
+	int64_t give_up = mono_us() + (int64_t)FOLLOW_MAX_S * 1000000;
+	do
+		rc = rc == EXIT_OK ? follow_once(m, 0, &n) : rc;
+	while (rc == EXIT_OK && n > QUIET_CHANGES && mono_us() < give_up);
+	crash_point("following");
+	/* 3. the fence: the source refuses the tenant's writes (gateways hold them) until the target
+	 * has every change up to the fence's revision, or the budget is spent */
+	int64_t t_fence = 0, t_caught = 0;
+	json_t *res = NULL;
+	if (rc == EXIT_OK)
+		rc = record_phase(m, "fencing");
+	if (rc == EXIT_OK) {
+		t_fence = mono_us();
+		rc = move_step(m, true, "fence", &res);
+		m->fence_rev = json_integer_value(json_object_get(res, "revision"));
+		json_decref(res);
+		if (rc == EXIT_OK && m->fence_rev <= 0)
+			rc = fail("the fence of tenant %s on %s named no revision", m->tenant, m->from);
+	}
+	crash_point("fenced");
+	while (rc == EXIT_OK && m->applied < m->fence_rev) {
+		if ((mono_us() - t_fence) / 1000 > budget_ms) {
+			rc = fail("tenant %s: the target did not catch up within the fence's %lld ms (applied %lld of %lld): move abandoned, tenant stays on %s",
+				  m->tenant, (long long)budget_ms, (long long)m->applied, (long long)m->fence_rev, m->from);
+			break;
+		}
+		rc = follow_once(m, 1, &n);
+	}
+	if (rc != EXIT_OK) {
+		if (m->rec_rev)
+			undo(m);
+		return rc;
+	}
+	t_caught = mono_us();
+	/* 4. the switch */
+	rc = switch_placement(m);
+	if (rc != EXIT_OK) {
+		undo(m);
+		return rc;
+	}
+	crash_point("switched");
+	int64_t t_switch = mono_us(), t_active = 0;
+	if ((rc = finish(m, &t_active)) != EXIT_OK)
+		return rc;
+	int64_t t_end = mono_us();
+	printf("tenant %s moved from %s to %s: %zu objects copied in %.2f s, %zu changes followed; writes held %.0f ms (catch-up %.0f ms, switch %.0f ms, activation %.0f ms); %.2f s in all\n",
+		       m->tenant, m->from, m->to, m->copied, (double)(t_copy - t0) / 1e6, m->changes,
+		       (double)(t_active - t_fence) / 1e3, (double)(t_caught - t_fence) / 1e3,
+		       (double)(t_switch - t_caught) / 1e3, (double)(t_active - t_switch) / 1e3,
+		       (double)(t_end - t0) / 1e6);
+	return EXIT_OK;
+}
+
+static int parse_budget(const char *v, int64_t *ret_ms)
+{
+	if (!v) {
+		*ret_ms = FENCE_BUDGET_DEFAULT_MS;
+		return EXIT_OK;
+	}
+	char *end;
+	double d = strtod(v, &end);
+	if (end == v || d <= 0 || d > 60)
+		return fail("--fence-timeout wants seconds, above 0 and at most 60 (e.g. 2 or 0.5)");
+	if (*end == 's' && end[1] == '\0')
+		end++;
+	if (*end)
+		return fail("--fence-timeout wants seconds, above 0 and at most 60 (e.g. 2 or 0.5)");
+	*ret_ms = (int64_t)(d * 1000);
+	return EXIT_OK;
+}
+
+/* One move (or recovery) of tenant with region r: to NULL means --recover. */
+static int move_one(struct region *r, const char *tenant, const char *to, int64_t budget_ms)
+{
+	struct move m = { 0 };
+	m.ge = gateway_etcd(r, &m.gprefix);
+	if (!m.ge)
+		return fail("the region has no gateway etcd (ursactl register --gateway-etcd): a move needs one");
+	m.rec_key = xasprintf("%s/moves/%s", m.gprefix, tenant);
+	int rc = record_load(&m, r, tenant);
+	if (rc == EXIT_OK && to) {
+		rc = fail("a move of tenant %s is recorded (%s -> %s, phase %s, since %lld s ago): if its ursactl is gone, run 'ursactl tenant move %s --recover' to finish or undo it",
+			  tenant, m.from, m.to, m.phase, (long long)((now_ms() - m.since_ms) / 1000), tenant);
+		move_release(&m);
+		return rc;
+	}
+	if (rc == EXIT_OK) {
+		rc = recover(&m);
+		move_release(&m);
+		return rc;
+	}
+	if (rc != -1 || !to) {
+		if (rc == -1)
+			printf("tenant %s: no move to recover\n", tenant);
+		move_release(&m);
+		return rc == -1 ? EXIT_OK : rc;
+	}
+	char *from = NULL;
+	int64_t prev;
+	int err = placement_get(r, tenant, &from, &prev);
+	if (err)
+		rc = fail("tenant %s has no placement in the gateways' registry (%s)", tenant, err_reason(err));
+	else if (strcmp(from, to) == 0)
+		rc = fail("tenant %s is on %s already", tenant, to);
+	else
+		rc = move_open(&m, r, tenant, from, to);
+	free(from);
+	if (rc == EXIT_OK)
+		rc = run_move(&m, budget_ms);
+	move_release(&m);
+	return rc;
+}
+
+int tenant_move(const struct flags *f, const char *tenant)
+{
+	const char *to = flag_get(f, "to");
+	bool rec = flag_bool(f, "recover");
+	if (!valid_dns1123_label(tenant) || strcmp(tenant, "system") == 0)
+		return fail("\"%s\" is not a tenant that can be moved", tenant);
+	if (!to == !rec)
+		return fail("say where to: --to PARTITION (or --recover, to finish or undo a move that stopped)");
+	int64_t budget;
+	int rc = parse_budget(flag_get(f, "fence-timeout"), &budget);
+	struct region r;
+	if (rc != EXIT_OK || (rc = region_load(f, &r)) != EXIT_OK)
+		return rc;
+	if ((rc = region_auth(f, &r)) == EXIT_OK)
+		rc = move_one(&r, tenant, rec ? NULL : to, budget);
+	region_release(&r);
+	return rc;
+}
+
+/* ursactl partition drain / balance ------------------------------------------------------------- */
+
+const struct flag_spec partition_flags[] = {
+	{ "parallel", "N", "drain: tenants moved at once (default 2)", false },
+	{ "margin", "FRACTION", "balance: how far above the mean a partition may stay (default 0.2)", false },
+	{ "dry-run", NULL, "balance: print the moves, make none", false },
+	{ "fence-timeout", "SECONDS", "each move's write-fence budget (default 2)", false },
+	REGION_AUTH_FLAGS,
+	{ NULL, NULL, NULL, false },
+};
+
+/* Stored objects of each tenant partition (its watch caches' objects, from /metrics), and of
+ * each tenant of it (GET /ursa/v1/tenants/T/size). */
+static int64_t partition_objects(const struct region *r, const json_t *tp)
+{
+	struct rest_client *c = tp_client(r, tp);
+	struct buf resp = BUF_INIT;
+	int st = rest_do_raw(c, "GET", "/metrics", NULL, 0, NULL, &resp);
+	int64_t total = -1;
+	if (st == 200) {
+		total = 0;
+		const char *p = buf_cstr(&resp);
+		static const char name[] = "ursa_apiserver_cache_objects{";
+		while ((p = strstr(p, name))) {
+			const char *sp = strchr(p, ' ');
+			if (!sp)
+				break;
+			total += strtoll(sp + 1, NULL, 10);
+			p = sp;
+		}
+	}
+	buf_release(&resp);
+	rest_free(c);
+	return total;
+}
+
+static int64_t tenant_objects(const struct region *r, const json_t *tp, const char *tenant)
+{
+	struct rest_client *c = tp_client(r, tp);
+	char *path = xasprintf("%s%s/size", TENANT_BACKUP_PATH, tenant);
+	json_t *res = NULL;
+	int st = rest_do(c, "GET", path, NULL, NULL, &res);
+	int64_t n = st == 200 ? json_integer_value(json_object_get(res, "objects")) : -1;
+	json_decref(res);
+	free(path);
+	rest_free(c);
+	return n;
+}
+
+/* The tenants the gateways place on partition (new array of strings). */
+static json_t *placed_on(const struct region *r, const char *partition, int *ret_err)
+{
+	const char *prefix;
+	struct etcd *e = gateway_etcd(r, &prefix);
+	json_t *out = json_array();
+	*ret_err = e ? 0 : E_NOT_FOUND;
+	if (!e)
+		return out;
+	char *key = xasprintf("%s/tenants/", prefix);
+	char *end = etcd_prefix_end(key);
+	struct etcd_range_result rr = { 0 };
+	*ret_err = etcd_range(e, key, end, 0, 0, false, &rr);
+	for (size_t i = 0; i < rr.n && !*ret_err; i++) {
+		json_t *v = json_loadb(rr.kvs[i].value, rr.kvs[i].value_len, 0, NULL);
+		if (strcmp(json_str(v, "partition") ?: "", partition) == 0 &&
+		    strcmp(json_str(v, "state") ?: "", "ready") == 0)
+			json_array_append_new(out, json_string(rr.kvs[i].key + strlen(key)));
+		json_decref(v);
+	}
+	etcd_range_result_release(&rr);
+	free(key);
+	free(end);
+	etcd_free(e);
+	return out;
+}
+
+/* Runs the moves of tenants[i] to dests[i], at most parallel at once (one child process each).
+ * EXIT_OK when every one succeeded. */
+static int run_moves(struct region *r, char **tenants, char **dests, size_t n, int parallel, int64_t budget_ms)
+{
+	size_t started = 0, running = 0, failed = 0;
+	while (started < n || running) {
+		if (started < n && running < (size_t)parallel) {
+			fflush(stdout);
+			fflush(stderr);
+			pid_t pid = fork();
+			if (pid == 0)
+				_exit(move_one(r, tenants[started], dests[started], budget_ms));
+			if (pid < 0) {
+				failed++;
+				started++;
+				continue;
+			}
+			started++;
+			running++;
+			continue;
+		}
+		int status;
+		if (wait(&status) > 0) {
+			running--;
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+				failed++;
+		} else {
+			break;
+		}
+	}
+	if (failed)
+		return fail("%zu of %zu moves failed (see above)", failed, n);
+	return EXIT_OK;
+}
+
+/* The partition with the fewest objects among tps other than except (borrowed). */
+static size_t least_loaded(const int64_t *load, size_t n, ssize_t except)
+{
+	size_t best = SIZE_MAX;
+	for (size_t i = 0; i < n; i++)
+		if ((ssize_t)i != except && load[i] >= 0 && (best == SIZE_MAX || load[i] < load[best]))
+			best = i;
+	return best;
+}
+
+static int drain(struct region *r, const char *name, int parallel, int64_t budget_ms)
+{
+	json_t *tps = json_object_get(r->doc, list_key(true));
+	size_t ntp = json_array_size(tps), self = SIZE_MAX;
+	int64_t *load = xcalloc(ntp ? ntp : 1, sizeof(*load));
+	for (size_t i = 0; i < ntp; i++) {
+		json_t *tp = json_array_get(tps, i);
+		if (strcmp(json_str(tp, "name") ?: "", name) == 0)
+			self = i;
+		load[i] = partition_objects(r, tp);
+	}
+	int err, rc = EXIT_OK;
+	const char *servers, *prefix;
+	gateway_etcd_settings(r->doc, NULL, NULL, &servers, &prefix);
+	if (self == SIZE_MAX)
+		rc = fail("no tenant partition named %s in %s", name, r->path);
+	else if (!servers)
+		rc = fail("the region has no gateway etcd (ursactl register --gateway-etcd): a drain needs one");
+	else if ((rc = gateway_set_draining(servers, prefix, name, true)) == EXIT_OK)
+		printf("%s: draining (the gateways place no new tenant there; 'ursactl partition undrain %s' ends it)\n",
+		       name, name);
+	json_t *tenants = placed_on(r, name, &err);
+	if (rc != EXIT_OK)
+		json_array_clear(tenants);
+	if (rc == EXIT_OK && err)
+		rc = fail("reading the gateways' registry failed: %s", err_reason(err));
+	else if (rc == EXIT_OK && least_loaded(load, ntp, (ssize_t)self) == SIZE_MAX && json_array_size(tenants))
+		rc = fail("no other tenant partition answers: nowhere to move %s's tenants", name);
+	size_t n = json_array_size(tenants);
+	char **tv = xcalloc(n ? n : 1, sizeof(*tv)), **dv = xcalloc(n ? n : 1, sizeof(*dv));
+	for (size_t i = 0; i < n && rc == EXIT_OK; i++) {
+		tv[i] = (char *)json_string_value(json_array_get(tenants, i));
+		size_t d = least_loaded(load, ntp, (ssize_t)self);
+		dv[i] = (char *)json_str(json_array_get(tps, d), "name");
+		int64_t size = tenant_objects(r, json_array_get(tps, self), tv[i]);
+		load[d] += size > 0 ? size : 1;
+		printf("%s: %s (%lld objects) -> %s\n", name, tv[i], (long long)size, dv[i]);
+	}
+	if (rc == EXIT_OK && n == 0)
+		printf("%s holds no tenant\n", name);
+	if (rc == EXIT_OK && n)
+		rc = run_moves(r, tv, dv, n, parallel, budget_ms);
+	if (rc == EXIT_OK)
+		printf("%s is drained: %zu tenants moved\n", name, n);
+	free(tv);
+	free(dv);
+	free(load);
+	json_decref(tenants);
+	return rc;
+}
+
+/* Balance: while the busiest partition holds more than (1 + margin) x the mean of stored objects,
+ * move its tenant whose size best fits the gap (the largest at most half the difference to the
+ * least loaded partition) there. Plans every move first, from the counts, then runs them. */
+static int balance(struct region *r, double margin, bool dry, int64_t budget_ms)
+{
+	json_t *tps = json_object_get(r->doc, list_key(true));
+	size_t ntp = json_array_size(tps);
+	int64_t *load = xcalloc(ntp ? ntp : 1, sizeof(*load)), total = 0;
+	size_t live = 0;
+	for (size_t i = 0; i < ntp; i++) {
+		load[i] = partition_objects(r, json_array_get(tps, i));
+		if (load[i] >= 0) {
+			total += load[i];
+			live++;
+		}
+		printf("%s: %lld objects\n", json_str(json_array_get(tps, i), "name"), (long long)load[i]);
+	}
+	char **tv = NULL, **dv = NULL;
+	size_t nm = 0;
+	int rc = EXIT_OK;
+	double mean = live ? (double)total / (double)live : 0;
+	json_t *moved = json_object();
+	for (int round = 0; round < 64 && live > 1; round++) {
+		size_t hi = SIZE_MAX;
+		for (size_t i = 0; i < ntp; i++)
+			if (load[i] >= 0 && (hi == SIZE_MAX || load[i] > load[hi]))
+				hi = i;
+		size_t lo = least_loaded(load, ntp, (ssize_t)hi);
+		if (hi == SIZE_MAX || lo == SIZE_MAX || (double)load[hi] <= mean * (1 + margin))
+			break;
+		int err;
+		const char *hname = json_str(json_array_get(tps, hi), "name");
+		json_t *tenants = placed_on(r, hname, &err);
+		int64_t want = (load[hi] - load[lo]) / 2, best_n = 0;
+		const char *best = NULL;
+		size_t i;
+		json_t *t;
+		json_array_foreach(tenants, i, t) {
+			const char *tn = json_string_value(t);
+			if (json_object_get(moved, tn))
+				continue;
+			int64_t sz = tenant_objects(r, json_array_get(tps, hi), tn);
+			if (sz > 0 && sz <= want && sz > best_n) {
+				best = tn;
+				best_n = sz;
+			}
+		}
+		if (!best) {
+			json_decref(tenants);
+			break;
+		}
+		tv = xrealloc(tv, (nm + 1) * sizeof(*tv));
+		dv = xrealloc(dv, (nm + 1) * sizeof(*dv));
+		tv[nm] = xstrdup(best);
+		dv[nm] = xstrdup(json_str(json_array_get(tps, lo), "name"));
+		json_object_set_new(moved, best, json_true());
+		printf("move %s (%lld objects): %s -> %s\n", best, (long long)best_n, hname, dv[nm]);
+		nm++;
+		load[hi] -= best_n;
+		load[lo] += best_n;
+		json_decref(tenants);
+	}
+	if (nm == 0)
+		printf("balanced: no partition holds more than %.0f%% above the mean (%.0f objects)\n", margin * 100, mean);
+	else if (!dry)
+		rc = run_moves(r, tv, dv, nm, 1, budget_ms);
+	for (size_t i = 0; i < nm; i++) {
+		free(tv[i]);
+		free(dv[i]);
+	}
+	free(tv);
+	free(dv);
+	free(load);
+	json_decref(moved);
+	return rc;
+}
+
+int cmd_partition(const struct command *cmd, const struct flags *f)
+{
+	(void)cmd;
+	const char *op = f->nargs ? f->args[0] : "";
+	bool is_drain = strcmp(op, "drain") == 0 && f->nargs == 2, is_balance = strcmp(op, "balance") == 0 && f->nargs == 1;
+	bool is_undrain = strcmp(op, "undrain") == 0 && f->nargs == 2;
+	if (!is_drain && !is_balance && !is_undrain) {
+		fprintf(stderr, "usage: ursactl partition drain PARTITION [--parallel N]\n"
+				"       ursactl partition undrain PARTITION\n"
+				"       ursactl partition balance [--margin FRACTION] [--dry-run]\n");
+		return EXIT_USAGE;
+	}
+	if (is_undrain) {
+		struct region r;
+		const char *servers, *prefix;
+		int rc = region_load(f, &r);
+		if (rc != EXIT_OK)
+			return rc;
+		gateway_etcd_settings(r.doc, NULL, NULL, &servers, &prefix);
+		rc = !servers ? fail("the region has no gateway etcd") : gateway_set_draining(servers, prefix, f->args[1], false);
+		if (rc == EXIT_OK)
+			printf("%s: takes new tenants again\n", f->args[1]);
+		region_release(&r);
+		return rc;
+	}
+	int64_t budget;
+	int rc = parse_budget(flag_get(f, "fence-timeout"), &budget);
+	if (rc != EXIT_OK)
+		return rc;
+	int parallel = 2;
+	double margin = 0.2;
+	if (flag_get(f, "parallel")) {
+		char *end;
+		long v = strtol(flag_get(f, "parallel"), &end, 10);
+		if (*end || v < 1 || v > 16)
+			return fail("--parallel wants 1 to 16");
+		parallel = (int)v;
+	}
+	if (flag_get(f, "margin")) {
+		char *end;
+		margin = strtod(flag_get(f, "margin"), &end);
+		if (*end || margin < 0 || margin > 10)
+			return fail("--margin wants a fraction, 0 to 10 (0.2: 20%% above the mean)");
+	}
+	struct region r;
+	if ((rc = region_load(f, &r)) != EXIT_OK)
+		return rc;
+	if ((rc = region_auth(f, &r)) == EXIT_OK)
+		rc = is_drain ? drain(&r, f->args[1], parallel, budget) : balance(&r, margin, flag_bool(f, "dry-run"), budget);
+	region_release(&r);
+	return rc;
+}
