@@ -29,6 +29,7 @@
 #include "ursa/xalloc.h"
 #include <jansson.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,24 +193,23 @@ static int post_items(struct move *m, const struct buf *items)
 	return rc;
 }
 
-/* Reads one page (backup or changes: JSON lines of items, then the page's own line) from the
- * source at path and applies its items on the target in batches. *ret_page gets the page line
- * (new reference). EXIT_OK or EXIT_FAIL (printed). */
-static int transfer_page(struct move *m, const char *path, const char *what, json_t **ret_page, size_t *ret_items)
+/* GETs one page (backup or changes: JSON lines of items, then the page's own line) from the
+ * source into *ret_body. EXIT_OK or EXIT_FAIL (printed). */
+static int fetch_page(struct move *m, const char *path, const char *what, struct buf *ret_body)
 {
-	struct buf resp = BUF_INIT;
-	*ret_page = NULL;
-	*ret_items = 0;
-	int st = rest_do_raw(m->src, "GET", path, NULL, 0, NULL, &resp);
-	if (st != 200) {
-		int rc = request_failed(what, m->tenant, m->from, st, &resp);
-		buf_release(&resp);
-		return rc;
-	}
+	int st = rest_do_raw(m->src, "GET", path, NULL, 0, NULL, ret_body);
+	return st == 200 ? EXIT_OK : request_failed(what, m->tenant, m->from, st, ret_body);
+}
+
+/* Applies a fetched page's items on the target in batches; *ret_page gets the page line (new
+ * reference), *ret_items the items. EXIT_OK or EXIT_FAIL (printed). */
+static int apply_page(struct move *m, const struct buf *body, const char *what, json_t **ret_page, size_t *ret_items)
+{
 	struct buf batch = BUF_INIT;
 	size_t inbatch = 0, items = 0;
 	int rc = EXIT_OK;
-	const char *p = resp.ptr ? resp.ptr : "", *end = p + resp.len;
+	*ret_page = NULL;
+	const char *p = body->ptr ? body->ptr : "", *end = p + body->len;
 	while (p < end && rc == EXIT_OK) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -240,37 +240,126 @@ static int transfer_page(struct move *m, const char *path, const char *what, jso
 	}
 	*ret_items = items;
 	buf_release(&batch);
-	buf_release(&resp);
 	return rc;
+}
+
+/* The copy reads the source's pages on a thread of its own, at most PREFETCH_PAGES ahead of
+ * the target's writes, so that reading one page and writing the one before overlap. */
+#define PREFETCH_PAGES 2
+struct fetched {
+	struct buf body;
+	int rc;
+	struct fetched *next;
+};
+struct prefetch {
+	struct move *m;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct fetched *head, **tail;
+	size_t queued;
+	bool done, stop;
+};
+
+/* The continue token of a backup page's closing line (its last line), new string ("" at the end). */
+static char *page_continue(const struct buf *body)
+{
+	const char *p = body->ptr ? body->ptr : "";
+	size_t n = body->len;
+	while (n && p[n - 1] == '\n')
+		n--;
+	const char *line = p + n;
+	while (line > p && line[-1] != '\n')
+		line--;
+	json_t *page = json_loadb(line, (size_t)(p + n - line), 0, NULL);
+	char *cont = xstrdup(json_str(page, "continue") ?: "");
+	json_decref(page);
+	return cont;
+}
+
+static void *prefetch_main(void *arg)
+{
+	struct prefetch *pf = arg;
+	char *cont = NULL;
+	bool stop = false;
+	while (!stop) {
+		char *path = cont ? xasprintf("%s%s/backup?limit=%d&continue=%s", TENANT_BACKUP_PATH, pf->m->tenant,
+					      PAGE_ITEMS, cont)
+				  : xasprintf("%s%s/backup?limit=%d", TENANT_BACKUP_PATH, pf->m->tenant, PAGE_ITEMS);
+		struct fetched *f = xcalloc(1, sizeof(*f));
+		f->rc = fetch_page(pf->m, path, "reading the tenant", &f->body);
+		free(path);
+		free(cont);
+		cont = f->rc == EXIT_OK ? page_continue(&f->body) : NULL;
+		pthread_mutex_lock(&pf->mu);
+		*pf->tail = f;
+		pf->tail = &f->next;
+		pf->queued++;
+		stop = !cont || !*cont;
+		pf->done = stop;
+		pthread_cond_broadcast(&pf->cv);
+		while (!stop && pf->queued >= PREFETCH_PAGES && !pf->stop)
+			pthread_cond_wait(&pf->cv, &pf->mu);
+		stop = stop || pf->stop;
+		pthread_mutex_unlock(&pf->mu);
+	}
+	free(cont);
+	return NULL;
 }
 
 /* Copies the tenant at one source revision. */
 static int copy(struct move *m)
 {
-	char *cont = xstrdup("");
+	struct prefetch pf = { .m = m };
+	pf.tail = &pf.head;
+	pthread_mutex_init(&pf.mu, NULL);
+	pthread_cond_init(&pf.cv, NULL);
+	pthread_t th;
+	if (pthread_create(&th, NULL, prefetch_main, &pf) != 0)
+		abort();
 	int rc = EXIT_OK;
-	bool first = true;
-	while (rc == EXIT_OK && (first || *cont)) {
-		char *path = first ? xasprintf("%s%s/backup?limit=%d", TENANT_BACKUP_PATH, m->tenant, PAGE_ITEMS)
-				   : xasprintf("%s%s/backup?limit=%d&continue=%s", TENANT_BACKUP_PATH, m->tenant,
-					       PAGE_ITEMS, cont);
-		json_t *page;
-		size_t n;
-		rc = transfer_page(m, path, "reading the tenant", &page, &n);
-		free(path);
+	bool first = true, last = false;
+	while (rc == EXIT_OK && !last) {
+		pthread_mutex_lock(&pf.mu);
+		while (!pf.head)
+			pthread_cond_wait(&pf.cv, &pf.mu);
+		struct fetched *f = pf.head;
+		pf.head = f->next;
+		if (!pf.head)
+			pf.tail = &pf.head;
+		pf.queued--;
+		last = pf.done && !pf.head;
+		pthread_cond_broadcast(&pf.cv);
+		pthread_mutex_unlock(&pf.mu);
+		json_t *page = NULL;
+		size_t n = 0;
+		rc = f->rc;
+		if (rc == EXIT_OK)
+			rc = apply_page(m, &f->body, "reading the tenant", &page, &n);
+		buf_release(&f->body);
+		free(f);
 		if (rc != EXIT_OK)
 			break;
 		if (first)
 			m->applied = json_integer_value(json_object_get(page, "revision"));
-		free(cont);
-		cont = xstrdup(json_str(page, "continue") ?: "");
 		m->copied += n;
 		json_decref(page);
 		if (first)
 			crash_point("copying");
 		first = false;
 	}
-	free(cont);
+	pthread_mutex_lock(&pf.mu);
+	pf.stop = true;
+	pthread_cond_broadcast(&pf.cv);
+	pthread_mutex_unlock(&pf.mu);
+	pthread_join(th, NULL);
+	while (pf.head) {
+		struct fetched *f = pf.head;
+		pf.head = f->next;
+		buf_release(&f->body);
+		free(f);
+	}
+	pthread_cond_destroy(&pf.cv);
+	pthread_mutex_destroy(&pf.mu);
 	return rc;
 }
 
@@ -279,8 +368,13 @@ static int follow_once(struct move *m, int wait_s, size_t *ret_items)
 {
 	char *path = xasprintf("%s%s/changes?from=%lld&wait=%d", TENANT_BACKUP_PATH, m->tenant, (long long)m->applied,
 			       wait_s);
-	json_t *page;
-	int rc = transfer_page(m, path, "following the changes", &page, ret_items);
+	struct buf body = BUF_INIT;
+	json_t *page = NULL;
+	*ret_items = 0;
+	int rc = fetch_page(m, path, "following the changes", &body);
+	if (rc == EXIT_OK)
+		rc = apply_page(m, &body, "following the changes", &page, ret_items);
+	buf_release(&body);
 	free(path);
 	if (rc != EXIT_OK)
 		return rc;
