@@ -57,6 +57,25 @@ def setup():
                                                       "controller": True}])
     owned["spec"]["nodeName"] = "node-2"
     h.expect_status(A.post(h.pods_path(T, "team"), owned), 201, "create controlled pod web-x")
+    # a CRD of the system tenant (as the gateways mirror to every partition) serves acme too: a
+    # custom resource of acme's under it is acme's, and moves with it
+    for c in (A, S["B"]):
+        h.expect_status(c.post("/apis/apiextensions.k8s.io/v1/tenants/system/customresourcedefinitions",
+                               SYSTEM_CRD), 201, "system CRD")
+    h.wait_until(lambda: A.get(GADGETS).status == 200, 20, "gadgets served to acme")
+    h.expect_status(A.post(GADGETS, {"apiVersion": "sys.example.com/v1", "kind": "Gadget",
+                                     "metadata": {"name": "g1"}, "spec": {"n": 1}}), 201, "create gadget g1")
+
+
+SYSTEM_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gadgets.sys.example.com"},
+    "spec": {"group": "sys.example.com", "scope": "Namespaced",
+             "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "properties": {"spec": {"type": "object",
+                                                           "x-kubernetes-preserve-unknown-fields": True}}}}}]}}
+GADGETS = "/apis/sys.example.com/v1/tenants/%s/namespaces/team/gadgets" % T
 
 
 def cm_path(name=None, tenant=T, ns="team"):
@@ -168,6 +187,8 @@ def test_bad_requests_store_nothing():
 
 def test_size_counts_a_backups_objects():
     items, _ = backup(S["A"])
+    h.check(any(i["resource"] == "customresources/sys.example.com/gadgets" and i["path"] == "team/g1"
+                for i in items), "acme's gadget (a system CRD's) is in its backup")
     r = S["A"].get("/ursa/v1/tenants/%s/size" % T)
     h.eq(r.status, 200, "size of acme")
     h.eq((r.json["kind"], r.json["objects"]), ("TenantSize", len(items)), "acme's size: its backup's objects")

@@ -10,7 +10,8 @@
  *        writes the objects' lines to a file as they are (the backup file's format). The tenant object
  *        comes first, then its namespaces, its CustomResourceDefinitions, every other kind of
  *        the table a tenant owns (events and ephemeral kinds aside), and its custom resources of
- *        every CRD it had at that revision. 410 when that revision has been compacted meanwhile.
+ *        every CRD it had at that revision and of the system tenant's CRDs (which serve every
+ *        tenant). 410 when that revision has been compacted meanwhile.
  *   POST /ursa/v1/tenants/{t}/restore   {"from":"<backed-up tenant>","restore":"<id>",
  *        "items":[...],"done":bool}
  *        Writes items (a backup's, in any number of batches) into tenant t. The first batch holds
@@ -335,8 +336,8 @@ bool backup_covers(const struct api_resource *r)
 	return !r->ephemeral && !r->metrics && r->scope != SCOPE_CLUSTER && strcmp(r->plural, "events") != 0;
 }
 
-/* The ranges a backup of tenant reads, in order; the custom resources' from the tenant's CRDs
- * at rev. 0 or an etcd error. */
+/* The ranges a backup of tenant reads, in order; the custom resources' from the tenant's and
+ * the system tenant's CRDs at rev. 0 or an etcd error. */
 static int backup_ranges(struct apiserver *s, const char *tenant, int64_t rev, struct brange **ret, size_t *ret_n)
 {
 	struct brange *v = NULL;
@@ -357,8 +358,13 @@ static int backup_ranges(struct apiserver *s, const char *tenant, int64_t rev, s
 		if (!seen)
 			range_add(&v, &n, xstrdup(r->plural), xasprintf("%s/%s/%s/", pre, r->plural, tenant), false);
 	}
-	if (served_by_plural(s, "customresourcedefinitions")) {
-		char *key = xasprintf("%s/customresourcedefinitions/%s/", pre, tenant);
+	/* custom resources of the tenant's CRDs, then of the system tenant's (which serve every
+	 * tenant without a CRD of the name: their objects in the tenant are the tenant's too) */
+	const char *owners[] = { tenant, TENANT_SYSTEM };
+	for (size_t o = 0; o < 2 && served_by_plural(s, "customresourcedefinitions"); o++) {
+		if (o == 1 && strcmp(tenant, TENANT_SYSTEM) == 0)
+			break;
+		char *key = xasprintf("%s/customresourcedefinitions/%s/", pre, owners[o]);
 		char *end = etcd_prefix_end(key);
 		struct etcd_range_result rr = { 0 };
 		int err = etcd_range(s->etcd, key, end, rev, 0, false, &rr);
@@ -371,9 +377,17 @@ static int backup_ranges(struct apiserver *s, const char *tenant, int64_t rev, s
 		for (size_t i = 0; i < rr.n; i++) {
 			json_t *crd = json_loadb(rr.kvs[i].value, rr.kvs[i].value_len, 0, NULL);
 			const char *g = json_path_str(crd, "spec.group"), *p = json_path_str(crd, "spec.names.plural");
-			if (g && p && valid_dns1123_subdomain(g) && valid_dns1123_label(p))
-				range_add(&v, &n, xasprintf(CR_KEY_SEGMENT "/%s/%s", g, p),
-					  xasprintf("%s/" CR_KEY_SEGMENT "/%s/%s/%s/", pre, g, p, tenant), false);
+			if (g && p && valid_dns1123_subdomain(g) && valid_dns1123_label(p)) {
+				char *res = xasprintf(CR_KEY_SEGMENT "/%s/%s", g, p);
+				bool seen = false; /* the tenant's own CRD of the name came first */
+				for (size_t j = 0; j < n && !seen; j++)
+					seen = strcmp(v[j].resource, res) == 0;
+				if (seen)
+					free(res);
+				else
+					range_add(&v, &n, res,
+						  xasprintf("%s/" CR_KEY_SEGMENT "/%s/%s/%s/", pre, g, p, tenant), false);
+			}
 			json_decref(crd);
 		}
 		etcd_range_result_release(&rr);
