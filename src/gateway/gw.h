@@ -168,7 +168,9 @@ struct partition *registry_partition(struct registry *r, const char *id);
 /* New array of refs to every partition of that kind, sorted by id. */
 struct partition **registry_partitions(struct registry *r, bool rm, size_t *ret_n);
 void partitions_free(struct partition **ps, size_t n);
-/* The tenant partition with fewest tenants among those not down (new ref or NULL). */
+/* Whether tenant has a move in progress (a record under <prefix>/moves/: ursactl tenant move). */
+bool registry_tenant_moving(struct registry *r, const char *tenant);
+/* The tenant partition with fewest tenants among those not down or draining (new ref or NULL). */
 struct partition *registry_pick_tp(struct registry *r);
 /* Copy of a tenant record (release it with tenant_rec_release) or E_NOT_FOUND. */
 int registry_tenant(struct registry *r, const char *tenant, struct tenant_rec *ret);

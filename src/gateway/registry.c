@@ -37,12 +37,14 @@ struct tmap {
 	/* name -> struct tenant_moved * (owned), for records with a "moved" only (moved tenants:
 	 * the million records without one cost nothing more) */
 	struct strmap moved;
+	/* names of tenants with a move in progress (<prefix>/moves/<name>, ursactl tenant move) */
+	struct strmap moving;
 };
 
 struct registry {
 	struct etcd *etcd;
-	char *prefix, *tprefix, *pprefix;
-	size_t tplen, pplen;
+	char *prefix, *tprefix, *pprefix, *mprefix;
+	size_t tplen, pplen, mplen;
 	pthread_rwlock_t lock;
 	struct tmap t;
 	struct strmap partitions; /* id -> struct partition (one ref) */
@@ -344,6 +346,7 @@ static void tmap_init(struct tmap *m)
 	strmap_init(&m->pending);
 	strmap_init(&m->pnames);
 	strmap_init(&m->moved);
+	strmap_init(&m->moving);
 }
 
 static void tmap_release(struct tmap *m)
@@ -352,6 +355,7 @@ static void tmap_release(struct tmap *m)
 	strmap_release(&m->pending, NULL);
 	strmap_release(&m->pnames, NULL);
 	strmap_release(&m->moved, moved_free);
+	strmap_release(&m->moving, NULL);
 }
 
 /* The interned entry of partition id (NUL-terminated copy in scratch), created if new. */
@@ -458,6 +462,11 @@ static void apply_to(struct registry *r, struct tmap *m, struct strmap *partitio
 	} else if (strncmp(key, r->pprefix, r->pplen) == 0 && key[r->pplen]) {
 		const char *id = key + r->pplen;
 		partition_set(partitions, m, id, value ? partition_parse(id, value, len) : NULL);
+	} else if (strncmp(key, r->mprefix, r->mplen) == 0 && key[r->mplen]) {
+		if (value)
+			strmap_put(&m->moving, key + r->mplen, NULL);
+		else
+			strmap_del(&m->moving, key + r->mplen, NULL);
 	}
 }
 
@@ -522,8 +531,10 @@ struct registry *registry_new(struct etcd *e, const char *prefix)
 	r->prefix = xstrdup(prefix);
 	r->tprefix = xasprintf("%s/tenants/", prefix);
 	r->pprefix = xasprintf("%s/partitions/", prefix);
+	r->mprefix = xasprintf("%s/moves/", prefix);
 	r->tplen = strlen(r->tprefix);
 	r->pplen = strlen(r->pprefix);
+	r->mplen = strlen(r->mprefix);
 	pthread_rwlock_init(&r->lock, NULL);
 	pthread_mutex_init(&r->resync_lock, NULL);
 	tmap_init(&r->t);
@@ -745,6 +756,7 @@ void registry_free(struct registry *r)
 	free(r->prefix);
 	free(r->tprefix);
 	free(r->pprefix);
+	free(r->mprefix);
 	free(r);
 }
 
@@ -820,6 +832,14 @@ void partitions_free(struct partition **ps, size_t n)
 	for (size_t i = 0; i < n; i++)
 		partition_unref(ps[i]);
 	free(ps);
+}
+
+bool registry_tenant_moving(struct registry *r, const char *tenant)
+{
+	pthread_rwlock_rdlock(&r->lock);
+	bool moving = strmap_get(&r->t.moving, tenant) != NULL;
+	pthread_rwlock_unlock(&r->lock);
+	return moving;
 }
 
 struct partition *registry_pick_tp(struct registry *r)

@@ -20,8 +20,8 @@
  * watches only after the switch, having sent every event up to moved.from_rev, and the target at
  * to_rev holds exactly that state: nothing is missed or repeated. A continued leg that is
  * refused ends the stream with an ERROR event carrying the refusal's Status. Otherwise the client's
- * stream ends as before (the wait only delays the end of a watch that a partition ended on its
- * own, by MOVE_BRIDGE_WAIT_MS). Merged watches across partitions (admins' tenants, nodes) are not
+ * stream ends as before: at the first look when the tenant has no move in progress (no record
+ * under <prefix>/moves/, registry_tenant_moving), else after MOVE_BRIDGE_WAIT_MS. Merged watches across partitions (admins' tenants, nodes) are not
  * followed: they end with any partition's end, and their clients re-watch. */
 #define _GNU_SOURCE /* memrchr */
 #include <curl/curl.h>
@@ -561,8 +561,10 @@ static void poll_wait(struct stream *s, int64_t now)
 		return;
 	}
 	if (strcmp(rec.partition, l->p->id) == 0) {
-		if (now >= s->wait_until_ms)
-			end_tenant_watch(s, l, NULL); /* the partition's own end: as before */
+		/* the partition's own end (its timeout, a restart): as before, at once unless a move of
+		 * the tenant is in progress, whose switch this gateway may not have seen yet */
+		if (now >= s->wait_until_ms || !registry_tenant_moving(s->reg, s->tenant))
+			end_tenant_watch(s, l, NULL);
 		tenant_rec_release(&rec);
 		return;
 	}
