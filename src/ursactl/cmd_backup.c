@@ -243,10 +243,20 @@ static int placement(const struct region *r, const char *tenant, const char *par
 	return err;
 }
 
+bool restore_waits_for_leftovers(int status, const struct buf *resp)
+{
+	if (status != 409)
+		return false;
+	json_t *st = json_loadb(resp->ptr ? resp->ptr : "", resp->len, 0, NULL);
+	const char *cause = json_str(json_array_get(json_path(st, "details.causes"), 0), "reason");
+	bool yes = cause && strcmp(cause, RESTORE_LEFTOVERS_REASON) == 0;
+	json_decref(st);
+	return yes;
+}
+
 /* Posts one batch: EXIT_OK with *ret_result (new reference), EXIT_FAIL (printed), or, when
  * retry_leftovers, EXIT_RETRY (not printed) for the 409 of a tenant still being emptied. */
 #define EXIT_RETRY 3
-#define WAIT_EMPTY_S 120
 static int post_batch(struct rest_client *c, const char *tenant, const char *from, const char *id, bool done,
 		      const struct buf *items, json_t **ret_result, bool retry_leftovers)
 {
@@ -261,11 +271,7 @@ static int post_batch(struct rest_client *c, const char *tenant, const char *fro
 	int rc = EXIT_OK;
 	*ret_result = st == 200 ? json_loadb(resp.ptr, resp.len, 0, NULL) : NULL;
 	if (!*ret_result) {
-		json_t *status = json_loadb(resp.ptr ? resp.ptr : "", resp.len, 0, NULL);
-		const char *cause = json_str(json_array_get(json_path(status, "details.causes"), 0), "reason");
-		bool leftovers = st == 409 && cause && strcmp(cause, RESTORE_LEFTOVERS_REASON) == 0;
-		json_decref(status);
-		if (retry_leftovers && leftovers) {
+		if (retry_leftovers && restore_waits_for_leftovers(st, &resp)) {
 			rc = EXIT_RETRY;
 		} else {
 			struct buf m = BUF_INIT;

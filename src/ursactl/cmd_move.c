@@ -3,14 +3,16 @@
  *
  * A move is a record in the gateways' etcd, <prefix>/moves/<tenant> =
  *   {"tenant","from","to","move":<id>,"phase","since","updated","by","fromRevision","toRevision"}
- * whose phase says what a crash leaves and what --recover (or a later move of the tenant) does:
+ * written with compare-and-swap over the record this move wrote last (so an ursactl recovering the
+ * move meanwhile makes this one stop), whose phase says what --recover does after a crash:
  *   copying   the target is being given the tenant (MovingIn there)        -> undo
  *   fencing   the source may refuse the tenant's writes (MovingOut there)  -> undo
  *   aborting  an undo began                                                -> undo
- *   switched  the gateways place the tenant on the target (one txn with    -> finish
- *             this phase); the source's copy may still exist
+ *   switched  the target holds the tenant as of the fence; the gateways'   -> finish
+ *             placement may or may not name it yet; the source's copy may still exist
  * Undo: the source's fence lifted, the target's copy dropped, the record deleted. Finish: the
- * target's tenant activated, the source's copy dropped (its watches of the tenant end first:
+ * gateways' placement names the target (with the revisions a carried-over watch goes on from),
+ * the target's tenant activated, the source's copy dropped (its watches of the tenant end first:
  * gateways carry them over to the target), the target's move annotation removed, the record
  * deleted. Every step on a partition is idempotent (src/common/apiserver/move.c), so running
  * either again after a crash anywhere is safe.
@@ -175,7 +177,20 @@ static int post_items(struct move *m, const struct buf *items)
 	buf_add(&body, items->ptr, items->len);
 	buf_adds(&body, "]}");
 	char *path = xasprintf("%s%s/restore", TENANT_BACKUP_PATH, m->tenant);
-	int st = rest_do_raw(m->dst, "POST", path, body.ptr, body.len, NULL, &resp);
+	int64_t give_up = mono_us() + (int64_t)WAIT_EMPTY_S * 1000000;
+	int st;
+	bool said = false;
+	/* a tenant of the name deleted from the target a moment ago is still being emptied there:
+	 * the first batch waits for that, as a restore does */
+	while (restore_waits_for_leftovers(st = rest_do_raw(m->dst, "POST", path, body.ptr, body.len, NULL, &resp), &resp) &&
+	       m->batches == 0 && mono_us() < give_up) {
+		if (!said)
+			printf("tenant %s: waiting for %s to finish deleting an earlier tenant of the name\n", m->tenant, m->to);
+		said = true;
+		fflush(stdout);
+		buf_reset(&resp);
+		usleep(500000);
+	}
 	int rc = EXIT_OK;
 	if (st == 200) {
 		json_t *res = json_loadb(resp.ptr, resp.len, 0, NULL);
@@ -403,12 +418,34 @@ static int undo(struct move *m)
 	return rc;
 }
 
-/* From the switch on: the target's tenant activated (*ret_active_us, which may be NULL, gets
- * when), the source's copy dropped (its watches of the tenant end first), the target's move
+/* The gateways' placement of the tenant names the target, with where it came from and the
+ * revisions a carried-over watch goes on from (gw.h "tenant_moved"). Idempotent. */
+static int place_on_target(struct move *m)
+{
+	json_t *pv = json_pack("{s:s,s:s,s:I,s:{s:s,s:I,s:I,s:s}}", "partition", m->to, "state", "ready", "since",
+			       (json_int_t)now_ms(), "moved", "from", m->from, "fromRevision", (json_int_t)m->fence_rev,
+			       "toRevision", (json_int_t)m->to_rev, "move", m->id);
+	char *place = json_dumps(pv, JSON_COMPACT);
+	json_decref(pv);
+	char *pkey = xasprintf("%s/tenants/%s", m->gprefix, m->tenant);
+	int err = etcd_put(m->ge, pkey, place, strlen(place), 0, NULL);
+	free(pkey);
+	free(place);
+	if (err)
+		return fail("placing tenant %s on %s in the gateways' registry failed: %s", m->tenant, m->to,
+			    err_reason(err));
+	return EXIT_OK;
+}
+
+/* From the switch on: the gateways' placement names the target, the target's tenant activated
+ * (*ret_active_us, which may be NULL, gets when), the source's copy dropped (its watches of the tenant end first), the target's move
  * annotation removed, the record deleted. */
 static int finish(struct move *m, int64_t *ret_active_us)
 {
-	int rc = move_step(m, false, "activate", NULL);
+	int rc = place_on_target(m);
+	crash_point("placed");
+	if (rc == EXIT_OK)
+		rc = move_step(m, false, "activate", NULL);
 	if (ret_active_us)
 		*ret_active_us = mono_us();
 	crash_point("activated");
@@ -423,35 +460,6 @@ static int finish(struct move *m, int64_t *ret_active_us)
 		fprintf(stderr, "ursactl: tenant %s is on %s; finishing its move is not done yet: run 'ursactl tenant move %s --recover'\n",
 			m->tenant, m->to, m->tenant);
 	return rc;
-}
-
-/* The switch: the gateways' placement of the tenant names the target, in one txn with the
- * record's phase. */
-static int switch_placement(struct move *m)
-{
-	free(m->phase);
-	m->phase = xstrdup("switched");
-	char *rec = record_value(m);
-	json_t *pv = json_pack("{s:s,s:s,s:I,s:{s:s,s:I,s:I,s:s}}", "partition", m->to, "state", "ready", "since",
-			       (json_int_t)now_ms(), "moved", "from", m->from, "fromRevision", (json_int_t)m->fence_rev,
-			       "toRevision", (json_int_t)m->to_rev, "move", m->id);
-	char *place = json_dumps(pv, JSON_COMPACT);
-	json_decref(pv);
-	char *pkey = xasprintf("%s/tenants/%s", m->gprefix, m->tenant);
-	struct etcd_kv kvs[2] = {
-		{ .key = pkey, .value = place, .value_len = strlen(place) },
-		{ .key = m->rec_key, .value = rec, .value_len = strlen(rec) },
-	};
-	int64_t rev = 0;
-	int err = etcd_put_all(m->ge, kvs, 2, &rev);
-	free(pkey);
-	free(place);
-	free(rec);
-	if (err)
-		return fail("switching tenant %s to %s in the gateways' registry failed: %s", m->tenant, m->to,
-			    err_reason(err));
-	m->rec_rev = rev;
-	return EXIT_OK;
 }
 
 /* Setup --------------------------------------------------------------------------------------- */
@@ -575,10 +583,13 @@ static int run_move(struct move *m, int64_t budget_ms)
 		return rc;
 	}
 	t_caught = mono_us();
-	/* 4. the switch */
-	rc = switch_placement(m);
+	/* 4. the switch: the record says so (over the record this move wrote last: an ursactl
+	 * recovering the move meanwhile makes this one stop here), then everything after it is
+	 * finish's, which --recover repeats */
+	rc = record_phase(m, "switched");
 	if (rc != EXIT_OK) {
-		undo(m);
+		fprintf(stderr, "ursactl: the move of tenant %s stopped before its switch: 'ursactl tenant move %s --recover' undoes it\n",
+			m->tenant, m->tenant);
 		return rc;
 	}
 	crash_point("switched");
@@ -586,7 +597,7 @@ static int run_move(struct move *m, int64_t budget_ms)
 	if ((rc = finish(m, &t_active)) != EXIT_OK)
 		return rc;
 	int64_t t_end = mono_us();
-	printf("tenant %s moved from %s to %s: %zu objects copied in %.2f s, %zu changes followed; writes held %.0f ms (catch-up %.0f ms, switch %.0f ms, activation %.0f ms); %.2f s in all\n",
+	printf("tenant %s moved from %s to %s: %zu objects copied in %.2f s, %zu changes followed; writes held %.0f ms (catch-up %.0f ms, switch %.0f ms, placement and activation %.0f ms); %.2f s in all\n",
 		       m->tenant, m->from, m->to, m->copied, (double)(t_copy - t0) / 1e6, m->changes,
 		       (double)(t_active - t_fence) / 1e3, (double)(t_caught - t_fence) / 1e3,
 		       (double)(t_switch - t_caught) / 1e3, (double)(t_active - t_switch) / 1e3,
@@ -759,8 +770,12 @@ static int run_moves(struct region *r, char **tenants, char **dests, size_t n, i
 			fflush(stdout);
 			fflush(stderr);
 			pid_t pid = fork();
-			if (pid == 0)
-				_exit(move_one(r, tenants[started], dests[started], budget_ms));
+			if (pid == 0) {
+				int rc = move_one(r, tenants[started], dests[started], budget_ms);
+				fflush(stdout); /* _exit flushes nothing */
+				fflush(stderr);
+				_exit(rc);
+			}
 			if (pid < 0) {
 				failed++;
 				started++;

@@ -122,6 +122,11 @@ int placement_get(const struct region *r, const char *tenant, char **ret_partiti
  * one has it, else any that has it; NULL when none has. */
 char *tenant_partition(const struct region *r, const char *tenant);
 
+/* Whether a restore batch's answer (status, body) is the 409 of a tenant whose earlier namesake
+ * its partition is still emptying: a restore or a move waits that out, up to WAIT_EMPTY_S. */
+#define WAIT_EMPTY_S 120
+bool restore_waits_for_leftovers(int status, const struct buf *resp);
+
 /* ---- cmd_move.c ---- */
 /* ursactl tenant move TENANT --to PARTITION | --recover (cmd_tenant hands "move" over). */
 int tenant_move(const struct flags *f, const char *tenant);
