@@ -73,10 +73,11 @@ static const struct command commands[] = {
 		.name = "partition",
 		.summary = "Drain a tenant partition, or balance tenants between partitions.",
 		.description = "drain PARTITION marks the partition draining (the gateways place no new tenant\n"
-			       "there; undrain PARTITION ends that) and moves every tenant off it (--parallel at a\n"
-			       "time), each to the partition with the fewest stored objects; balance moves tenants from the\n"
-			       "partitions holding more than --margin above the mean of stored objects to the\n"
-			       "least loaded ones (the counts: docs/migration.md \"Draining and balancing\").",
+			       "there; undrain PARTITION ends that) and moves every tenant off it, --parallel at\n"
+			       "a time, each to the partition with the fewest stored objects.\n"
+			       "balance moves tenants from the partitions holding more than --margin above the\n"
+			       "mean of stored objects to the least loaded ones (the counts: docs/migration.md\n"
+			       "\"Draining and balancing\").",
 		.args_usage = "drain PARTITION | undrain PARTITION | balance",
 		.max_args = 2,
 		.flags = partition_flags,
