@@ -213,7 +213,7 @@ static int on_header_value(http_parser *hp, const char *at, size_t len)
 		p->want = strcasecmp(f, "Content-Type") == 0 ? KEEP_CTYPE
 			  : strcasecmp(f, "Warning") == 0    ? KEEP_WARNING
 			  : strcasecmp(f, "ETag") == 0       ? KEEP_ETAG
-			  : strcasecmp(f, MOVING_HEADER) == 0 ? KEEP_MOVING
+			  : hp->status_code == 429 && strcasecmp(f, MOVING_HEADER) == 0 ? KEEP_MOVING
 							     : KEEP_NONE;
 		buf_reset(&p->field);
 	}

@@ -12,9 +12,7 @@ enum move_hold move_hold_decide(int status, const char *moving, const char *tena
 				const char *now_on, int64_t held_ms, int64_t budget_ms)
 {
 	/* Other 429s (the partition's fair queuing, a quota) are the client's to see. */
-	if (status != 429 || !moving || !tenant || strcmp(moving, tenant) != 0 || budget_ms <= 0)
-		return MOVE_PASS;
-	if (held_ms >= budget_ms)
+	if (status != 429 || !moving || !tenant || strcmp(moving, tenant) != 0 || held_ms >= budget_ms)
 		return MOVE_PASS;
 	/* The switch came while the write was out: no need to wait for what already happened. */
 	if (now_on && sent_to && strcmp(now_on, sent_to) != 0)
@@ -55,27 +53,13 @@ static void each_param(const char *path, bool (*fn)(void *ud, struct sv k, struc
 	}
 }
 
-/* A decimal value of at most 18 digits, or -1. */
-static int64_t small_int(struct sv v)
-{
-	if (!v.len || v.len > 18)
-		return -1;
-	int64_t n = 0;
-	for (size_t i = 0; i < v.len; i++) {
-		if (v.ptr[i] < '0' || v.ptr[i] > '9')
-			return -1;
-		n = n * 10 + (v.ptr[i] - '0');
-	}
-	return n;
-}
-
 static bool find_timeout(void *ud, struct sv k, struct sv v, struct sv whole)
 {
 	(void)whole;
 	if (!query_key_is(k.ptr, k.len, "timeoutSeconds"))
 		return true;
-	int64_t n = small_int(v);
-	*(int64_t *)ud = n > 0 ? n : 0;
+	long long n;
+	*(int64_t *)ud = parse_int64_sv(v, &n) == 0 && n > 0 ? n : 0;
 	return false;
 }
 
@@ -101,11 +85,11 @@ static bool copy_param(void *ud, struct sv k, struct sv v, struct sv whole)
 			return true;
 	buf_addch(&w->out, w->sep);
 	w->sep = '&';
-	int64_t t;
-	if (query_key_is(k.ptr, k.len, "timeoutSeconds") && (t = small_int(v)) > 0) {
+	long long t;
+	if (query_key_is(k.ptr, k.len, "timeoutSeconds") && parse_int64_sv(v, &t) == 0 && t > 0) {
 		t = t > w->elapsed_s ? t - w->elapsed_s : 1;
 		buf_add(&w->out, k.ptr, k.len);
-		buf_addf(&w->out, "=%lld", (long long)(t > 0 ? t : 1));
+		buf_addf(&w->out, "=%lld", (long long)t);
 		return true;
 	}
 	buf_add(&w->out, whole.ptr, whole.len);

@@ -89,6 +89,7 @@ struct stream {
 	struct registry *reg;
 	char *tenant;
 	int64_t started_ms, timeout_s; /* when it began; its timeoutSeconds (0: none) */
+	int64_t path_ms;               /* when the leg's path (its timeoutSeconds) was last written */
 	/* loop thread only: waiting for the tenant's placement to change (on L.waiting) */
 	bool waiting;
 	int64_t wait_until_ms, wait_next_ms;
@@ -520,7 +521,10 @@ static void end_tenant_watch(struct stream *s, struct leg *l, const struct buf *
 /* Starts the leg again at partition q (taken) from resourceVersion to_rev. */
 static void continue_at(struct stream *s, struct leg *l, struct partition *q, int64_t to_rev, int64_t now)
 {
-	char *path = move_watch_path(l->path, to_rev, (now - s->started_ms) / 1000);
+	/* l->path's timeoutSeconds was already lowered at an earlier continuation: take off only the
+	 * time since then */
+	char *path = move_watch_path(l->path, to_rev, (now - s->path_ms) / 1000);
+	s->path_ms = now;
 	log_info("watch continued", "tenant=\"%s\" from=%s to=%s resourceVersion=%lld", s->tenant, l->p->id, q->id,
 		 (long long)to_rev);
 	unwait(s);
@@ -631,7 +635,7 @@ static void on_leg_done(struct leg *l, CURLcode rc)
 	leg_close(l);
 	pthread_mutex_lock(&s->lock);
 	bool before_headers = !l->headers_done, gone = s->client_gone;
-	bool follow = s->reg && may_follow(s, l, mono_ms());
+	bool follow = may_follow(s, l, mono_ms());
 	bool refused = l->continued && !follow && (before_headers || l->status != 200);
 	pthread_mutex_unlock(&s->lock);
 	int err = rc == CURLE_OK ? 0 : upstream_curl_err(rc);
@@ -1021,7 +1025,7 @@ static void open_stream(struct partition **ps, char **paths, size_t n, const str
 	struct stream *s = stream_new(ps, paths, n, rq);
 	s->merged = m != NULL;
 	s->m = m;
-	s->started_ms = mono_ms();
+	s->started_ms = s->path_ms = mono_ms();
 	if (f && !s->merged && n == 1) {
 		s->reg = f->reg;
 		s->tenant = xstrdup(f->tenant);

@@ -73,6 +73,7 @@ struct kl_pods {
 	pthread_t thread;
 	struct strmap pods;       /* home wkey -> struct kl_pod */
 	struct strmap copies;     /* wkey of a second copy -> its struct kl_pod (borrowed from pods) */
+	struct strmap gone;       /* uids stopped here while a second copy lived: never started again */
 	struct strmap uids;       /* uid of every pod in pods -> its wkey (new string); changes under ulock */
 	pthread_mutex_t ulock;    /* uids' changes here, and its reads by on_pod_changed */
 	struct strmap known;      /* uids the runtime had when we started */
@@ -144,8 +145,10 @@ static void forget(struct kl_pods *ps, const char *wkey, struct kl_pod *kp, long
 	if (kp->state == KP_RUNTIME && !rt_stop_remove(ps, kp->uid, grace))
 		strmap_put(&ps->stopping, kp->uid, NULL);
 	uncount(ps, kp);
-	if (kp->copy)
+	if (kp->copy) { /* the copy, a moment behind, must not start the pod again when it comes */
 		strmap_del(&ps->copies, kp->copy, NULL);
+		strmap_put(&ps->gone, kp->uid, NULL);
+	}
 	void *wk = NULL;
 	pthread_mutex_lock(&ps->ulock);
 	strmap_del(&ps->uids, kp->uid, &wk);
@@ -804,6 +807,8 @@ static int process(struct kl_pods *ps, const char *wkey)
 		goto out;
 	}
 	if (!kp) {
+		if (strmap_get(&ps->gone, uid))
+			goto out; /* stopped here while this copy of it lived: its deletion follows */
 		kp = admit(ps, p, wkey, obj, node);
 	} else if (kp->state == KP_CONFIG && mono_ms() >= kp->config_retry_ms) {
 		kp->state = KP_RUNTIME; /* start sets it again */
@@ -919,6 +924,7 @@ struct kl_pods *kl_pods_start(struct kubelet *k)
 	ps->k = k;
 	strmap_init(&ps->pods);
 	strmap_init(&ps->copies);
+	strmap_init(&ps->gone);
 	strmap_init(&ps->uids);
 	pthread_mutex_init(&ps->ulock, NULL);
 	strmap_init(&ps->known);
@@ -948,6 +954,7 @@ void kl_pods_stop(struct kl_pods *ps)
 	wq_shutdown(ps->k->wq);
 	pthread_join(ps->thread, NULL);
 	strmap_release(&ps->copies, NULL);
+	strmap_release(&ps->gone, NULL);
 	strmap_release(&ps->pods, pod_free);
 	strmap_release(&ps->uids, free);
 	pthread_mutex_destroy(&ps->ulock);

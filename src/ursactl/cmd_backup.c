@@ -243,6 +243,25 @@ static int placement(const struct region *r, const char *tenant, const char *par
 	return err;
 }
 
+int restore_post(struct rest_client *c, const char *tenant, const char *from, const char *id, const char *mode,
+		 bool done, const struct buf *items, struct buf *ret_resp)
+{
+	struct buf body = BUF_INIT;
+	buf_adds(&body, "{\"from\":");
+	buf_add_json_str(&body, from, strlen(from));
+	buf_addf(&body, ",\"restore\":\"%s\",\"done\":%s,", id, done ? "true" : "false");
+	if (mode)
+		buf_addf(&body, "\"mode\":\"%s\",", mode);
+	buf_adds(&body, "\"items\":[");
+	buf_add(&body, items->ptr, items->len);
+	buf_adds(&body, "]}");
+	char *path = xasprintf("%s%s/restore", TENANT_BACKUP_PATH, tenant);
+	int st = rest_do_raw(c, "POST", path, body.ptr, body.len, NULL, ret_resp);
+	free(path);
+	buf_release(&body);
+	return st;
+}
+
 bool restore_waits_for_leftovers(int status, const struct buf *resp)
 {
 	if (status != 409)
@@ -260,14 +279,8 @@ bool restore_waits_for_leftovers(int status, const struct buf *resp)
 static int post_batch(struct rest_client *c, const char *tenant, const char *from, const char *id, bool done,
 		      const struct buf *items, json_t **ret_result, bool retry_leftovers)
 {
-	struct buf body = BUF_INIT, path = BUF_INIT, resp = BUF_INIT;
-	buf_adds(&body, "{\"from\":");
-	buf_add_json_str(&body, from, strlen(from));
-	buf_addf(&body, ",\"restore\":\"%s\",\"done\":%s,\"items\":[", id, done ? "true" : "false");
-	buf_add(&body, items->ptr, items->len);
-	buf_adds(&body, "]}");
-	buf_addf(&path, "%s%s/restore", TENANT_BACKUP_PATH, tenant);
-	int st = rest_do_raw(c, "POST", path.ptr, body.ptr, body.len, NULL, &resp);
+	struct buf resp = BUF_INIT;
+	int st = restore_post(c, tenant, from, id, NULL, done, items, &resp);
 	int rc = EXIT_OK;
 	*ret_result = st == 200 ? json_loadb(resp.ptr, resp.len, 0, NULL) : NULL;
 	if (!*ret_result) {
@@ -280,8 +293,6 @@ static int post_batch(struct rest_client *c, const char *tenant, const char *fro
 			buf_release(&m);
 		}
 	}
-	buf_release(&body);
-	buf_release(&path);
 	buf_release(&resp);
 	return rc;
 }

@@ -170,19 +170,14 @@ static int move_step(struct move *m, bool on_source, const char *step, json_t **
 /* Posts items (comma-separated JSON objects) to the target in move mode. */
 static int post_items(struct move *m, const struct buf *items)
 {
-	struct buf body = BUF_INIT, resp = BUF_INIT;
-	buf_adds(&body, "{\"from\":");
-	buf_add_json_str(&body, m->tenant, strlen(m->tenant));
-	buf_addf(&body, ",\"restore\":\"%s\",\"mode\":\"move\",\"items\":[", m->id);
-	buf_add(&body, items->ptr, items->len);
-	buf_adds(&body, "]}");
-	char *path = xasprintf("%s%s/restore", TENANT_BACKUP_PATH, m->tenant);
+	struct buf resp = BUF_INIT;
 	int64_t give_up = mono_us() + (int64_t)WAIT_EMPTY_S * 1000000;
 	int st;
 	bool said = false;
 	/* a tenant of the name deleted from the target a moment ago is still being emptied there:
 	 * the first batch waits for that, as a restore does */
-	while (restore_waits_for_leftovers(st = rest_do_raw(m->dst, "POST", path, body.ptr, body.len, NULL, &resp), &resp) &&
+	while (restore_waits_for_leftovers(st = restore_post(m->dst, m->tenant, m->tenant, m->id, "move", false, items, &resp),
+					   &resp) &&
 	       m->batches == 0 && mono_us() < give_up) {
 		if (!said)
 			printf("tenant %s: waiting for %s to finish deleting an earlier tenant of the name\n", m->tenant, m->to);
@@ -202,8 +197,6 @@ static int post_items(struct move *m, const struct buf *items)
 	} else {
 		rc = request_failed("writing the copy", m->tenant, m->to, st, &resp);
 	}
-	free(path);
-	buf_release(&body);
 	buf_release(&resp);
 	return rc;
 }
@@ -733,12 +726,12 @@ static int64_t tenant_objects(const struct region *r, const json_t *tp, const ch
 	return n;
 }
 
-/* The tenants the gateways place on partition (new array of strings). */
-static json_t *placed_on(const struct region *r, const char *partition, int *ret_err)
+/* Every ready placement in the gateways' registry: {tenant: partition} (new object). */
+static json_t *placements(const struct region *r, int *ret_err)
 {
 	const char *prefix;
 	struct etcd *e = gateway_etcd(r, &prefix);
-	json_t *out = json_array();
+	json_t *out = json_object();
 	*ret_err = e ? 0 : E_NOT_FOUND;
 	if (!e)
 		return out;
@@ -748,15 +741,24 @@ static json_t *placed_on(const struct region *r, const char *partition, int *ret
 	*ret_err = etcd_range(e, key, end, 0, 0, false, &rr);
 	for (size_t i = 0; i < rr.n && !*ret_err; i++) {
 		json_t *v = json_loadb(rr.kvs[i].value, rr.kvs[i].value_len, 0, NULL);
-		if (strcmp(json_str(v, "partition") ?: "", partition) == 0 &&
-		    strcmp(json_str(v, "state") ?: "", "ready") == 0)
-			json_array_append_new(out, json_string(rr.kvs[i].key + strlen(key)));
+		if (json_str(v, "partition") && strcmp(json_str(v, "state") ?: "", "ready") == 0)
+			json_object_set_new(out, rr.kvs[i].key + strlen(key), json_string(json_str(v, "partition")));
 		json_decref(v);
 	}
 	etcd_range_result_release(&rr);
 	free(key);
 	free(end);
 	etcd_free(e);
+	return out;
+}
+
+/* The tenants placement (placements') puts on partition (new array of strings). */
+static json_t *placed_on(json_t *placement, const char *partition)
+{
+	json_t *out = json_array(), *p;
+	const char *t;
+	json_object_foreach(placement, t, p) if (strcmp(json_string_value(p), partition) == 0)
+		json_array_append_new(out, json_string(t));
 	return out;
 }
 
@@ -830,7 +832,9 @@ static int drain(struct region *r, const char *name, int parallel, int64_t budge
 	else if ((rc = gateway_set_draining(servers, prefix, name, true)) == EXIT_OK)
 		printf("%s: draining (the gateways place no new tenant there; 'ursactl partition undrain %s' ends it)\n",
 		       name, name);
-	json_t *tenants = placed_on(r, name, &err);
+	json_t *placement = placements(r, &err);
+	json_t *tenants = placed_on(placement, name);
+	json_decref(placement);
 	if (rc != EXIT_OK)
 		json_array_clear(tenants);
 	if (rc == EXIT_OK && err)
@@ -881,8 +885,12 @@ static int balance(struct region *r, double margin, bool dry, int64_t budget_ms)
 	size_t nm = 0;
 	int rc = EXIT_OK;
 	double mean = live ? (double)total / (double)live : 0;
-	json_t *moved = json_object();
-	for (int round = 0; round < 64 && live > 1; round++) {
+	json_t *moved = json_object(), *sizes = json_object();
+	int err;
+	json_t *placement = placements(r, &err);
+	if (err)
+		rc = fail("reading the gateways' registry failed: %s", err_reason(err));
+	for (int round = 0; round < 64 && live > 1 && rc == EXIT_OK; round++) {
 		size_t hi = SIZE_MAX;
 		for (size_t i = 0; i < ntp; i++)
 			if (load[i] >= 0 && (hi == SIZE_MAX || load[i] > load[hi]))
@@ -890,9 +898,8 @@ static int balance(struct region *r, double margin, bool dry, int64_t budget_ms)
 		size_t lo = least_loaded(load, ntp, (ssize_t)hi);
 		if (hi == SIZE_MAX || lo == SIZE_MAX || (double)load[hi] <= mean * (1 + margin))
 			break;
-		int err;
 		const char *hname = json_str(json_array_get(tps, hi), "name");
-		json_t *tenants = placed_on(r, hname, &err);
+		json_t *tenants = placed_on(placement, hname);
 		int64_t want = (load[hi] - load[lo]) / 2, best_n = 0;
 		const char *best = NULL;
 		size_t i;
@@ -901,7 +908,9 @@ static int balance(struct region *r, double margin, bool dry, int64_t budget_ms)
 			const char *tn = json_string_value(t);
 			if (json_object_get(moved, tn))
 				continue;
-			int64_t sz = tenant_objects(r, json_array_get(tps, hi), tn);
+			if (!json_object_get(sizes, tn)) /* asked once, whatever the rounds */
+				json_object_set_new(sizes, tn, json_integer(tenant_objects(r, json_array_get(tps, hi), tn)));
+			int64_t sz = json_integer_value(json_object_get(sizes, tn));
 			if (sz > 0 && sz <= want && sz > best_n) {
 				best = tn;
 				best_n = sz;
@@ -922,9 +931,9 @@ static int balance(struct region *r, double margin, bool dry, int64_t budget_ms)
 		load[lo] += best_n;
 		json_decref(tenants);
 	}
-	if (nm == 0)
+	if (rc == EXIT_OK && nm == 0)
 		printf("balanced: no partition holds more than %.0f%% above the mean (%.0f objects)\n", margin * 100, mean);
-	else if (!dry)
+	else if (rc == EXIT_OK && !dry)
 		rc = run_moves(r, tv, dv, nm, 1, budget_ms);
 	for (size_t i = 0; i < nm; i++) {
 		free(tv[i]);
@@ -934,6 +943,8 @@ static int balance(struct region *r, double margin, bool dry, int64_t budget_ms)
 	free(dv);
 	free(load);
 	json_decref(moved);
+	json_decref(sizes);
+	json_decref(placement);
 	return rc;
 }
 

@@ -122,6 +122,11 @@ int placement_get(const struct region *r, const char *tenant, char **ret_partiti
  * one has it, else any that has it; NULL when none has. */
 char *tenant_partition(const struct region *r, const char *tenant);
 
+/* POSTs a batch of restore items (items: comma-separated JSON objects) to tenant on c:
+ * {"from","restore":id,"done",["mode"],"items"}. mode NULL: a restore; "move": a move's exact
+ * copy. Returns rest_do_raw's status; ret_resp gets the body. */
+int restore_post(struct rest_client *c, const char *tenant, const char *from, const char *id, const char *mode,
+		 bool done, const struct buf *items, struct buf *ret_resp);
 /* Whether a restore batch's answer (status, body) is the 409 of a tenant whose earlier namesake
  * its partition is still emptying: a restore or a move waits that out, up to WAIT_EMPTY_S. */
 #define WAIT_EMPTY_S 120

@@ -166,13 +166,7 @@ static void wait_until(struct chpage *c, int64_t until_ms)
 		if (left <= 0)
 			break;
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += left / 1000;
-		ts.tv_nsec += (left % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		wall_deadline(&ts, left);
 		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 	}
 }

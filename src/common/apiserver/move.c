@@ -469,7 +469,7 @@ static void step_fence(struct req *q, const char *tenant, const char *id, const 
 		json_decref(nobj);
 	}
 	if (rc) {
-		reply_status(q, rc == E_CONFLICT ? E_CONFLICT : rc, "writing the tenant failed: %s", err_reason(rc));
+		reply_status(q, rc, "writing the tenant failed: %s", err_reason(rc));
 		goto out;
 	}
 	log_info("tenant fenced for a move", "tenant=%s move=%s revision=%lld", tenant, id, (long long)frev);
