@@ -50,6 +50,8 @@ struct move {
 	char *from, *to;
 	char id[17];
 	struct rest_client *src, *dst;
+	struct rest_client **src_each; /* one per API server of the source (its endpoints) */
+	size_t nsrc;
 	struct etcd *ge;
 	const char *gprefix;
 	char *rec_key;
@@ -134,9 +136,9 @@ static int request_failed(const char *what, const char *tenant, const char *pnam
 /* POST /ursa/v1/tenants/T/move {"move","step"}: EXIT_OK with *ret_result (new reference, may be
  * NULL to drop it), or EXIT_FAIL (printed). A 409 (the tenant there is not this move's: for an
  * undo's drop, nothing of the move's is there) counts as done when conflict_ok. */
-static int move_step_on(struct move *m, bool on_source, const char *step, json_t **ret_result, bool conflict_ok)
+static int step_at(struct move *m, struct rest_client *c, const char *pname, const char *step, json_t **ret_result,
+		   bool conflict_ok)
 {
-	struct rest_client *c = on_source ? m->src : m->dst;
 	char *path = xasprintf("%s%s/move", TENANT_BACKUP_PATH, m->tenant);
 	char *body = xasprintf("{\"move\":\"%s\",\"step\":\"%s\"}", m->id, step);
 	struct buf resp = BUF_INIT;
@@ -153,7 +155,7 @@ static int move_step_on(struct move *m, bool on_source, const char *step, json_t
 			*ret_result = NULL;
 	} else {
 		char *what = xasprintf("move step \"%s\"", step);
-		rc = request_failed(what, m->tenant, on_source ? m->from : m->to, st, &resp);
+		rc = request_failed(what, m->tenant, pname, st, &resp);
 		free(what);
 	}
 	buf_release(&resp);
@@ -162,9 +164,31 @@ static int move_step_on(struct move *m, bool on_source, const char *step, json_t
 	return rc;
 }
 
+static int move_step_on(struct move *m, bool on_source, const char *step, json_t **ret_result, bool conflict_ok)
+{
+	return step_at(m, on_source ? m->src : m->dst, on_source ? m->from : m->to, step, ret_result, conflict_ok);
+}
+
 static int move_step(struct move *m, bool on_source, const char *step, json_t **ret_result)
 {
 	return move_step_on(m, on_source, step, ret_result, false);
+}
+
+/* A step on every API server of the source: the fence (its in-memory part, the drain of writes
+ * in flight) and its release are each server's own. *ret_rev (may be NULL) gets the highest
+ * revision the servers named. */
+static int source_step_all(struct move *m, const char *step, int64_t *ret_rev)
+{
+	int rc = EXIT_OK;
+	for (size_t i = 0; i < m->nsrc && rc == EXIT_OK; i++) {
+		json_t *res = NULL;
+		rc = step_at(m, m->src_each[i], m->from, step, &res, false);
+		int64_t v = json_integer_value(json_object_get(res, "revision"));
+		if (ret_rev && v > *ret_rev)
+			*ret_rev = v;
+		json_decref(res);
+	}
+	return rc;
 }
 
 /* Posts items (comma-separated JSON objects) to the target in move mode. */
@@ -400,7 +424,7 @@ static int undo(struct move *m)
 {
 	int rc = record_phase(m, "aborting");
 	if (rc == EXIT_OK)
-		rc = move_step(m, true, "unfence", NULL);
+		rc = source_step_all(m, "unfence", NULL);
 	if (rc == EXIT_OK) /* a tenant the target had before this move is not this move's to drop */
 		rc = move_step_on(m, false, "drop", NULL, true);
 	if (rc == EXIT_OK)
@@ -443,7 +467,7 @@ static int finish(struct move *m, int64_t *ret_active_us)
 		*ret_active_us = mono_us();
 	crash_point("activated");
 	if (rc == EXIT_OK)
-		rc = move_step(m, true, "drop", NULL);
+		rc = source_step_all(m, "drop", NULL);
 	crash_point("dropped");
 	if (rc == EXIT_OK)
 		rc = move_step(m, false, "finish", NULL);
@@ -467,6 +491,14 @@ static int move_open(struct move *m, struct region *r, const char *tenant, const
 	m->from = xstrdup(from);
 	m->to = xstrdup(to);
 	m->src = tp_client(r, tf);
+	size_t i;
+	json_t *ep;
+	json_array_foreach(json_object_get(tf, "endpoints"), i, ep) {
+		json_t *one = json_pack("{s:[O]}", "endpoints", ep);
+		m->src_each = xrealloc(m->src_each, (m->nsrc + 1) * sizeof(*m->src_each));
+		m->src_each[m->nsrc++] = tp_client(r, one);
+		json_decref(one);
+	}
 	m->dst = tp_client(r, tt);
 	return EXIT_OK;
 }
@@ -474,6 +506,9 @@ static int move_open(struct move *m, struct region *r, const char *tenant, const
 static void move_release(struct move *m)
 {
 	rest_free(m->src);
+	for (size_t i = 0; i < m->nsrc; i++)
+		rest_free(m->src_each[i]);
+	free(m->src_each);
 	rest_free(m->dst);
 	etcd_free(m->ge);
 	free(m->from);
@@ -550,18 +585,23 @@ static int run_move(struct move *m, int64_t budget_ms)
 	/* 3. the fence: the source refuses the tenant's writes (gateways hold them) until the target
 	 * has every change up to the fence's revision, or the budget is spent */
 	int64_t t_fence = 0, t_caught = 0;
-	json_t *res = NULL;
 	if (rc == EXIT_OK)
 		rc = record_phase(m, "fencing");
 	if (rc == EXIT_OK) {
 		t_fence = mono_us();
-		rc = move_step(m, true, "fence", &res);
-		m->fence_rev = json_integer_value(json_object_get(res, "revision"));
-		json_decref(res);
+		rc = source_step_all(m, "fence", &m->fence_rev);
 		if (rc == EXIT_OK && m->fence_rev <= 0)
 			rc = fail("the fence of tenant %s on %s named no revision", m->tenant, m->from);
 	}
 	crash_point("fenced");
+	/* With several servers, a later one's fence names the tenant object's revision, not the
+	 * writes it took before fencing: with every server fenced, the changes up to now are all. */
+	if (rc == EXIT_OK && m->nsrc > 1) {
+		size_t n0;
+		rc = follow_once(m, 0, &n0);
+		if (m->applied > m->fence_rev)
+			m->fence_rev = m->applied;
+	}
 	while (rc == EXIT_OK && m->applied < m->fence_rev) {
 		if ((mono_us() - t_fence) / 1000 > budget_ms) {
 			rc = fail("tenant %s: the target did not catch up within the fence's %lld ms (applied %lld of %lld): move abandoned, tenant stays on %s",

@@ -328,6 +328,23 @@ def test_fence():
     same_objects("through the fence")
 
 
+def test_fence_on_a_second_server():
+    # a partition served by two API servers: the fence is each server's own (its writes in
+    # flight drained, its memory fenced); the second one's fence names the same move
+    a2 = h.ApiServer(S["etcd_a"], partition_id="tp-1").start()
+    try:
+        A2 = a2.admin()
+        r = step(A2, "fence")
+        h.expect_status(r, 200, "fence on A's second server")
+        h.check(r.json["revision"] >= S["fence_rev"], "the second fence's revision: %s" % r.json)
+        resp = A2.post(cm_path(), cm("via-a2", {}))
+        h.expect_status(resp, 429, "a write through the second server", "TooManyRequests")
+        h.eq(resp.header("X-Ursa-Tenant-Moving"), T, "the second server's moving header")
+        h.expect_status(step(A2, "fence", move="m9"), 409, "another move's fence on the second server")
+    finally:
+        a2.stop()
+
+
 def test_fence_survives_restart():
     S["watch"].close()
     S["a"].restart()

@@ -440,8 +440,14 @@ static void step_fence(struct req *q, const char *tenant, const char *id, const 
 			goto out;
 		const char *other = move_id_of(tobj);
 		if (strcmp(phase_of(tobj), TENANT_MOVING_OUT) == 0 && other && strcmp(other, id) == 0) {
-			if (!held) /* fenced before (a retried call): the phase fences; keep memory in step */
-				fence_hold(m, tenant), held = true;
+			/* fenced before (a retried call, or another server of the partition): the phase
+			 * fences; keep memory in step, and let this server's writes in flight land before
+			 * answering (bounded, as a first fence's drain) */
+			if (!held) {
+				fence_hold(m, tenant);
+				held = true;
+				drain(m, tenant);
+			}
 			reply_step(q, tenant, id, "fence", "revision", rev);
 			held = false; /* kept until unfence or drop */
 			goto out;
