@@ -44,7 +44,7 @@ for tp in tp-1 tp-2; do
 	start_etcd "$TMP/etcd-$tp" "etcd-$tp"
 	port=$("$LOAD" free-port)
 	"$APISERVER" --listen "127.0.0.1:$port" --etcd-servers "$ETCD_URL" --token-auth-file "$TMP/tokens.csv" \
-		--token-signing-public-key "$URSA_HOME/signing-key.pub" --partition-id "$tp" >"$TMP/apiserver-$tp.log" 2>&1 &
+		--token-signing-public-key "$URSA_HOME/signing-key.pub" --partition-id "$tp" --partition-number "${tp#tp-}" >"$TMP/apiserver-$tp.log" 2>&1 &
 	APIPID[$tp]=$!
 	PIDS+=("$!")
 	URL[$tp]="http://127.0.0.1:$port"

@@ -175,10 +175,12 @@ start_apiserver() {
 }
 
 # start_tp_apiserver NAME DIR PORT ETCD_URLS: the API server of tenant partition DIR.
+# Its --partition-number is the number ending DIR (tp-2: 2).
 start_tp_apiserver() {
-	local name=$1 dir=$2 port=$3 etcd=$4
+	local name=$1 dir=$2 port=$3 etcd=$4 number=${2##*-}
+	[[ $number =~ ^[0-9]+$ ]] || number=0
 	start_apiserver "$name" "$dir" "$port" "$etcd" "$URSA_BUILD_DIR/src/tenant-partition/ursa-tp-apiserver" \
-		--service-account-signing-key-file "$URSA_STATE/signing-key.pem"
+		--service-account-signing-key-file "$URSA_STATE/signing-key.pem" --partition-number "$number"
 	URSA_PARTITIONS+=("tp $dir https://127.0.0.1:$port")
 	URSA_SUMMARY+=("$name: tenant partition $dir API server https://127.0.0.1:$port (log $URSA_STATE/$dir/apiserver.log)")
 }

@@ -20,7 +20,7 @@
  * watchers. Built once per change, so serving it costs no parsing. */
 struct cobj {
 	atomic_int refs;
-	int64_t rv;           /* etcd mod_revision == metadata.resourceVersion */
+	int64_t rv;           /* etcd mod_revision (metadata.resourceVersion is rv_show(rv), revision.h) */
 	char *key;            /* etcd key */
 	char *json;           /* the object, compact JSON, with metadata.resourceVersion set */
 	size_t json_len;
@@ -55,8 +55,8 @@ int cobj_text_paths(const struct cobj *o, const char *const *paths, size_t n, st
  * the resourceVersion splice is parsed as by cobj_new. */
 struct cobj *cobj_new_tree(const struct api_resource *r, const char *key, const char *value, size_t len,
 			   int64_t mod_rev, const json_t *tree);
-/* Appends value (compact JSON of an object as stored) with "resourceVersion":"rv" put at the end
- * of its metadata; false (nothing appended) when the text is not of that form. */
+/* Appends value (compact JSON of an object as stored) with "resourceVersion":"<rv_show(rv)>" put
+ * at the end of its metadata; false (nothing appended) when the text is not of that form. */
 bool cobj_splice_rv(const char *value, size_t len, int64_t rv, struct buf *out);
 /* The offset of the '}' closing the one top-level "metadata" object of compact JSON object text
  * (no whitespace between tokens, nothing after the object), or 0 when the text is not such an

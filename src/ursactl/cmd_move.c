@@ -2,7 +2,9 @@
  * working (docs/migration.md), and ursactl partition drain / balance, loops over it.
  *
  * A move is a record in the gateways' etcd, <prefix>/moves/<tenant> =
- *   {"tenant","from","to","move":<id>,"phase","since","updated","by","fromRevision","toRevision"}
+ *   {"tenant","from","to","move":<id>,"phase","since","updated","by","fromRevision","toRevision",
+ *    "fromNumber","toNumber"}
+ * (etcd revisions of either side, and the partitions' numbers: revision.h; -1 not known yet)
  * written with compare-and-swap over the record this move wrote last (so an ursactl recovering the
  * move meanwhile makes this one stop), whose phase says what --recover does after a crash:
  *   copying   the target is being given the tenant (MovingIn there)        -> undo
@@ -27,6 +29,7 @@
 #include "ursa/etcd.h"
 #include "ursa/jsonutil.h"
 #include "ursa/path.h"
+#include "ursa/revision.h"
 #include "ursa/timeutil.h"
 #include "ursa/xalloc.h"
 #include <jansson.h>
@@ -60,6 +63,7 @@ struct move {
 	int64_t applied;       /* source revision the target has applied through */
 	int64_t to_rev;        /* target revision after the last batch applied */
 	int64_t fence_rev;     /* the source's last revision with a change of the tenant */
+	int from_number, to_number; /* the partitions' --partition-number (-1: not known yet) */
 	size_t copied, changes, batches;
 	int64_t since_ms;
 };
@@ -81,10 +85,10 @@ static char *record_value(const struct move *m)
 	gethostname(host, sizeof(host) - 1);
 	host[sizeof(host) - 1] = '\0';
 	snprintf(by, sizeof(by), "%s:%d", host, (int)getpid());
-	json_t *v = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:I,s:I}", "tenant", m->tenant, "from", m->from, "to",
-			      m->to, "move", m->id, "phase", m->phase, "since", (json_int_t)m->since_ms, "updated",
+	json_t *v = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:I,s:I,s:i,s:i}", "tenant", m->tenant, "from", m->from,
+			      "to", m->to, "move", m->id, "phase", m->phase, "since", (json_int_t)m->since_ms, "updated",
 			      (json_int_t)now_ms(), "by", by, "fromRevision", (json_int_t)m->fence_rev, "toRevision",
-			      (json_int_t)m->to_rev);
+			      (json_int_t)m->to_rev, "fromNumber", m->from_number, "toNumber", m->to_number);
 	char *s = json_dumps(v, JSON_COMPACT);
 	json_decref(v);
 	return s;
@@ -136,11 +140,12 @@ static int request_failed(const char *what, const char *tenant, const char *pnam
 /* POST /ursa/v1/tenants/T/move {"move","step"}: EXIT_OK with *ret_result (new reference, may be
  * NULL to drop it), or EXIT_FAIL (printed). A 409 (the tenant there is not this move's: for an
  * undo's drop, nothing of the move's is there) counts as done when conflict_ok. */
-static int step_at(struct move *m, struct rest_client *c, const char *pname, const char *step, json_t **ret_result,
-		   bool conflict_ok)
+/* A step's call; extra (NULL: none) is more members of its body, ",\"k\":v...". */
+static int step_at(struct move *m, struct rest_client *c, const char *pname, const char *step, const char *extra,
+		   json_t **ret_result, bool conflict_ok)
 {
 	char *path = xasprintf("%s%s/move", TENANT_BACKUP_PATH, m->tenant);
-	char *body = xasprintf("{\"move\":\"%s\",\"step\":\"%s\"}", m->id, step);
+	char *body = xasprintf("{\"move\":\"%s\",\"step\":\"%s\"%s}", m->id, step, extra ? extra : "");
 	struct buf resp = BUF_INIT;
 	int st = rest_do_raw(c, "POST", path, body, strlen(body), NULL, &resp);
 	int rc = EXIT_OK;
@@ -166,7 +171,7 @@ static int step_at(struct move *m, struct rest_client *c, const char *pname, con
 
 static int move_step_on(struct move *m, bool on_source, const char *step, json_t **ret_result, bool conflict_ok)
 {
-	return step_at(m, on_source ? m->src : m->dst, on_source ? m->from : m->to, step, ret_result, conflict_ok);
+	return step_at(m, on_source ? m->src : m->dst, on_source ? m->from : m->to, step, NULL, ret_result, conflict_ok);
 }
 
 static int move_step(struct move *m, bool on_source, const char *step, json_t **ret_result)
@@ -182,7 +187,7 @@ static int source_step_all(struct move *m, const char *step, int64_t *ret_rev)
 	int rc = EXIT_OK;
 	for (size_t i = 0; i < m->nsrc && rc == EXIT_OK; i++) {
 		json_t *res = NULL;
-		rc = step_at(m, m->src_each[i], m->from, step, &res, false);
+		rc = step_at(m, m->src_each[i], m->from, step, NULL, &res, false);
 		int64_t v = json_integer_value(json_object_get(res, "revision"));
 		if (ret_rev && v > *ret_rev)
 			*ret_rev = v;
@@ -216,8 +221,13 @@ static int post_items(struct move *m, const struct buf *items)
 		int64_t rev = json_integer_value(json_object_get(res, "revision"));
 		if (rev > m->to_rev)
 			m->to_rev = rev;
+		json_t *num = json_object_get(res, "partitionNumber");
+		if (m->to_number < 0)
+			m->to_number = json_is_integer(num) ? (int)json_integer_value(num) : 0;
 		json_decref(res);
-		m->batches++;
+		if (m->batches++ == 0 && m->from_number == m->to_number)
+			rc = fail("tenant partitions %s and %s both have partition number %d: the tenant's clients' resourceVersions of one would be taken for the other's; give each tenant partition its own --partition-number (move abandoned)",
+				  m->from, m->to, m->to_number);
 	} else {
 		rc = request_failed("writing the copy", m->tenant, m->to, st, &resp);
 	}
@@ -439,9 +449,11 @@ static int undo(struct move *m)
  * revisions a carried-over watch goes on from (gw.h "tenant_moved"). Idempotent. */
 static int place_on_target(struct move *m)
 {
+	/* resourceVersions as each side's clients see them: a carried-over watch goes on from toRevision */
 	json_t *pv = json_pack("{s:s,s:s,s:I,s:{s:s,s:I,s:I,s:s}}", "partition", m->to, "state", "ready", "since",
-			       (json_int_t)now_ms(), "moved", "from", m->from, "fromRevision", (json_int_t)m->fence_rev,
-			       "toRevision", (json_int_t)m->to_rev, "move", m->id);
+			       (json_int_t)now_ms(), "moved", "from", m->from, "fromRevision",
+			       (json_int_t)rv_show_at((unsigned)m->from_number, m->fence_rev), "toRevision",
+			       (json_int_t)rv_show_at((unsigned)m->to_number, m->to_rev), "move", m->id);
 	char *place = json_dumps(pv, JSON_COMPACT);
 	json_decref(pv);
 	char *pkey = xasprintf("%s/tenants/%s", m->gprefix, m->tenant);
@@ -461,8 +473,12 @@ static int finish(struct move *m, int64_t *ret_active_us)
 {
 	int rc = place_on_target(m);
 	crash_point("placed");
-	if (rc == EXIT_OK)
-		rc = move_step(m, false, "activate", NULL);
+	if (rc == EXIT_OK) { /* the revisions by which the target tells its clients' caught-up values */
+		char *extra = xasprintf(",\"fromResourceVersion\":%lld,\"toRevision\":%lld",
+					(long long)rv_show_at((unsigned)m->from_number, m->fence_rev), (long long)m->to_rev);
+		rc = step_at(m, m->dst, m->to, "activate", extra, NULL, false);
+		free(extra);
+	}
 	if (ret_active_us)
 		*ret_active_us = mono_us();
 	crash_point("activated");
@@ -540,6 +556,9 @@ static int record_load(struct move *m, struct region *r, const char *tenant)
 		m->since_ms = json_integer_value(json_object_get(v, "since"));
 		m->fence_rev = json_integer_value(json_object_get(v, "fromRevision"));
 		m->to_rev = json_integer_value(json_object_get(v, "toRevision"));
+		json_t *fn = json_object_get(v, "fromNumber"), *tn = json_object_get(v, "toNumber");
+		m->from_number = json_is_integer(fn) ? (int)json_integer_value(fn) : 0;
+		m->to_number = json_is_integer(tn) ? (int)json_integer_value(tn) : 0;
 	}
 	json_decref(v);
 	etcd_kv_release(&kv);
@@ -656,10 +675,30 @@ static int parse_budget(const char *v, int64_t *ret_ms)
 	return EXIT_OK;
 }
 
+/* The source's partition number (GET .../size; the target's comes with the copy's first batch). */
+static int source_number(struct move *m)
+{
+	char *path = xasprintf("%s%s/size", TENANT_BACKUP_PATH, m->tenant);
+	struct buf resp = BUF_INIT;
+	int st = rest_do_raw(m->src, "GET", path, NULL, 0, NULL, &resp);
+	int rc = EXIT_OK;
+	if (st == 200) {
+		json_t *res = json_loadb(resp.ptr, resp.len, 0, NULL);
+		json_t *num = json_object_get(res, "partitionNumber");
+		m->from_number = json_is_integer(num) ? (int)json_integer_value(num) : 0;
+		json_decref(res);
+	} else {
+		rc = request_failed("reading the tenant's size", m->tenant, m->from, st, &resp);
+	}
+	buf_release(&resp);
+	free(path);
+	return rc;
+}
+
 /* One move (or recovery) of tenant with region r: to NULL means --recover. */
 static int move_one(struct region *r, const char *tenant, const char *to, int64_t budget_ms)
 {
-	struct move m = { 0 };
+	struct move m = { .from_number = -1, .to_number = -1 };
 	m.ge = gateway_etcd(r, &m.gprefix);
 	if (!m.ge)
 		return fail("the region has no gateway etcd (ursactl register --gateway-etcd): a move needs one");
@@ -692,6 +731,8 @@ static int move_one(struct region *r, const char *tenant, const char *to, int64_
 	else
 		rc = move_open(&m, r, tenant, from, to);
 	free(from);
+	if (rc == EXIT_OK)
+		rc = source_number(&m);
 	if (rc == EXIT_OK)
 		rc = run_move(&m, budget_ms);
 	move_release(&m);

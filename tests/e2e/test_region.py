@@ -106,6 +106,11 @@ class Partition:
         h._logs.append((name, self.log))
         self.proc = None
 
+    def number_args(self):
+        """A tenant partition's --partition-number, as deploy/local-up.sh gives it: tp-2 -> 2."""
+        num = self.name.rsplit("-", 1)[-1]
+        return ["--partition-number", num] if self.bin == TP_BIN and num.isdigit() else []
+
     def start(self):
         self.etcd.start()
         r = self.region
@@ -116,7 +121,7 @@ class Partition:
                              "--token-signing-public-key", os.path.join(r.dir, "signing-key.pub"),
                              "--region-token-file", r.region_token, "--region-ca-file", r.ca,
                              "--kubelet-token-file", r.kubelet_token,
-                             "--partition-id", self.name, "--log-level", "info"], self.log)
+                             "--partition-id", self.name, "--log-level", "info"] + self.number_args(), self.log)
         c = self.admin(timeout=3)
         deadline = time.monotonic() + 60
         while True:

@@ -9,7 +9,8 @@ would:
   `kubectl get pods -w` running; `ursactl tenant move acme --to tp-2` while a loop runs
   `kubectl apply` every 100 ms: the watch keeps printing (a pod labelled after the move is seen,
   no pod seen DELETED, no pod ADDED again), every apply succeeds (at most one slower than a
-  second), `kubectl get tenants` says tp-2, the 6 pods keep their uids and their containers
+  second), `kubectl get tenants` says tp-2, resourceVersions go from tp-1's number to tp-2's,
+  the 6 pods keep their uids and their containers
   (same PIDs, no restart), tp-1's etcd holds no key of acme, and tp-2's controllers and scheduler
   take over (a scale to 7 runs a 7th pod);
 - a move killed at each of its steps (URSA_MOVE_CRASH) and then `ursactl tenant move --recover`:
@@ -133,6 +134,9 @@ def test_live_move():
         before[p["metadata"]["uid"]] = (p["metadata"]["name"], pid, p["spec"]["nodeName"])
     names_before = configmap_names(c)
     h.eq(len([n for n in names_before if n.startswith("cm-")]), 1000, "acme's 1,000 configmaps")
+    # resourceVersions carry the partition's number (tp-N: N), so tp-1's are never taken for tp-2's
+    cm0 = json.loads(k(["get", "configmap", names_before[0], "-o", "json"], kc))
+    h.eq(int(cm0["metadata"]["resourceVersion"]) >> 44, 1, "a resourceVersion of tp-1's (%r)" % cm0["metadata"])
 
     w = h.Background(h.kubectl_args(["get", "pods", "-w", "--output-watch-events"], kc))
     loop = ApplyLoop(kc)
@@ -178,6 +182,9 @@ def test_live_move():
     last = loop.results[-1][4]
     got = json.loads(k(["get", "configmap", "applied", "-o", "json"], kc))
     h.eq((got.get("data") or {}).get("count"), str(last), "the last applied value (%r)" % got)
+    moved = json.loads(k(["get", "configmap", names_before[0], "-o", "json"], kc))
+    h.eq((moved["metadata"]["uid"], int(moved["metadata"]["resourceVersion"]) >> 44), (cm0["metadata"]["uid"], 2),
+         "the same configmap on tp-2, with tp-2's resourceVersion (%r)" % moved["metadata"])
 
     h.eq(partition_of("acme"), "tp-2", "kubectl get tenants: acme's partition")
     after = pod_state(kc)

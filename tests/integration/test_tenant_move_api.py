@@ -13,7 +13,9 @@ writes to acme with 429, Retry-After and X-Ursa-Tenant-Moving (reads go on; syst
 the tenant object too; after a restart of A's server too); the fence's own write reaches B as a
 change without undoing MovingIn; activate makes B's acme writable; finish takes the annotation
 off; drop ends A's watch of acme's configmaps after the events before the fence and leaves no key
-of acme in A's etcd; unfence lifts a fence; every step is idempotent.
+of acme in A's etcd; unfence lifts a fence; every step is idempotent; A and B number their
+resourceVersions 1 and 2, and after a move (tenant delta) B resumes a watch or an exact list from
+A's caught-up values and answers A's older ones, continue tokens and preconditions with 410/409.
 
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_tenant_move_api.py"""
 
@@ -34,8 +36,8 @@ MOVE = "m1"
 def setup():
     S["etcd_a"] = h.Etcd(name="etcd-a").start()
     S["etcd_b"] = h.Etcd(name="etcd-b").start()
-    S["a"] = h.ApiServer(S["etcd_a"], partition_id="tp-1").start()
-    S["b"] = h.ApiServer(S["etcd_b"], partition_id="tp-2").start()
+    S["a"] = h.ApiServer(S["etcd_a"], partition_id="tp-1", partition_number=1).start()
+    S["b"] = h.ApiServer(S["etcd_b"], partition_id="tp-2", partition_number=2).start()
     S["A"] = S["a"].admin()
     S["B"] = S["b"].admin()
     A = S["A"]
@@ -91,10 +93,10 @@ def jsonl(resp):
     return [json.loads(line) for line in resp.text.splitlines() if line.strip()]
 
 
-def backup(client):
+def backup(client, tenant=T):
     items, cont, rev = [], "", None
     while True:
-        r = client.get("/ursa/v1/tenants/%s/backup%s" % (T, h.q(limit=3, **({"continue": cont} if cont else {}))))
+        r = client.get("/ursa/v1/tenants/%s/backup%s" % (tenant, h.q(limit=3, **({"continue": cont} if cont else {}))))
         h.expect_status(r, 200, "backup page")
         lines = jsonl(r)
         page = lines[-1]
@@ -112,12 +114,12 @@ def restore(client, items, move=MOVE, tenant=T, **extra):
     return client.post("/ursa/v1/tenants/%s/restore" % tenant, body)
 
 
-def step(client, s, move=MOVE, tenant=T):
-    return client.post("/ursa/v1/tenants/%s/move" % tenant, {"move": move, "step": s})
+def step(client, s, move=MOVE, tenant=T, **extra):
+    return client.post("/ursa/v1/tenants/%s/move" % tenant, dict({"move": move, "step": s}, **extra))
 
 
-def changes(client, since, **params):
-    r = client.get("/ursa/v1/tenants/%s/changes%s" % (T, h.q(**dict({"from": since}, **params))), timeout=60)
+def changes(client, since, tenant=T, **params):
+    r = client.get("/ursa/v1/tenants/%s/changes%s" % (tenant, h.q(**dict({"from": since}, **params))), timeout=60)
     h.expect_status(r, 200, "changes from %s" % since)
     lines = jsonl(r)
     page = lines[-1]
@@ -331,7 +333,7 @@ def test_fence():
 def test_fence_on_a_second_server():
     # a partition served by two API servers: the fence is each server's own (its writes in
     # flight drained, its memory fenced); the second one's fence names the same move
-    a2 = h.ApiServer(S["etcd_a"], partition_id="tp-1").start()
+    a2 = h.ApiServer(S["etcd_a"], partition_id="tp-1", partition_number=1).start()
     try:
         A2 = a2.admin()
         r = step(A2, "fence")
@@ -445,6 +447,109 @@ def test_fence_under_load():
     lines = jsonl(r)
     h.eq(lines[:-1], [], "no change of gamma after the fence")
     h.expect_status(A.post("/ursa/v1/tenants/%s/move" % g, {"move": "m4", "step": "unfence"}), 200, "unfence gamma")
+
+
+SHIFT = 44  # resourceVersion = partition number << 44 | etcd revision (include/ursa/revision.h)
+
+
+def number_of(rv):
+    return int(rv) >> SHIFT
+
+
+def test_resource_versions_after_a_move():
+    """Tenant delta moves A (number 1) -> B (number 2) by the steps, as ursactl makes them. Its
+    resourceVersions carry each partition's number; on B a value of A's is answered by where it
+    points: a client that saw every change of delta up to the fence goes on from the move (its
+    watch gets only what came after, its exact list the state it knew); one behind gets 410 (a
+    watch's ERROR, an exact list), 409 on a precondition, a fresh state on a NotOlderThan list;
+    a continue token of A's is expired on B."""
+    A, B, d, mv = S["A"], S["B"], "delta", "m7"
+    h.create_tenant(A, d)
+    h.wait_until(lambda: A.get("/api/v1/tenants/%s/namespaces/default" % d).status == 200, 10, "delta's default ns")
+    path = cm_path(tenant=d, ns="default")
+    for name in ("c1", "c2"):
+        h.expect_status(A.post(path, cm(name, {"k": name})), 201, "create " + name)
+    l1 = A.get(path).json["metadata"]["resourceVersion"]
+    h.eq(number_of(l1), 1, "A's resourceVersions carry its number (%s)" % l1)
+    r1 = A.get(path + "/c1").json["metadata"]["resourceVersion"]
+    h.eq(number_of(r1), 1, "an object's too")
+    tok = A.get(path + "?limit=1").json["metadata"]["continue"]
+    h.expect_status(A.get(path + "?limit=1&continue=" + tok), 200, "A's continue token on A")
+    h.expect_status(A.post(path, cm("c3", {"k": "c3"})), 201, "create c3 (after l1)")
+    # the copy, the fence, the catch-up (ursactl's loop, once: nothing writes meanwhile)
+    items, copy_rev = backup(A, tenant=d)
+    r = restore(B, items, move=mv, tenant=d)
+    h.expect_status(r, 200, "copy to B")
+    h.eq(r.json.get("partitionNumber"), 2, "the target's number in its reply")
+    r = step(A, "fence", move=mv, tenant=d)
+    h.expect_status(r, 200, "fence delta on A")
+    h.eq(r.json.get("partitionNumber"), 1, "the source's number in its reply")
+    fence = r.json["revision"]
+    l2 = A.get(path).json["metadata"]["resourceVersion"]  # after the fence: every change of delta
+    lines, _ = changes(A, copy_rev, tenant=d)
+    r = restore(B, lines, move=mv, tenant=d)
+    h.expect_status(r, 200, "the changes to B")
+    to = max(r.json["revision"], 1)
+    from_rv = (1 << SHIFT) | fence
+    h.expect_status(step(B, "activate", move=mv, tenant=d, fromResourceVersion=from_rv), 400,
+                    "activate with one revision of two")
+    h.expect_status(step(B, "activate", move=mv, tenant=d, fromResourceVersion="x", toRevision=to), 400,
+                    "activate with a revision not a number")
+    h.expect_status(step(A, "unfence", move=mv, tenant=d, fromResourceVersion=from_rv, toRevision=to), 400,
+                    "revisions on another step")
+    h.expect_status(step(B, "activate", move=mv, tenant=d, fromResourceVersion=from_rv, toRevision=to), 200,
+                    "activate delta on B")
+    ann = B.get("/api/v1/tenants/" + d).json["metadata"]["annotations"]
+    h.eq((ann.get("ursa.io/moved-from-revision"), ann.get("ursa.io/moved-to-revision")),
+         (str(from_rv), str((2 << SHIFT) | to)), "B's record of the move")
+    h.expect_status(step(A, "drop", move=mv, tenant=d), 200, "drop delta on A")
+    h.expect_status(step(B, "finish", move=mv, tenant=d), 200, "finish on B")
+
+    # B's own values carry B's number, for the tenant and for a view of every tenant
+    got = B.get(path + "/c1").json
+    h.eq(number_of(got["metadata"]["resourceVersion"]), 2, "c1's resourceVersion on B")
+    h.check(got["metadata"]["resourceVersion"] != r1, "c1's resourceVersion is B's own")
+    lst = B.get("/api/v1/tenants/all/configmaps").json
+    h.check(lst["items"] and all(number_of(o["metadata"]["resourceVersion"]) == 2 for o in lst["items"]),
+            "every tenant's objects on B")
+    h.eq(number_of(lst["metadata"]["resourceVersion"]), 2, "a list's resourceVersion on B")
+    # an exact list at A's value after the fence is delta as it was there
+    r = B.get(path + h.q(resourceVersion=l2, resourceVersionMatch="Exact"))
+    h.expect_status(r, 200, "exact list at A's resourceVersion after the fence")
+    h.eq(sorted(o["metadata"]["name"] for o in r.json["items"]), ["c1", "c2", "c3"], "delta at the fence")
+    h.expect_status(B.get(path + h.q(resourceVersion=l1, resourceVersionMatch="Exact")), 410,
+                    "exact list at A's value from before c3", "Expired")
+    r = B.get(path + h.q(resourceVersion=l1, resourceVersionMatch="NotOlderThan"))
+    h.expect_status(r, 200, "a NotOlderThan list at A's old value")
+    h.eq(sorted(o["metadata"]["name"] for o in r.json["items"]), ["c1", "c2", "c3"], "a state at least as new")
+    h.expect_status(B.get(path + "?limit=1&continue=" + tok), 410, "A's continue token on B", "Expired")
+    # watches: from l2 only what comes after the move; from l1 (missed c3) 410; a bare revision 410
+    w_cur = B.watch(path + h.q(watch=1, resourceVersion=l2), timeout=60)
+    w_old = B.watch(path + h.q(watch=1, resourceVersion=l1), timeout=60)
+    w_bare = B.watch(path + h.q(watch=1, resourceVersion=int(l2) & ((1 << SHIFT) - 1)), timeout=60)
+    for w, what in ((w_old, "from before c3"), (w_bare, "from a bare etcd revision")):
+        e = w.next(10)
+        h.check(e and e["type"] == "ERROR" and e["object"].get("code") == 410,
+                "a watch %s gets 410: %r" % (what, e))
+    h.expect_status(B.post(path, cm("c4", {"k": "c4"})), 201, "create c4 on B")
+    e = w_cur.next(10)
+    h.check(e and e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "c4",
+            "the watch from A's caught-up value gets c4 first, nothing repeated: %r" % (e,))
+    h.eq(number_of(e["object"]["metadata"]["resourceVersion"]), 2, "the event's resourceVersion is B's")
+    w_cur.close()
+    # a precondition from A is stale; B's own holds
+    old = B.get(path + "/c1").json
+    stale = json.loads(json.dumps(old))
+    stale["metadata"]["resourceVersion"] = r1
+    stale["data"] = {"k": "stale"}
+    h.expect_status(B.put(path + "/c1", stale), 409, "an update with A's resourceVersion", "Conflict")
+    h.expect_status(B.delete(path + "/c1", {"preconditions": {"resourceVersion": r1}}), 409,
+                    "a delete with A's resourceVersion", "Conflict")
+    old["data"] = {"k": "fresh"}
+    r = B.put(path + "/c1", old)
+    h.expect_status(r, 200, "an update with B's resourceVersion")
+    h.eq(number_of(r.json["metadata"]["resourceVersion"]), 2, "the update's reply")
+    h.eq(B.get(path + "/c1").json["data"], {"k": "fresh"}, "the fresh update stored, the stale one not")
 
 
 def test_changes_compacted():

@@ -587,13 +587,15 @@ def require_binary(path, what):
 class ApiServer:
     """ursa-tp-apiserver on a free loopback port with a fresh CA, signing keys and token file."""
 
-    def __init__(self, etcd, partition_id="tp-1", extra_args=(), tls=True, etcd_servers=None, log_level="debug"):
+    def __init__(self, etcd, partition_id="tp-1", extra_args=(), tls=True, etcd_servers=None, log_level="debug",
+                 partition_number=None):
         require_binary(APISERVER_BIN, "ursa-tp-apiserver")
         require_binary(URSACTL_BIN, "ursactl")
         self.etcd = etcd
         self.dir = make_tmpdir("apiserver")
         self.port = free_port()
         self.partition_id = partition_id
+        self.partition_number = partition_number  # --partition-number (None: the server's default, 0)
         self.log_level = log_level
         self.extra_args = list(extra_args)
         self.etcd_servers = etcd_servers or etcd.endpoints
@@ -628,6 +630,8 @@ class ApiServer:
              "--token-signing-public-key", self.signing_pub,
              "--service-account-signing-key-file", self.signing_key,
              "--partition-id", self.partition_id, "--log-level", self.log_level]
+        if self.partition_number is not None:
+            a += ["--partition-number", str(self.partition_number)]
         if self.tls:
             a += ["--tls-cert-file", self.cert_file, "--tls-private-key-file", self.key_file]
         return a + self.extra_args

@@ -153,6 +153,8 @@ static int move_object(const struct restore_target *t, const json_t *src, bool i
 	if (is_tenant) {
 		json_t *ann = json_obj_child(meta, "annotations");
 		json_object_del(ann, RESTORE_ANNOTATION);
+		json_object_del(ann, MOVED_FROM_ANNOTATION); /* the source's own last move: activation */
+		json_object_del(ann, MOVED_TO_ANNOTATION);   /* here writes this move's */
 		json_object_set_new(ann, MOVE_ANNOTATION, json_string(t->restore_id));
 		json_object_set_new(json_obj_child(obj, "status"), "phase", json_string(TENANT_MOVING_IN));
 		*ret_rel = xasprintf("tenants/%s", t->to);
@@ -242,7 +244,10 @@ int restore_item(const struct restore_target *t, const json_t *item, char **ret_
 	if (is_tenant) {
 		json_object_set_new(meta, "name", json_string(t->to));
 		json_object_set_new(meta, "tenant", json_string(TENANT_SYSTEM));
-		json_object_set_new(json_obj_child(meta, "annotations"), RESTORE_ANNOTATION, json_string(t->restore_id));
+		json_t *ann = json_obj_child(meta, "annotations");
+		json_object_set_new(ann, RESTORE_ANNOTATION, json_string(t->restore_id));
+		json_object_del(ann, MOVED_FROM_ANNOTATION); /* a restored tenant's clients start again */
+		json_object_del(ann, MOVED_TO_ANNOTATION);
 		json_object_set_new(json_obj_child(obj, "status"), "phase", json_string("Restoring"));
 	} else {
 		json_object_set_new(meta, "tenant", json_string(t->to));
@@ -774,8 +779,10 @@ static void handle_restore(struct req *q, const char *tenant)
 	json_t *res = json_pack("{s:s,s:s,s:s,s:I,s:I,s:b,s:I}", "kind", "TenantRestoreResult", "apiVersion", "ursa.io/v1",
 				"tenant", tenant, "restored", (json_int_t)nop, "skipped", (json_int_t)skipped, "done",
 				json_is_true(done), "revision", (json_int_t)rev);
-	if (move)
+	if (move) {
 		json_object_set_new(res, "mode", json_string("move"));
+		json_object_set_new(res, "partitionNumber", json_integer(rv_number()));
+	}
 	reply_json(q, 200, res);
 	json_decref(res);
 out:
@@ -788,7 +795,8 @@ out:
 }
 
 /* GET /ursa/v1/tenants/{t}/size: how many objects a backup (or a move) of the tenant would
- * carry, from etcd's counts (no value read): {"kind":"TenantSize","tenant","objects","revision"}.
+ * carry, from etcd's counts (no value read): {"kind":"TenantSize","tenant","objects","revision",
+ * "partitionNumber"} (this server's --partition-number, revision.h).
  * What ursactl partition balance weighs tenants by. */
 static void handle_size(struct req *q, const char *tenant)
 {
@@ -818,8 +826,9 @@ static void handle_size(struct req *q, const char *tenant)
 		reply_read_error(q, err);
 		return;
 	}
-	json_t *res = json_pack("{s:s,s:s,s:s,s:I,s:I}", "kind", "TenantSize", "apiVersion", "ursa.io/v1", "tenant", tenant,
-				"objects", (json_int_t)total, "revision", (json_int_t)rev);
+	json_t *res = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I}", "kind", "TenantSize", "apiVersion", "ursa.io/v1", "tenant",
+				tenant, "objects", (json_int_t)total, "revision", (json_int_t)rev, "partitionNumber",
+				(json_int_t)rv_number());
 	reply_json(q, 200, res);
 	json_decref(res);
 }

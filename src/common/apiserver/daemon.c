@@ -17,6 +17,7 @@ struct apid {
 	long long workers, linger, hb_linger, trees_mb;
 	bool fair;
 	long long tenant_seats, seats_per_tenant, queue_length, queue_wait, max_watches;
+	long long number;
 	struct apiserver *s;
 };
 
@@ -43,6 +44,10 @@ static int check(void *ud)
 	struct apid *a = ud;
 	if (a->linger < 0 || a->linger > 1000 || a->hb_linger < 0 || a->hb_linger > 1000) {
 		fprintf(stderr, "%s: --etcd-write-linger-ms and --etcd-heartbeat-linger-ms must be 0..1000\n", a->d->program);
+		return -1;
+	}
+	if (rv_set_number(a->number) < 0) {
+		fprintf(stderr, "%s: --partition-number must be 0..%d\n", a->d->program, RV_NUMBER_MAX);
 		return -1;
 	}
 	if (a->trees_mb < 0 || a->trees_mb > 65536) {
@@ -94,8 +99,8 @@ static int start(void *ud, struct daemon *dm, char **ret_err)
 		*ret_err = err ? err : xstrdup("unknown");
 		return 1;
 	}
-	log_info("serving", "listen=%s tls=%s etcd=\"%s\" partition=%s", a->listen, a->cert ? "yes" : "no", a->etcd,
-		 a->partition);
+	log_info("serving", "listen=%s tls=%s etcd=\"%s\" partition=%s number=%u", a->listen, a->cert ? "yes" : "no",
+		 a->etcd, a->partition, rv_number());
 	return 0;
 }
 
@@ -126,6 +131,11 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		  "PEM private key signing service-account tokens (serviceaccounts/token; the region's signing key, "
 		  "whose public half every --token-signing-public-key holds)" },
 		{ "partition-id", OPT_STRING, &a.partition, "this partition's id in the region" },
+		{ "partition-number", OPT_INT, &a.number,
+		  "this partition's number in the region (1..511, each tenant partition its own), shown in every "
+		  "resourceVersion it serves, so that a moved tenant's clients' resourceVersions are never taken for "
+		  "another partition's (0: etcd revisions as they are; tenants cannot move to or from a partition "
+		  "of the same number)" },
 		{ "region-token-file", OPT_STRING, &a.region_token, "bearer token for reaching the region's other partitions" },
 		{ "region-ca-file", OPT_STRING, &a.region_ca, "CA bundle for those connections and the kubelets'" },
 		{ "kubelet-token-file", OPT_STRING, &a.kubelet_token,

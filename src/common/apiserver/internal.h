@@ -12,6 +12,7 @@
 #include "ursa/etcd.h"
 #include "ursa/http.h"
 #include "ursa/path.h"
+#include "ursa/revision.h"
 #include "ursa/selector.h"
 #include "ursa/strmap.h"
 #include "ursa/wcache.h"
@@ -174,6 +175,7 @@ void store_encode(json_t *obj, struct buf *out);
  * watch cache a write hint (wcache_expect), so obj must not change afterwards; a failed write
  * cancels it (wcache_expect_cancel). */
 void store_encode_expect(struct served *sv, const char *key, json_t *obj, struct buf *out);
+/* Sets obj's metadata.resourceVersion to etcd revision rev as clients see it (rv_show). */
 void set_resource_version(json_t *obj, int64_t rev);
 /* jsonenc.c: obj as compact JSON in insertion order, appended to out: the bytes json_dump_buf
  * gives, several times faster. */
@@ -224,6 +226,10 @@ void uid_format(const unsigned char b[16], char out[37]);
 #define TENANT_MOVING_IN "MovingIn"
 #define MOVE_ANNOTATION "ursa.io/move"
 #define RESTORE_ANNOTATION "ursa.io/restore" /* on a tenant being restored: the restore's id */
+/* On a tenant that moved here, from its activation on: the source's resourceVersion of the move's
+ * fence and this partition's at which the copy held that state (rv_resolve, revision.h). */
+#define MOVED_FROM_ANNOTATION "ursa.io/moved-from-revision"
+#define MOVED_TO_ANNOTATION "ursa.io/moved-to-revision"
 
 /* move.c: a tenant's move between partitions (the protocol is in its header comment).
  * moves_start follows the tenants cache (after the caches; nothing when tenants are not
@@ -237,6 +243,10 @@ void handle_tenant_move(struct req *q, const char *tenant);
 void handle_tenant_changes(struct req *q, const char *tenant);
 int move_write_enter(struct req *q);
 void move_write_leave(struct req *q);
+/* move.c: where a resourceVersion a client gave (shown) points here for q's tenant: rv_resolve,
+ * with the tenant's last move here (its tenant object's annotations, read only for a value that
+ * is not this partition's). RV_ELSEWHERE is answered as a value no longer held (410, 409). */
+enum rv_where req_resolve_rv(struct req *q, int64_t shown, int64_t *ret_rev);
 /* changes.c, pure: whether rel, an etcd key below the server's prefix ("pods/acme/default/web"),
  * is one of tenant's keys a backup reads: tenants/<tenant>; <plural>/<tenant>/<path> where
  * covered(ud, plural) (a backed-up kind the server serves); customresources/<g>/<p>/<tenant>/<path>.
@@ -551,12 +561,14 @@ int wtick_filled(struct wtick *t, struct buf *out, size_t start, bool ended, int
 void watch_end_tenant(struct apiserver *s, const char *tenant, int64_t rev);
 /* timeoutSeconds asked (0: none) -> the stream's timeout. */
 int64_t watch_timeout_s(long long asked);
-/* A watcher for q (scoped and authorized; f parsed) from resourceVersion rv (-1: now), calling
+/* A watcher for q (scoped and authorized; f parsed) from resourceVersion rv (-1: now; a client's,
+ * req_resolve_rv: another partition's not known current is E_GONE), calling
  * notify(ud) when events are queued: 0, or E_GONE (rv older than the cache holds) or another
  * error, which watch_open_status turns into the Status to send as an ERROR event (new ref). */
 int watch_open(struct req *q, const struct req_filter *f, long long rv, void (*notify)(void *ud), void *ud,
 	       struct watcher **ret_w);
 json_t *watch_open_status(int rc, long long rv, const struct served *sv);
+/* The 410's Status for a watch from rv when the server is at cur (both as clients see them). */
 json_t *watch_expired_status(int64_t rv, int64_t cur);
 /* Event lines, with `"id":id` first when id is not NULL (a multiplexed watch's). */
 void watch_event_line(const struct served *sv, const char *id, enum wev_type type, const struct cobj *o,

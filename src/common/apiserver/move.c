@@ -10,10 +10,11 @@
  *        ({"resource","path","deleted":true}; an absent key is fine) in the order given, in etcd
  *        transactions of ETCD_TXN_MAX_OPS (a key met twice starts the next one). The tenant object
  *        is written with phase MovingIn and annotation ursa.io/move = <move id>, whatever the
- *        source's says. The first batch creates the tenant (it must not exist, nor anything of an
- *        earlier tenant of the name); later ones need the tenant MovingIn under that id (409). No
- *        "done": activation is a step below. Reply: TenantRestoreResult, "revision" the etcd
- *        revision after the batch's last write (the current one when it wrote nothing).
+ *        source's says (its ursa.io/moved-* annotations go). The first batch creates the tenant (it
+ *        must not exist, nor anything of an earlier tenant of the name); later ones need the
+ *        tenant MovingIn under that id (409). No "done": activation is a step below. Reply:
+ *        TenantRestoreResult, "revision" the etcd revision after the batch's last write (the
+ *        current one when it wrote nothing), "partitionNumber" this server's (revision.h).
  *   GET  /ursa/v1/tenants/{t}/changes?from=REV[&wait=S][&limit=N]   (changes.c)
  *        application/jsonl: t's changes after revision REV, in revision order, one line each:
  *        {"resource","path","object"} for a put (a backup's line), {"resource","path",
@@ -31,10 +32,15 @@
  *                 waited for (5 s, else the fence is lifted again and 503), then the tenant object
  *                 is written with phase MovingOut and annotation ursa.io/move = id. Reply
  *                 {"kind":"TenantMoveStep","step":"fence","revision":F}: every change of t here
- *                 is at or below F.
+ *                 is at or below F. (Every step's reply also has "partitionNumber".)
  *        unfence  (source, an abort) MovingOut under id -> Active, annotation removed, the memory
  *                 fence lifted. Already Active without the annotation: 200.
  *        activate (target) MovingIn under id -> Active (the annotation stays until finish).
+ *                 With "fromResourceVersion" (the source's resourceVersion of the fence, as its
+ *                 clients see it) and "toRevision" (this etcd's revision holding that state),
+ *                 both or neither: annotations ursa.io/moved-from-revision and
+ *                 ursa.io/moved-to-revision (the latter as this partition shows it), by which
+ *                 req_resolve_rv tells a client's value from the source (rv_resolve).
  *                 Reply the revision. Already Active under id: 200.
  *        finish   (target) removes the annotation when it names id (the tenant must be Active).
  *                 Without it: 200.
@@ -354,6 +360,29 @@ static bool drain(struct moves *m, const char *tenant)
 	return done;
 }
 
+/* resourceVersions of a tenant that moved here -------------------------------------------------- */
+
+enum rv_where req_resolve_rv(struct req *q, int64_t shown, int64_t *ret_rev)
+{
+	enum rv_where w = rv_resolve(shown, 0, 0, ret_rev);
+	const char *t = q->tenant;
+	if (w == RV_HERE || !t || !*t || strcmp(t, TENANT_ALL) == 0 || strcmp(t, TENANT_SYSTEM) == 0)
+		return w;
+	char *tkey = xasprintf("%s/tenants/%s", q->s->o.etcd_prefix, t);
+	json_t *tobj = NULL;
+	int64_t rev;
+	if (tenant_read(q->s, tkey, &tobj, &rev) == 0) {
+		json_t *ann = json_path(tobj, "metadata.annotations");
+		const char *fs = json_str(ann, MOVED_FROM_ANNOTATION), *ts = json_str(ann, MOVED_TO_ANNOTATION);
+		long long from, to;
+		if (fs && ts && parse_int64(fs, &from) == 0 && parse_int64(ts, &to) == 0)
+			w = rv_resolve(shown, from, to, ret_rev);
+	}
+	json_decref(tobj);
+	free(tkey);
+	return w;
+}
+
 /* The steps -------------------------------------------------------------------------------- */
 
 static const char *move_id_of(const json_t *tobj)
@@ -392,11 +421,22 @@ static void set_move(json_t *tobj, const char *phase, const char *id)
 		json_object_set_new(json_obj_child(tobj, "status"), "phase", json_string(phase));
 }
 
+static void set_moved_revisions(json_t *tobj, int64_t from, int64_t to)
+{
+	json_t *ann = json_obj_child(json_obj_child(tobj, "metadata"), "annotations");
+	char v[32];
+	snprintf(v, sizeof(v), "%lld", (long long)from);
+	json_object_set_new(ann, MOVED_FROM_ANNOTATION, json_string(v));
+	snprintf(v, sizeof(v), "%lld", (long long)to);
+	json_object_set_new(ann, MOVED_TO_ANNOTATION, json_string(v));
+}
+
 static void reply_step(struct req *q, const char *tenant, const char *id, const char *step, const char *what,
 		       int64_t v)
 {
-	json_t *res = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I}", "kind", "TenantMoveStep", "apiVersion", "ursa.io/v1", "tenant",
-				tenant, "move", id, "step", step, what, (json_int_t)v);
+	json_t *res = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I}", "kind", "TenantMoveStep", "apiVersion", "ursa.io/v1",
+				"tenant", tenant, "move", id, "step", step, what, (json_int_t)v, "partitionNumber",
+				(json_int_t)rv_number());
 	reply_json(q, 200, res);
 	json_decref(res);
 }
@@ -487,8 +527,11 @@ out:
 	json_decref(tobj);
 }
 
-/* unfence, activate, finish: one change of the tenant object from a state to another. */
-static void step_change(struct req *q, const char *tenant, const char *id, const char *tkey, const char *step)
+/* unfence, activate, finish: one change of the tenant object from a state to another. An
+ * activation given the move's revisions (from: the source's resourceVersion of the fence; to:
+ * this partition's etcd revision holding that state) records them for req_resolve_rv. */
+static void step_change(struct req *q, const char *tenant, const char *id, const char *tkey, const char *step,
+			int64_t moved_from, int64_t moved_to)
 {
 	bool unfence = strcmp(step, "unfence") == 0, activate = strcmp(step, "activate") == 0;
 	json_t *tobj = NULL;
@@ -515,6 +558,8 @@ static void step_change(struct req *q, const char *tenant, const char *id, const
 		}
 		json_t *nobj = json_deep_copy(tobj);
 		set_move(nobj, activate || unfence ? "Active" : NULL, activate ? id : NULL);
+		if (activate && moved_from > 0 && moved_to > 0)
+			set_moved_revisions(nobj, moved_from, rv_show(moved_to));
 		rc = tenant_write(q->s, tkey, nobj, rev, &nrev);
 		json_decref(nobj);
 	}
@@ -675,6 +720,7 @@ void handle_tenant_move(struct req *q, const char *tenant)
 	struct buf err = BUF_INIT;
 	json_t *doc = json_parse_limited(text, len, 4, &err);
 	const char *id = json_str(doc, "move"), *step = json_str(doc, "step");
+	json_t *from = json_object_get(doc, "fromResourceVersion"), *to = json_object_get(doc, "toRevision");
 	static const char *const steps[] = { "fence", "unfence", "activate", "finish", "drop" };
 	size_t i = 0;
 	while (step && i < sizeof(steps) / sizeof(steps[0]) && strcmp(step, steps[i]) != 0)
@@ -685,6 +731,12 @@ void handle_tenant_move(struct req *q, const char *tenant)
 		reply_status(q, E_BAD_REQUEST,
 			     "a move step is {\"move\": <the move's id, a DNS label>, \"step\": fence, unfence, activate, finish or drop}%s%s",
 			     err.len ? ": " : "", buf_cstr(&err));
+	} else if ((from && (!json_is_integer(from) || json_integer_value(from) <= 0)) ||
+		   (to && (!json_is_integer(to) || json_integer_value(to) <= 0)) || !from != !to ||
+		   (from && i != 2)) {
+		reply_status(q, E_BAD_REQUEST,
+			     "fromResourceVersion (the source's, of the fence) and toRevision (this etcd's) are positive "
+			     "integers, both or neither, of an activate step");
 	} else {
 		char *tkey = xasprintf("%s/tenants/%s", q->s->o.etcd_prefix, tenant);
 		if (i == 0)
@@ -692,7 +744,7 @@ void handle_tenant_move(struct req *q, const char *tenant)
 		else if (i == 4)
 			step_drop(q, tenant, id, tkey);
 		else
-			step_change(q, tenant, id, tkey, step);
+			step_change(q, tenant, id, tkey, step, json_integer_value(from), json_integer_value(to));
 		free(tkey);
 	}
 	buf_release(&err);

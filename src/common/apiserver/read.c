@@ -108,11 +108,14 @@ void handle_get(struct req *q)
 	json_decref(obj);
 }
 
-/* Continue tokens: base64url of {"v":"meta.k8s.io/v1","rv":R,"start":"<key suffix>"}. The
- * suffix is relative to the collection prefix, so a token cannot reach outside it. */
+/* Continue tokens: base64url of {"v":"meta.k8s.io/v1","rv":R,"start":"<key suffix>"}, R the
+ * revision as clients see it (rv_show: a token of another partition, a moved tenant's, is not
+ * taken for this one's). The suffix is relative to the collection prefix, so a token cannot
+ * reach outside it. */
 static char *continue_encode(int64_t rv, const char *start_suffix)
 {
-	json_t *t = json_pack("{s:s,s:I,s:s}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv, "start", start_suffix);
+	json_t *t = json_pack("{s:s,s:I,s:s}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv_show(rv), "start",
+			      start_suffix);
 	char *s = json_dumps(t, JSON_COMPACT);
 	json_decref(t);
 	struct buf out = BUF_INIT;
@@ -137,6 +140,8 @@ static bool valid_key_suffix(const char *s)
 	return true;
 }
 
+/* 0 with the token's etcd revision and key suffix (new string); -1 when it is malformed; -2 when
+ * it is another partition's (expired here). */
 static int continue_decode(const char *tok, int64_t *ret_rv, char **ret_suffix)
 {
 	size_t n = strlen(tok);
@@ -151,9 +156,8 @@ static int continue_decode(const char *tok, int64_t *ret_rv, char **ret_suffix)
 	json_t *rv = json_object_get(j, "rv");
 	if (j && start && json_is_integer(rv) && json_integer_value(rv) > 0 && valid_key_suffix(start) &&
 	    json_str(j, "v") && strcmp(json_str(j, "v"), "meta.k8s.io/v1") == 0) {
-		*ret_rv = json_integer_value(rv);
-		*ret_suffix = xstrdup(start);
-		rc = 0;
+		rc = rv_resolve(json_integer_value(rv), 0, 0, ret_rv) == RV_HERE ? 0 : -2;
+		*ret_suffix = rc == 0 ? xstrdup(start) : NULL;
 	}
 	json_decref(j);
 	buf_release(&raw);
@@ -193,8 +197,8 @@ static const char *filter_name(const struct req_filter *f)
 static int list_from_cache(struct req *q, const struct req_filter *f, int64_t min_rv, struct list_result *lr)
 {
 	if (min_rv > 0 && wcache_wait_for(q->res->cache, min_rv, CACHE_WAIT_MS) < 0) {
-		reply_status(q, E_TIMEOUT, "Too large resource version: %lld, current: %lld", (long long)min_rv,
-			     (long long)wcache_revision(q->res->cache));
+		reply_status(q, E_TIMEOUT, "Too large resource version: %lld, current: %lld", (long long)rv_show(min_rv),
+			     (long long)rv_show(wcache_revision(q->res->cache)));
 		return -1;
 	}
 	bool all = strcmp(q->tenant, TENANT_ALL) == 0 || q->res->r->scope == SCOPE_CLUSTER;
@@ -237,8 +241,12 @@ static int list_from_etcd(struct req *q, const struct req_filter *f, int64_t exa
 	int64_t rev = exact_rv;
 	int rc = 0;
 	if (cont) {
-		if (continue_decode(cont, &rev, &suffix) < 0) {
+		int drc = continue_decode(cont, &rev, &suffix);
+		if (drc == -2)
+			reply_status(q, E_GONE, "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.");
+		else if (drc < 0)
 			reply_status(q, E_BAD_REQUEST, "continue key is not valid: the token is malformed");
+		if (drc < 0) {
 			rc = -1;
 			goto out;
 		}
@@ -257,7 +265,7 @@ static int list_from_etcd(struct req *q, const struct req_filter *f, int64_t exa
 			if (cont)
 				reply_status(q, E_GONE, "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.");
 			else
-				reply_status(q, E_GONE, "too old resource version: %lld", (long long)rev);
+				reply_status(q, E_GONE, "too old resource version: %lld", (long long)rv_show(rev));
 			rc = -1;
 			goto out;
 		}
@@ -378,7 +386,7 @@ static void reply_list(struct req *q, struct list_result *lr)
 	buf_grow(&b, total);
 	api_version_of(q->res->r, &av);
 	buf_addf(&b, "{\"kind\":\"%sList\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"",
-		 q->res->r->kind, buf_cstr(&av), (long long)lr->rv);
+		 q->res->r->kind, buf_cstr(&av), (long long)rv_show(lr->rv));
 	if (lr->cont)
 		buf_addf(&b, ",\"continue\":\"%s\"", lr->cont);
 	if (lr->remaining > 0)
@@ -424,6 +432,20 @@ void handle_list(struct req *q)
 		goto out;
 	}
 	bool exact = (match && strcmp(match, "Exact") == 0) || (rv > 0 && limit > 0 && !match);
+	int64_t shown = rv, at;
+	switch (req_resolve_rv(q, shown, &at)) {
+	case RV_HERE:
+	case RV_CAUGHT_UP: /* the tenant here at the move's revision is the source at the client's */
+		rv = at;
+		break;
+	case RV_ELSEWHERE: /* another partition's, older than the tenant's move here */
+		if (exact) {
+			reply_status(q, E_GONE, "too old resource version: %lld", (long long)shown);
+			goto out;
+		}
+		rv = 0; /* anything here is newer */
+		break;
+	}
 	bool from_cache = !(cont && *cont) && rv >= 0 && !exact;
 	bool consistent = !(cont && *cont) && rv < 0;
 	int rc;

@@ -34,7 +34,7 @@ char *store_collection_prefix(const struct served *sv, const char *tenant, const
 void set_resource_version(json_t *obj, int64_t rev)
 {
 	char tmp[32];
-	snprintf(tmp, sizeof(tmp), "%lld", (long long)rev);
+	snprintf(tmp, sizeof(tmp), "%lld", (long long)rv_show(rev));
 	json_object_set_new(json_obj_child(obj, "metadata"), "resourceVersion", json_string(tmp));
 }
 

@@ -94,7 +94,7 @@ void table_list_text(const struct api_resource *r, struct cobj *const *objs, siz
 		total += objs[i]->json_len / 2 + 256;
 	buf_grow(out, total);
 	buf_addf(out, "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{\"resourceVersion\":\"%lld\"",
-		 (long long)rv);
+		 (long long)rv_show(rv));
 	if (cont && *cont) {
 		buf_adds(out, ",\"continue\":");
 		buf_add_json_str(out, cont, strlen(cont));
@@ -118,7 +118,7 @@ void table_set_list_meta(json_t *table, int64_t rv, const char *cont, long long 
 {
 	json_t *m = json_object_get(table, "metadata");
 	char tmp[32];
-	snprintf(tmp, sizeof(tmp), "%lld", (long long)rv);
+	snprintf(tmp, sizeof(tmp), "%lld", (long long)rv_show(rv));
 	json_object_set_new(m, "resourceVersion", json_string(tmp));
 	if (cont && *cont)
 		json_object_set_new(m, "continue", json_string(cont));

@@ -118,7 +118,7 @@ static void add_table_event(struct wstream *ws, enum wev_type type, struct buf *
 	json_t *t = table_new(ws->sv->r, &obj, 1, !ws->columns_sent);
 	ws->columns_sent = true;
 	char rv[32];
-	snprintf(rv, sizeof(rv), "%lld", (long long)o->rv);
+	snprintf(rv, sizeof(rv), "%lld", (long long)rv_show(o->rv));
 	json_object_set_new(json_object_get(t, "metadata"), "resourceVersion", json_string(rv));
 	json_dump_buf(t, out);
 	json_decref(t);
@@ -133,7 +133,7 @@ void watch_bookmark_line(const struct served *sv, const char *id, int64_t rv, st
 	buf_addch(out, '{');
 	add_id(out, id);
 	buf_addf(out, "\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%lld\"}}}\n",
-		 sv->r->kind, buf_cstr(&av), (long long)rv);
+		 sv->r->kind, buf_cstr(&av), (long long)rv_show(rv));
 	buf_release(&av);
 }
 
@@ -179,7 +179,7 @@ static int on_fill(void *ud, struct buf *out, size_t max)
 			break;
 		}
 		if (ev.type == WEV_ERROR) {
-			json_t *st = watch_expired_status(ev.rv, wcache_revision(ws->sv->cache));
+			json_t *st = watch_expired_status(rv_show(ev.rv), rv_show(wcache_revision(ws->sv->cache)));
 			watch_error_line(NULL, st, out);
 			json_decref(st);
 			ws->ended = true;
@@ -257,13 +257,16 @@ int watch_open(struct req *q, const struct req_filter *f, long long rv, void (*n
 		.tenant = all ? NULL : q->tenant, .ns = q->ns, .name = name,
 		.labels = f->labels, .fields = f->fields,
 	};
-	return wcache_watch(q->res->cache, &wf, rv, WATCH_QUEUE_MAX, notify, ud, ret_w);
+	int64_t at;
+	if (req_resolve_rv(q, rv, &at) == RV_ELSEWHERE)
+		return E_GONE; /* another partition's, older than the tenant's move here */
+	return wcache_watch(q->res->cache, &wf, at, WATCH_QUEUE_MAX, notify, ud, ret_w);
 }
 
 json_t *watch_open_status(int rc, long long rv, const struct served *sv)
 {
 	if (rc == E_GONE)
-		return watch_expired_status(rv, wcache_revision(sv->cache));
+		return watch_expired_status(rv, rv_show(wcache_revision(sv->cache)));
 	return status_object(E_UNAVAILABLE, "the watch cache is not ready yet; please retry", NULL, NULL, NULL);
 }
 

@@ -209,7 +209,7 @@ static bool drain_sub(struct msub *s, struct buf *out, size_t start, size_t max)
 	int r;
 	while ((r = watcher_next(s->w, &ev)) == 1) {
 		if (ev.type == WEV_ERROR) {
-			json_t *st = watch_expired_status(ev.rv, wcache_revision(s->sv->cache));
+			json_t *st = watch_expired_status(rv_show(ev.rv), rv_show(wcache_revision(s->sv->cache)));
 			watch_error_line(s->id, st, out);
 			json_decref(st);
 			sub_end(s);

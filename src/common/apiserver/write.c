@@ -640,7 +640,7 @@ int do_update(struct req *q, const char *name, enum update_mode mode, mutate_fn 
 		}
 		const char *want = json_path_str(obj, "metadata.resourceVersion");
 		char revs[32];
-		snprintf(revs, sizeof(revs), "%lld", (long long)rev);
+		snprintf(revs, sizeof(revs), "%lld", (long long)rv_show(rev));
 		if (want && *want && strcmp(want, revs) != 0 && cached) {
 			rc = E_CONFLICT; /* the cache may lag: ask etcd */
 			continue;
@@ -853,7 +853,7 @@ static int delete_once(struct req *q, const char *key, const struct delete_opts 
 	}
 	const char *uid = json_path_str(cur, "metadata.uid");
 	char revs[32];
-	snprintf(revs, sizeof(revs), "%lld", (long long)rev);
+	snprintf(revs, sizeof(revs), "%lld", (long long)rv_show(rev));
 	if (d->pre_uid && strcmp(d->pre_uid, uid ? uid : "") != 0) {
 		buf_addf(msg, "Precondition failed: UID in precondition: %s, UID in object meta: %s", d->pre_uid,
 			 uid ? uid : "");

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "ursa/buf.h"
 #include "ursa/jsonutil.h"
+#include "ursa/revision.h"
 #include "ursa/wcache.h"
 #include "ursa/xalloc.h"
 
@@ -201,7 +202,7 @@ bool cobj_splice_rv(const char *value, size_t len, int64_t rv, struct buf *out)
 		return false;
 	buf_grow(out, len + 48); /* one allocation: the text, the member, the revision */
 	buf_add(out, value, close);
-	buf_addf(out, "%s\"resourceVersion\":\"%lld\"", value[close - 1] == '{' ? "" : ",", (long long)rv);
+	buf_addf(out, "%s\"resourceVersion\":\"%lld\"", value[close - 1] == '{' ? "" : ",", (long long)rv_show(rv));
 	buf_add(out, value + close, len - close);
 	return true;
 }
@@ -213,7 +214,7 @@ static void cached_text(json_t *root, const char *value, size_t len, int64_t rv,
 	json_t *meta = json_object_get(root, "metadata");
 	if (json_is_object(meta) && !json_object_get(meta, "resourceVersion") && cobj_splice_rv(value, len, rv, out))
 		return;
-	buf_addf(out, "%lld", (long long)rv);
+	buf_addf(out, "%lld", (long long)rv_show(rv));
 	json_object_set_new(json_obj_child(root, "metadata"), "resourceVersion", json_stringn(out->ptr, out->len));
 	buf_reset(out);
 	json_dump_buf(root, out);
