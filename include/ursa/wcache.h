@@ -129,6 +129,9 @@ struct wcache_mux *wcache_mux_new(struct etcd *etcd, const char *prefix);
 void wcache_mux_free(struct wcache_mux *m); /* NULL is fine */
 struct wcache *wcache_new_muxed(struct wcache_mux *m, const struct api_resource *r, const struct wcache_options *opts);
 bool wcache_ready(const struct wcache *c);
+/* An upper bound of the revision of tenant's newest change the cache has applied: that of its
+ * newest event in the ring, else the ring's start (any change of it is at or before that). */
+int64_t wcache_tenant_last_change(struct wcache *c, const char *tenant);
 /* Revision the cache is current to (the last event or list revision applied). */
 int64_t wcache_revision(const struct wcache *c);
 /* Waits up to timeout_ms until wcache_revision >= rv. 0, or E_TIMEOUT. */

@@ -169,16 +169,6 @@ static int step_at(struct move *m, struct rest_client *c, const char *pname, con
 	return rc;
 }
 
-static int move_step_on(struct move *m, bool on_source, const char *step, json_t **ret_result, bool conflict_ok)
-{
-	return step_at(m, on_source ? m->src : m->dst, on_source ? m->from : m->to, step, NULL, ret_result, conflict_ok);
-}
-
-static int move_step(struct move *m, bool on_source, const char *step, json_t **ret_result)
-{
-	return move_step_on(m, on_source, step, ret_result, false);
-}
-
 /* A step on every API server of the source: the fence (its in-memory part, the drain of writes
  * in flight) and its release are each server's own. *ret_rev (may be NULL) gets the highest
  * revision the servers named. */
@@ -436,7 +426,7 @@ static int undo(struct move *m)
 	if (rc == EXIT_OK)
 		rc = source_step_all(m, "unfence", NULL);
 	if (rc == EXIT_OK) /* a tenant the target had before this move is not this move's to drop */
-		rc = move_step_on(m, false, "drop", NULL, true);
+		rc = step_at(m, m->dst, m->to, "drop", NULL, NULL, true);
 	if (rc == EXIT_OK)
 		rc = record_delete(m);
 	if (rc != EXIT_OK)
@@ -466,6 +456,20 @@ static int place_on_target(struct move *m)
 	return EXIT_OK;
 }
 
+/* The source's newest change of the tenant up to the fence (GET .../lastchange), or 0 when it
+ * cannot say (the source is down or dropped already): then the fence's revision stays the bound
+ * by which the target takes a client's value of the source's as current. */
+static int64_t last_change(struct move *m)
+{
+	char *path = xasprintf("%s%s/lastchange?through=%lld", TENANT_BACKUP_PATH, m->tenant, (long long)m->fence_rev);
+	json_t *res = NULL;
+	int st = rest_do(m->src, "GET", path, NULL, NULL, &res);
+	int64_t last = st == 200 ? json_integer_value(json_object_get(res, "revision")) : 0;
+	json_decref(res);
+	free(path);
+	return last;
+}
+
 /* From the switch on: the gateways' placement names the target, the target's tenant activated
  * (*ret_active_us, which may be NULL, gets when), the source's copy dropped (its watches of the tenant end first), the target's move
  * annotation removed, the record deleted. */
@@ -482,11 +486,18 @@ static int finish(struct move *m, int64_t *ret_active_us)
 	if (ret_active_us)
 		*ret_active_us = mono_us();
 	crash_point("activated");
+	int64_t last = rc == EXIT_OK ? last_change(m) : 0;
 	if (rc == EXIT_OK)
 		rc = source_step_all(m, "drop", NULL);
 	crash_point("dropped");
-	if (rc == EXIT_OK)
-		rc = move_step(m, false, "finish", NULL);
+	if (rc == EXIT_OK) { /* with the tighter bound of the source's values the target takes as current */
+		char *extra = last > 0 && last < m->fence_rev
+				      ? xasprintf(",\"fromResourceVersion\":%lld",
+						  (long long)rv_show_at((unsigned)m->from_number, last))
+				      : NULL;
+		rc = step_at(m, m->dst, m->to, "finish", extra, NULL, false);
+		free(extra);
+	}
 	if (rc == EXIT_OK)
 		rc = record_delete(m);
 	if (rc != EXIT_OK)

@@ -475,7 +475,11 @@ def test_resource_versions_after_a_move():
     h.eq(number_of(r1), 1, "an object's too")
     tok = A.get(path + "?limit=1").json["metadata"]["continue"]
     h.expect_status(A.get(path + "?limit=1&continue=" + tok), 200, "A's continue token on A")
-    h.expect_status(A.post(path, cm("c3", {"k": "c3"})), 201, "create c3 (after l1)")
+    r = A.post(path, cm("c3", {"k": "c3"}))
+    h.expect_status(r, 201, "create c3 (after l1)")
+    c3_rev = int(r.json["metadata"]["resourceVersion"]) & ((1 << SHIFT) - 1)
+    h.expect_status(A.post(cm_path(tenant="beta", ns="default"), cm("b-%s" % mv, {})), 201, "another tenant's write")
+    l_pre = A.get(path).json["metadata"]["resourceVersion"]  # delta's latest, read before the fence
     # the copy, the fence, the catch-up (ursactl's loop, once: nothing writes meanwhile)
     items, copy_rev = backup(A, tenant=d)
     r = restore(B, items, move=mv, tenant=d)
@@ -502,8 +506,23 @@ def test_resource_versions_after_a_move():
     ann = B.get("/api/v1/tenants/" + d).json["metadata"]["annotations"]
     h.eq((ann.get("ursa.io/moved-from-revision"), ann.get("ursa.io/moved-to-revision")),
          (str(from_rv), str((2 << SHIFT) | to)), "B's record of the move")
+    # a value read before the fence is behind the fence's bound ...
+    w_pre = B.watch(path + h.q(watch=1, resourceVersion=l_pre), timeout=60)
+    e = w_pre.next(10)
+    h.check(e and e["type"] == "ERROR" and e["object"].get("code") == 410,
+            "before the tighter bound, a watch from a value read before the fence gets 410: %r" % (e,))
+    # ... until the source names delta's last change (c3) and finish records it
+    h.expect_status(A.get("/ursa/v1/tenants/%s/lastchange" % d), 400, "lastchange without through")
+    r = A.get("/ursa/v1/tenants/%s/lastchange?through=%d" % (d, fence))
+    h.expect_status(r, 200, "delta's last change on A")
+    h.eq(r.json["revision"], c3_rev, "delta's last change is c3 (not the fence's own write, not beta's)")
+    last = (1 << SHIFT) | r.json["revision"]
     h.expect_status(step(A, "drop", move=mv, tenant=d), 200, "drop delta on A")
-    h.expect_status(step(B, "finish", move=mv, tenant=d), 200, "finish on B")
+    h.expect_status(step(B, "finish", move=mv, tenant=d, fromResourceVersion=last, toRevision=to), 400,
+                    "finish with toRevision")
+    h.expect_status(step(B, "finish", move=mv, tenant=d, fromResourceVersion=last), 200, "finish on B")
+    ann = B.get("/api/v1/tenants/" + d).json["metadata"]["annotations"]
+    h.eq(ann.get("ursa.io/moved-from-revision"), str(last), "the tighter bound recorded")
 
     # B's own values carry B's number, for the tenant and for a view of every tenant
     got = B.get(path + "/c1").json
@@ -525,6 +544,7 @@ def test_resource_versions_after_a_move():
     h.expect_status(B.get(path + "?limit=1&continue=" + tok), 410, "A's continue token on B", "Expired")
     # watches: from l2 only what comes after the move; from l1 (missed c3) 410; a bare revision 410
     w_cur = B.watch(path + h.q(watch=1, resourceVersion=l2), timeout=60)
+    w_pre = B.watch(path + h.q(watch=1, resourceVersion=l_pre), timeout=60)
     w_old = B.watch(path + h.q(watch=1, resourceVersion=l1), timeout=60)
     w_bare = B.watch(path + h.q(watch=1, resourceVersion=int(l2) & ((1 << SHIFT) - 1)), timeout=60)
     for w, what in ((w_old, "from before c3"), (w_bare, "from a bare etcd revision")):
@@ -532,11 +552,12 @@ def test_resource_versions_after_a_move():
         h.check(e and e["type"] == "ERROR" and e["object"].get("code") == 410,
                 "a watch %s gets 410: %r" % (what, e))
     h.expect_status(B.post(path, cm("c4", {"k": "c4"})), 201, "create c4 on B")
-    e = w_cur.next(10)
-    h.check(e and e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "c4",
-            "the watch from A's caught-up value gets c4 first, nothing repeated: %r" % (e,))
-    h.eq(number_of(e["object"]["metadata"]["resourceVersion"]), 2, "the event's resourceVersion is B's")
-    w_cur.close()
+    for w, what in ((w_cur, "read after the fence"), (w_pre, "read before the fence, after c3")):
+        e = w.next(10)
+        h.check(e and e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "c4",
+                "the watch from A's caught-up value (%s) gets c4 first, nothing repeated: %r" % (what, e))
+        h.eq(number_of(e["object"]["metadata"]["resourceVersion"]), 2, "the event's resourceVersion is B's")
+        w.close()
     # a precondition from A is stale; B's own holds
     old = B.get(path + "/c1").json
     stale = json.loads(json.dumps(old))

@@ -849,6 +849,7 @@ bool serve_tenant_backup(struct req *q)
 		{ "changes", "GET", handle_tenant_changes }, /* move.c */
 		{ "move", "POST", handle_tenant_move },
 		{ "size", "GET", handle_size },
+		{ "lastchange", "GET", handle_tenant_last_change }, /* move.c */
 	};
 	size_t i = 0;
 	while (i < sizeof(ops) / sizeof(ops[0]) && strcmp(op, ops[i].op) != 0)

@@ -241,6 +241,7 @@ void moves_start(struct apiserver *s);
 void moves_stop(struct apiserver *s);
 void handle_tenant_move(struct req *q, const char *tenant);
 void handle_tenant_changes(struct req *q, const char *tenant);
+void handle_tenant_last_change(struct req *q, const char *tenant);
 int move_write_enter(struct req *q);
 void move_write_leave(struct req *q);
 /* move.c: where a resourceVersion a client gave (shown) points here for q's tenant: rv_resolve,

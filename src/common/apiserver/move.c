@@ -42,8 +42,17 @@
  *                 ursa.io/moved-to-revision (the latter as this partition shows it), by which
  *                 req_resolve_rv tells a client's value from the source (rv_resolve).
  *                 Reply the revision. Already Active under id: 200.
- *        finish   (target) removes the annotation when it names id (the tenant must be Active).
- *                 Without it: 200.
+ *        finish   (target) removes the annotation when it names id (the tenant must be Active);
+ *                 with "fromResourceVersion" (a tighter bound of the source's, from lastchange
+ *                 below) the ursa.io/moved-from-revision annotation takes it. Without the move
+ *                 annotation: 200.
+ *   GET  /ursa/v1/tenants/{t}/lastchange?through=REV   (source, before its drop)
+ *        {"kind":"TenantLastChange","tenant":t,"revision":L,"partitionNumber":N}: L <= REV is at or
+ *        after t's newest change at or before REV of the objects a move carries (not the tenant
+ *        object, not events): this server's caches, once at REV, each give the revision of t's
+ *        newest event they hold, or the start of their history (wcache_tenant_last_change). A
+ *        client that saw L saw all of t as of REV. 503 when a cache is not ready or does not
+ *        reach REV in time.
  *        drop     (either side) the tenant object annotated with id (any phase), or absent (then
  *                 only what is left of t goes: a drop cut short is done again). t's writes are
  *                 fenced, this server's caches are brought to etcd's revision read at the start
@@ -383,6 +392,47 @@ enum rv_where req_resolve_rv(struct req *q, int64_t shown, int64_t *ret_rev)
 	return w;
 }
 
+void handle_tenant_last_change(struct req *q, const char *tenant)
+{
+	struct apiserver *s = q->s;
+	const char *ts = http_query(q->http, "through");
+	long long through;
+	if (!ts || parse_int64(ts, &through) < 0 || through <= 0) {
+		reply_status(q, E_BAD_REQUEST, "through must be a positive etcd revision");
+		return;
+	}
+	struct crd_view view = { 0 };
+	crd_view_get(s, tenant, &view);
+	int64_t last = 0;
+	int rc = 0;
+	for (size_t i = 0; i < s->nres + view.n && !rc; i++) {
+		struct served *sv = i < s->nres ? &s->res[i] : view.sv[i - s->nres];
+		if (sv->r->scope == SCOPE_CLUSTER || (i < s->nres && !backup_covers(sv->r)))
+			continue; /* what a move does not carry; the tenant object's changes are the move's */
+		if (!sv->cache || !wcache_ready(sv->cache)) {
+			rc = E_UNAVAILABLE;
+			break;
+		}
+		if ((rc = wcache_wait_current(sv->cache, through, CACHE_WAIT_MS)) != 0)
+			break;
+		int64_t l = wcache_tenant_last_change(sv->cache, tenant);
+		if (l > last)
+			last = l;
+	}
+	crd_view_release(&view);
+	if (rc) {
+		reply_status(q, E_UNAVAILABLE, "this server's caches did not reach revision %lld (%s); retry", through,
+			     err_reason(rc));
+		return;
+	}
+	if (last > through || last <= 0)
+		last = through; /* a change after it (not the move's to judge): no tighter bound */
+	json_t *res = json_pack("{s:s,s:s,s:s,s:I,s:I}", "kind", "TenantLastChange", "apiVersion", "ursa.io/v1", "tenant",
+				tenant, "revision", (json_int_t)last, "partitionNumber", (json_int_t)rv_number());
+	reply_json(q, 200, res);
+	json_decref(res);
+}
+
 /* The steps -------------------------------------------------------------------------------- */
 
 static const char *move_id_of(const json_t *tobj)
@@ -558,6 +608,9 @@ static void step_change(struct req *q, const char *tenant, const char *id, const
 		}
 		json_t *nobj = json_deep_copy(tobj);
 		set_move(nobj, activate || unfence ? "Active" : NULL, activate ? id : NULL);
+		if (!activate && !unfence && moved_from > 0)
+			json_object_set_new(json_obj_child(json_obj_child(nobj, "metadata"), "annotations"),
+					    MOVED_FROM_ANNOTATION, json_sprintf("%lld", (long long)moved_from));
 		if (activate && moved_from > 0 && moved_to > 0)
 			set_moved_revisions(nobj, moved_from, rv_show(moved_to));
 		rc = tenant_write(q->s, tkey, nobj, rev, &nrev);
@@ -732,11 +785,11 @@ void handle_tenant_move(struct req *q, const char *tenant)
 			     "a move step is {\"move\": <the move's id, a DNS label>, \"step\": fence, unfence, activate, finish or drop}%s%s",
 			     err.len ? ": " : "", buf_cstr(&err));
 	} else if ((from && (!json_is_integer(from) || json_integer_value(from) <= 0)) ||
-		   (to && (!json_is_integer(to) || json_integer_value(to) <= 0)) || !from != !to ||
-		   (from && i != 2)) {
+		   (to && (!json_is_integer(to) || json_integer_value(to) <= 0)) ||
+		   (i == 2 ? !from != !to : (to || (from && i != 3)))) {
 		reply_status(q, E_BAD_REQUEST,
 			     "fromResourceVersion (the source's, of the fence) and toRevision (this etcd's) are positive "
-			     "integers, both or neither, of an activate step");
+			     "integers: both or neither of an activate step, fromResourceVersion alone of a finish");
 	} else {
 		char *tkey = xasprintf("%s/tenants/%s", q->s->o.etcd_prefix, tenant);
 		if (i == 0)

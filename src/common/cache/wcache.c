@@ -385,6 +385,21 @@ int64_t wcache_history_start(struct wcache *c)
 	return r;
 }
 
+int64_t wcache_tenant_last_change(struct wcache *c, const char *tenant)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	int64_t r = c->hist_start; /* every event after it is in the ring */
+	for (size_t i = c->ring.len; i-- > 0;) {
+		const struct ev_rec *e = ring_at(&c->ring, i);
+		if (e->obj && strcmp(e->obj->tenant, tenant) == 0) {
+			r = e->rv;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return r;
+}
+
 bool wcache_ready(const struct wcache *c)
 {
 	return atomic_load((atomic_bool *)&c->ready);

@@ -1241,6 +1241,26 @@ static void test_nudge(void **state)
 	wcache_free(c);
 }
 
+/* A tenant's last change: its newest event in the ring (a delete too), else the ring's start. */
+static void test_tenant_last_change(void **state)
+{
+	(void)state;
+	struct wcache *c = seeded(NULL, 100);
+	assert_int_equal(wcache_tenant_last_change(c, "t1"), 100); /* nothing since the list */
+	apply1(c, pod_key("t1", "a", "q1"), pod_json("t1", "a", "q1", "y", "n1", "Running", 100), 104);
+	apply1(c, pod_key("t2", "a", "p1"), pod_json("t2", "a", "p1", "y", "n1", "Running", 100), 105);
+	assert_int_equal(wcache_tenant_last_change(c, "t1"), 104);
+	assert_int_equal(wcache_tenant_last_change(c, "t2"), 105);
+	assert_int_equal(wcache_tenant_last_change(c, "t10"), 100);
+	apply1(c, pod_key("t1", "a", "q1"), NULL, 107);
+	apply1(c, pod_key("t2", "a", "p1"), pod_json("t2", "a", "p1", "w", "n1", "Running", 100), 108);
+	assert_int_equal(wcache_tenant_last_change(c, "t1"), 107); /* the delete */
+	assert_int_equal(wcache_tenant_last_change(c, "t"), 100);  /* names are whole */
+	struct timespec ts = { 0, 20000000 };
+	nanosleep(&ts, NULL);
+	wcache_free(c);
+}
+
 /* A watch event with prev_kv, as the history watch brings them (key and values taken). */
 static void eb_hist(struct evbuild *eb, char *key, char *json, char *prev, int64_t prev_rev, int64_t rev)
 {
@@ -1400,6 +1420,7 @@ int main(void)
 		cmocka_unit_test(test_list_page),       cmocka_unit_test(test_markers),
 		cmocka_unit_test(test_wait_current),
 		cmocka_unit_test(test_nudge),
+		cmocka_unit_test(test_tenant_last_change),
 		cmocka_unit_test(test_history),
 		cmocka_unit_test(test_node_index),
 		cmocka_unit_test(test_watch_initial_and_live),
