@@ -487,6 +487,10 @@ static int finish(struct move *m, int64_t *ret_active_us)
 		*ret_active_us = mono_us();
 	crash_point("activated");
 	int64_t last = rc == EXIT_OK ? last_change(m) : 0;
+	/* the source's servers after the first end their watches of the tenant before the first's
+	 * deletes reach them (their watchers would see every object deleted), then all drop */
+	for (size_t i = 1; i < m->nsrc && rc == EXIT_OK; i++)
+		rc = step_at(m, m->src_each[i], m->from, "release", NULL, NULL, false);
 	if (rc == EXIT_OK)
 		rc = source_step_all(m, "drop", NULL);
 	crash_point("dropped");

@@ -347,6 +347,41 @@ def test_fence_on_a_second_server():
         a2.stop()
 
 
+def test_release_on_a_second_server():
+    """A drop on one server of a partition with two: the other, released first, ends its watches
+    of the tenant before the deletes reach it (its watchers see no DELETED), and its own drop
+    after finds nothing left but lifts its fence."""
+    A, e, mv = S["A"], "epsilon", "m8"
+    h.create_tenant(A, e)
+    path = cm_path(tenant=e, ns="default")
+    h.wait_until(lambda: A.post(path, cm("x1", {})).status == 201, 10, "a configmap of epsilon")
+    a2 = h.ApiServer(S["etcd_a"], partition_id="tp-1", partition_number=1).start()
+    try:
+        A2 = a2.admin()
+        h.wait_until(lambda: A2.get(path + "/x1").status == 200, 10, "the second server serves epsilon")
+        w = A2.watch(path + "?watch=1&resourceVersion=0", timeout=60)
+        h.check(w.until(lambda ev: ev["object"]["metadata"]["name"] == "x1", 10), "the watch on the second server")
+        for c, what in ((A, "first"), (A2, "second")):
+            h.expect_status(step(c, "fence", move=mv, tenant=e), 200, "fence epsilon on the %s server" % what)
+        h.expect_status(step(A2, "release", move="m9", tenant=e), 409, "a release of another move")
+        r = step(A2, "release", move=mv, tenant=e)
+        h.expect_status(r, 200, "release on the second server")
+        w.drain(10)
+        h.check(w.ended, "the second server's watch of epsilon ended: %s" % w.summary())
+        h.expect_status(step(A, "drop", move=mv, tenant=e), 200, "drop on the first server")
+        h.check(all(ev.get("type") not in ("DELETED", "ERROR") for ev in w.events),
+                "the second server's watcher saw no delete: %s" % w.summary())
+        h.eq(S["etcd_a"].count("/registry/configmaps/%s/" % e), 0, "epsilon's keys gone")
+        r = step(A2, "drop", move=mv, tenant=e)
+        h.expect_status(r, 200, "drop on the second server")
+        h.eq(r.json["deleted"], 0, "nothing left for the second server to delete")
+        # its memory fence is lifted: a new tenant of the name writes there
+        h.create_tenant(A, e)
+        h.wait_until(lambda: A2.post(path, cm("x2", {})).status == 201, 15, "epsilon writable on the second server")
+    finally:
+        a2.stop()
+
+
 def test_fence_survives_restart():
     S["watch"].close()
     S["a"].restart()
@@ -456,6 +491,20 @@ def number_of(rv):
     return int(rv) >> SHIFT
 
 
+def quiet(client, tenant, path):
+    """Waits until tenant has had no change for half a second (by its last change on the server)."""
+    prev, deadline = None, time.monotonic() + 20
+    while time.monotonic() < deadline:
+        through = int(client.get(path).json["metadata"]["resourceVersion"]) & ((1 << SHIFT) - 1)
+        r = client.get("/ursa/v1/tenants/%s/lastchange?through=%d" % (tenant, through))
+        h.expect_status(r, 200, "the last change of %s" % tenant)
+        if r.json["revision"] == prev:
+            return
+        prev = r.json["revision"]
+        time.sleep(0.5)
+    raise AssertionError("tenant %s never quiet" % tenant)
+
+
 def test_resource_versions_after_a_move():
     """Tenant delta moves A (number 1) -> B (number 2) by the steps, as ursactl makes them. Its
     resourceVersions carry each partition's number; on B a value of A's is answered by where it
@@ -469,6 +518,7 @@ def test_resource_versions_after_a_move():
     path = cm_path(tenant=d, ns="default")
     for name in ("c1", "c2"):
         h.expect_status(A.post(path, cm(name, {"k": name})), 201, "create " + name)
+    quiet(A, d, path)  # the server's own writes for a new tenant (its aggregated roles) are done
     l1 = A.get(path).json["metadata"]["resourceVersion"]
     h.eq(number_of(l1), 1, "A's resourceVersions carry its number (%s)" % l1)
     r1 = A.get(path + "/c1").json["metadata"]["resourceVersion"]

@@ -64,6 +64,10 @@
  *                 custom resource of t, the tenant object last. Raw etcd deletes: no finalizers,
  *                 no purge, no admission. Reply {"kind":"TenantMoveStep","step":"drop",
  *                 "deleted":N}.
+ *        release  (source; every server of it but one, before that one drops) a drop's first part
+ *                 alone: t's writes fenced here, the caches brought to etcd's revision, every
+ *                 watch of t here ended; nothing deleted (the memory fence stays until this
+ *                 server's own drop). The tenant object annotated with id, or absent.
  *
  * The write fence: a create, update, patch, delete or deletecollection (subresources included:
  * status, binding, eviction, scale; not exec, attach, port-forward, logs, a service account's
@@ -681,16 +685,76 @@ static bool cr_key_of(const char *key, const char *tenant)
 	return strncmp(p, tenant, n) == 0 && p[n] == '/';
 }
 
+/* release and drop: the tenant's writes fenced here (held by the caller), this server's caches
+ * brought to etcd's current revision (so every event of the tenant up to now reached its
+ * watchers), then every plain watch of the tenant here ended. 0, or the reply is sent. */
+static int end_watches(struct req *q, const char *tenant)
+{
+	struct apiserver *s = q->s;
+	int64_t cur = 0;
+	int rc = etcd_current_revision(s->etcd, &cur);
+	if (rc) {
+		reply_status(q, rc, "reading etcd's revision failed: %s", err_reason(rc));
+		return rc;
+	}
+	struct crd_view view = { 0 };
+	crd_view_get(s, tenant, &view);
+	for (size_t i = 0; i < s->nres + view.n && !rc; i++) {
+		struct served *sv = i < s->nres ? &s->res[i] : view.sv[i - s->nres];
+		if (sv->cache && (sv->r->scope != SCOPE_CLUSTER || strcmp(sv->r->plural, "tenants") == 0) &&
+		    wcache_ready(sv->cache))
+			rc = wcache_wait_current(sv->cache, cur, CACHE_WAIT_MS);
+	}
+	crd_view_release(&view);
+	if (rc) {
+		reply_status(q, E_UNAVAILABLE, "this server's caches did not reach etcd's revision %lld (%s); retry",
+			     (long long)cur, err_reason(rc));
+		return rc;
+	}
+	watch_end_tenant(s, tenant, cur);
+	return 0;
+}
+
+/* release: a drop's first part alone, for every server of the source but the one that drops: its
+ * watchers of the tenant are done before the drop's deletes reach its caches. Its memory fence
+ * stays until its own drop. */
+static void step_release(struct req *q, const char *tenant, const char *id, const char *tkey)
+{
+	struct moves *m = q->s->moves;
+	json_t *tobj = NULL;
+	int64_t rev;
+	int rc = read_step(q, tenant, tkey, true, &tobj, &rev);
+	if (rc && rc != E_NOT_FOUND)
+		goto out;
+	if (rc == 0 && strcmp(move_id_of(tobj) ?: "", id) != 0) {
+		reply_wrong_state(q, tenant, id, tobj, "annotated");
+		goto out;
+	}
+	fence_hold(m, tenant);
+	if (!drain(m, tenant)) {
+		fence_release(m, tenant, false);
+		reply_status(q, E_UNAVAILABLE, "tenant %s still has writes in flight after %d ms", tenant, DRAIN_MS);
+		goto out;
+	}
+	if (end_watches(q, tenant) == 0) {
+		log_info("tenant's watches ended for a move", "tenant=%s move=%s", tenant, id);
+		reply_step(q, tenant, id, "release", "revision", rev);
+	} else {
+		fence_release(m, tenant, false);
+	}
+out:
+	json_decref(tobj);
+}
+
 static void step_drop(struct req *q, const char *tenant, const char *id, const char *tkey)
 {
 	struct apiserver *s = q->s;
 	struct moves *m = s->moves;
 	json_t *tobj = NULL;
-	int64_t rev, cur = 0;
+	int64_t rev;
 	size_t count = 0;
 	struct strmap seen;
 	strmap_init(&seen);
-	struct crd_view view = { 0 };
 	int rc = read_step(q, tenant, tkey, true, &tobj, &rev);
 	if (rc && rc != E_NOT_FOUND)
 		goto out;
@@ -706,25 +770,10 @@ static void step_drop(struct req *q, const char *tenant, const char *id, const c
 		goto out;
 	}
 	/* every event of the tenant up to now reaches its watchers before their watches end */
-	if ((rc = etcd_current_revision(s->etcd, &cur)) != 0) {
+	if ((rc = end_watches(q, tenant)) != 0) {
 		fence_release(m, tenant, false);
-		reply_status(q, rc, "reading etcd's revision failed: %s", err_reason(rc));
 		goto out;
 	}
-	crd_view_get(s, tenant, &view);
-	for (size_t i = 0; i < s->nres + view.n && !rc; i++) {
-		struct served *sv = i < s->nres ? &s->res[i] : view.sv[i - s->nres];
-		if (sv->cache && (sv->r->scope != SCOPE_CLUSTER || strcmp(sv->r->plural, "tenants") == 0) &&
-		    wcache_ready(sv->cache))
-			rc = wcache_wait_current(sv->cache, cur, CACHE_WAIT_MS);
-	}
-	if (rc) {
-		fence_release(m, tenant, false);
-		reply_status(q, E_UNAVAILABLE, "this server's caches did not reach etcd's revision %lld (%s); retry",
-			     (long long)cur, err_reason(rc));
-		goto out;
-	}
-	watch_end_tenant(s, tenant, cur);
 	/* the tenant's keys: every tenant-keyed kind's range, custom resources, the tenant last */
 	for (size_t i = 0; i < s->nres && !rc; i++) {
 		if (s->res[i].r->scope == SCOPE_CLUSTER)
@@ -761,7 +810,6 @@ static void step_drop(struct req *q, const char *tenant, const char *id, const c
 	log_info("tenant dropped for a move", "tenant=%s move=%s deleted=%zu", tenant, id, count);
 	reply_step(q, tenant, id, "drop", "deleted", (int64_t)count);
 out:
-	crd_view_release(&view);
 	strmap_release(&seen, NULL);
 	json_decref(tobj);
 }
@@ -774,7 +822,7 @@ void handle_tenant_move(struct req *q, const char *tenant)
 	json_t *doc = json_parse_limited(text, len, 4, &err);
 	const char *id = json_str(doc, "move"), *step = json_str(doc, "step");
 	json_t *from = json_object_get(doc, "fromResourceVersion"), *to = json_object_get(doc, "toRevision");
-	static const char *const steps[] = { "fence", "unfence", "activate", "finish", "drop" };
+	static const char *const steps[] = { "fence", "unfence", "activate", "finish", "drop", "release" };
 	size_t i = 0;
 	while (step && i < sizeof(steps) / sizeof(steps[0]) && strcmp(step, steps[i]) != 0)
 		i++;
@@ -782,7 +830,7 @@ void handle_tenant_move(struct req *q, const char *tenant)
 		reply_status(q, E_NOT_FOUND, "the server could not find the requested resource");
 	} else if (!json_is_object(doc) || !id || !valid_dns1123_label(id) || !step || i == sizeof(steps) / sizeof(steps[0])) {
 		reply_status(q, E_BAD_REQUEST,
-			     "a move step is {\"move\": <the move's id, a DNS label>, \"step\": fence, unfence, activate, finish or drop}%s%s",
+			     "a move step is {\"move\": <the move's id, a DNS label>, \"step\": fence, unfence, activate, finish, release or drop}%s%s",
 			     err.len ? ": " : "", buf_cstr(&err));
 	} else if ((from && (!json_is_integer(from) || json_integer_value(from) <= 0)) ||
 		   (to && (!json_is_integer(to) || json_integer_value(to) <= 0)) ||
@@ -796,6 +844,8 @@ void handle_tenant_move(struct req *q, const char *tenant)
 			step_fence(q, tenant, id, tkey);
 		else if (i == 4)
 			step_drop(q, tenant, id, tkey);
+		else if (i == 5)
+			step_release(q, tenant, id, tkey);
 		else
 			step_change(q, tenant, id, tkey, step, json_integer_value(from), json_integer_value(to));
 		free(tkey);
