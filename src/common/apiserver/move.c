@@ -685,30 +685,47 @@ static bool cr_key_of(const char *key, const char *tenant)
 	return strncmp(p, tenant, n) == 0 && p[n] == '/';
 }
 
-/* release and drop: the tenant's writes fenced here (held by the caller), this server's caches
- * brought to etcd's current revision (so every event of the tenant up to now reached its
- * watchers), then every plain watch of the tenant here ended. 0, or the reply is sent. */
-static int end_watches(struct req *q, const char *tenant)
+/* release and drop: the tenant object annotated with id (or absent), the tenant's writes fenced
+ * here (a hold the caller keeps, or drops with fence_release), this server's caches brought to
+ * etcd's current revision (so every event of the tenant up to now reached its watchers), then
+ * every plain watch of the tenant here ended. 0 with *ret_rev the tenant object's revision (0:
+ * absent), or the reply is sent and nothing is held. */
+static int release(struct req *q, const char *tenant, const char *id, const char *tkey, int64_t *ret_rev)
 {
 	struct apiserver *s = q->s;
-	int64_t cur = 0;
-	int rc = etcd_current_revision(s->etcd, &cur);
-	if (rc) {
-		reply_status(q, rc, "reading etcd's revision failed: %s", err_reason(rc));
+	struct moves *m = s->moves;
+	json_t *tobj = NULL;
+	*ret_rev = 0;
+	int rc = read_step(q, tenant, tkey, true, &tobj, ret_rev);
+	if (rc == E_NOT_FOUND)
+		rc = 0;
+	else if (rc == 0 && strcmp(move_id_of(tobj) ?: "", id) != 0) {
+		reply_wrong_state(q, tenant, id, tobj, "annotated");
+		rc = E_CONFLICT;
+	}
+	json_decref(tobj);
+	if (rc)
 		return rc;
+	fence_hold(m, tenant);
+	int64_t cur = 0;
+	if (!drain(m, tenant)) {
+		reply_status(q, E_UNAVAILABLE, "tenant %s still has writes in flight after %d ms", tenant, DRAIN_MS);
+		rc = E_UNAVAILABLE;
+	} else if ((rc = etcd_current_revision(s->etcd, &cur)) != 0) {
+		reply_status(q, rc, "reading etcd's revision failed: %s", err_reason(rc));
 	}
 	struct crd_view view = { 0 };
 	crd_view_get(s, tenant, &view);
 	for (size_t i = 0; i < s->nres + view.n && !rc; i++) {
 		struct served *sv = i < s->nres ? &s->res[i] : view.sv[i - s->nres];
 		if (sv->cache && (sv->r->scope != SCOPE_CLUSTER || strcmp(sv->r->plural, "tenants") == 0) &&
-		    wcache_ready(sv->cache))
-			rc = wcache_wait_current(sv->cache, cur, CACHE_WAIT_MS);
+		    wcache_ready(sv->cache) && (rc = wcache_wait_current(sv->cache, cur, CACHE_WAIT_MS)) != 0)
+			reply_status(q, E_UNAVAILABLE, "this server's caches did not reach etcd's revision %lld (%s); retry",
+				     (long long)cur, err_reason(rc));
 	}
 	crd_view_release(&view);
 	if (rc) {
-		reply_status(q, E_UNAVAILABLE, "this server's caches did not reach etcd's revision %lld (%s); retry",
-			     (long long)cur, err_reason(rc));
+		fence_release(m, tenant, false);
 		return rc;
 	}
 	watch_end_tenant(s, tenant, cur);
@@ -720,60 +737,24 @@ static int end_watches(struct req *q, const char *tenant)
  * stays until its own drop. */
 static void step_release(struct req *q, const char *tenant, const char *id, const char *tkey)
 {
-	struct moves *m = q->s->moves;
-	json_t *tobj = NULL;
 	int64_t rev;
-	int rc = read_step(q, tenant, tkey, true, &tobj, &rev);
-	if (rc && rc != E_NOT_FOUND)
-		goto out;
-	if (rc == 0 && strcmp(move_id_of(tobj) ?: "", id) != 0) {
-		reply_wrong_state(q, tenant, id, tobj, "annotated");
-		goto out;
-	}
-	fence_hold(m, tenant);
-	if (!drain(m, tenant)) {
-		fence_release(m, tenant, false);
-		reply_status(q, E_UNAVAILABLE, "tenant %s still has writes in flight after %d ms", tenant, DRAIN_MS);
-		goto out;
-	}
-	if (end_watches(q, tenant) == 0) {
+	if (release(q, tenant, id, tkey, &rev) == 0) {
 		log_info("tenant's watches ended for a move", "tenant=%s move=%s", tenant, id);
 		reply_step(q, tenant, id, "release", "revision", rev);
-	} else {
-		fence_release(m, tenant, false);
 	}
-out:
-	json_decref(tobj);
 }
 
 static void step_drop(struct req *q, const char *tenant, const char *id, const char *tkey)
 {
 	struct apiserver *s = q->s;
 	struct moves *m = s->moves;
-	json_t *tobj = NULL;
 	int64_t rev;
 	size_t count = 0;
 	struct strmap seen;
 	strmap_init(&seen);
-	int rc = read_step(q, tenant, tkey, true, &tobj, &rev);
-	if (rc && rc != E_NOT_FOUND)
+	int rc = release(q, tenant, id, tkey, &rev);
+	if (rc)
 		goto out;
-	bool present = rc == 0;
-	if (present && strcmp(move_id_of(tobj) ?: "", id) != 0) {
-		reply_wrong_state(q, tenant, id, tobj, "annotated");
-		goto out;
-	}
-	fence_hold(m, tenant);
-	if (!drain(m, tenant)) {
-		fence_release(m, tenant, false);
-		reply_status(q, E_UNAVAILABLE, "tenant %s still has writes in flight after %d ms", tenant, DRAIN_MS);
-		goto out;
-	}
-	/* every event of the tenant up to now reaches its watchers before their watches end */
-	if ((rc = end_watches(q, tenant)) != 0) {
-		fence_release(m, tenant, false);
-		goto out;
-	}
 	/* the tenant's keys: every tenant-keyed kind's range, custom resources, the tenant last */
 	for (size_t i = 0; i < s->nres && !rc; i++) {
 		if (s->res[i].r->scope == SCOPE_CLUSTER)
@@ -811,7 +792,6 @@ static void step_drop(struct req *q, const char *tenant, const char *id, const c
 	reply_step(q, tenant, id, "drop", "deleted", (int64_t)count);
 out:
 	strmap_release(&seen, NULL);
-	json_decref(tobj);
 }
 
 void handle_tenant_move(struct req *q, const char *tenant)
