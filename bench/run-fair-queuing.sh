@@ -17,7 +17,11 @@
 # Knobs (environment): ROUNDS (3), SECS (10), CLIENTS (64), PODS (3000), HEAVY_PATH (what heavy's
 # clients GET; default its pods' list; /api/v1/namespaces/default/pods/p-0 measures what fair
 # queuing costs a tenant alone on its partition: its GETs/s with and without), FAIR_ARGS (more
-# flags for FAIR's server, e.g. "--tenant-seats 12").
+# flags for FAIR's server, e.g. "--tenant-seats 12"), HEAVY_NICE (0: the nice value of heavy's
+# client threads, a stand-in for clients on other machines; the probe stays at 0), PROBE_PATH
+# (what light GETs; default one of its pods by name, a read from etcd), B (another build dir:
+# its ursa-tp-apiserver runs too, as FAIR_B and FIFO_B, in the same rounds; e.g. the commit
+# before a change).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,6 +34,13 @@ LOAD=$BUILD/bench/ursa-load
 die() { echo "run-fair-queuing.sh: $*" >&2; exit 1; }
 [ -x "$ETCD_BIN" ] || die "etcd not found"
 for b in "$APISERVER" "$LOAD"; do [ -x "$b" ] || die "missing $b"; done
+SERVERS=(FAIR FIFO)
+declare -A BIN=([FAIR]=$APISERVER [FIFO]=$APISERVER)
+if [ -n "${B:-}" ]; then
+	BIN[FAIR_B]=$B/src/tenant-partition/ursa-tp-apiserver BIN[FIFO_B]=$B/src/tenant-partition/ursa-tp-apiserver
+	[ -x "${BIN[FAIR_B]}" ] || die "missing ${BIN[FAIR_B]}"
+	SERVERS+=(FAIR_B FIFO_B)
+fi
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
 bench_tmp ursa-bench-fairq
@@ -44,19 +55,19 @@ ADMIN=$(tok) HEAVY=$(tok) LIGHT=$(tok)
 } >"$TMP/tokens.csv"
 start_etcd "$TMP/etcd" etcd
 declare -A URL
-for s in FAIR FIFO; do
+for s in "${SERVERS[@]}"; do
 	port=$("$LOAD" free-port)
 	extra=()
-	[ "$s" = FIFO ] && extra=(--fair-queuing=false)
+	[ "${s%_B}" = FIFO ] && extra=(--fair-queuing=false)
 	# shellcheck disable=SC2206 # split at spaces, as documented
-	[ "$s" = FAIR ] && extra=(${FAIR_ARGS:-})
-	"$APISERVER" --listen "127.0.0.1:$port" --etcd-servers "$ETCD_URL" --token-auth-file "$TMP/tokens.csv" \
+	[ "${s%_B}" = FAIR ] && extra=(${FAIR_ARGS:-})
+	"${BIN[$s]}" --listen "127.0.0.1:$port" --etcd-servers "$ETCD_URL" --token-auth-file "$TMP/tokens.csv" \
 		--partition-id tp-1 "${extra[@]}" >"$TMP/apiserver-$s.log" 2>&1 &
 	PIDS+=("$!")
 	URL[$s]="http://127.0.0.1:$port"
 done
 TOKEN=$ADMIN CA=""
-for s in FAIR FIFO; do wait_up "${URL[$s]}" "$s" "${PIDS[-1]}" "$TMP/apiserver-$s.log"; done
+for s in "${SERVERS[@]}"; do wait_up "${URL[$s]}" "$s" "${PIDS[-1]}" "$TMP/apiserver-$s.log"; done
 api() { bench_api "${URL[FAIR]}" "$@" || die "$1 $2 failed"; }
 for t in heavy light; do
 	api POST /api/v1/tenants "{\"apiVersion\":\"v1\",\"kind\":\"Tenant\",\"metadata\":{\"name\":\"$t\"}}" 201,409
@@ -74,8 +85,8 @@ done
 phase() { # phase SERVER CLIENTS: prints "p50 p99 heavy_per_s code429"
 	local out=$TMP/phase.out
 	timeout -k 10 $((SECS + 60)) "$LOAD" fairness --server "${URL[$1]}" --token "$HEAVY" \
-		--path "$HEAVY_PATH" --clients "$2" --probe-token "$LIGHT" \
-		--probe-path /api/v1/namespaces/default/pods/p-0 --duration "$SECS" --timeout 120 >"$out" 2>&1 ||
+		--path "$HEAVY_PATH" --clients "$2" --heavy-nice "${HEAVY_NICE:-0}" --probe-token "$LIGHT" \
+		--probe-path "${PROBE_PATH:-/api/v1/namespaces/default/pods/p-0}" --duration "$SECS" --timeout 120 >"$out" 2>&1 ||
 		{ tail -5 "$out" >&2; die "fairness run failed"; }
 	local p50 p99 hps c429
 	p50=$(bench_result_field "$out" probe_p50_ms) p99=$(bench_result_field "$out" probe_p99_ms)
@@ -84,11 +95,11 @@ phase() { # phase SERVER CLIENTS: prints "p50 p99 heavy_per_s code429"
 	echo "$p50 $p99 $hps ${c429:-0} $(bench_result_field "$out" heavy_bytes)"
 }
 
-echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) rounds=$ROUNDS secs=$SECS clients=$CLIENTS pods=$PODS heavy=$HEAVY_PATH fair_args=\"${FAIR_ARGS:-}\" $(nproc) cores; load: $(uptime | sed 's/.*load average: //')"
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) rounds=$ROUNDS secs=$SECS clients=$CLIENTS pods=$PODS heavy=$HEAVY_PATH fair_args=\"${FAIR_ARGS:-}\" heavy_nice=${HEAVY_NICE:-0} $(nproc) cores; load: $(uptime | sed 's/.*load average: //')"
 echo "# per round: server round phase light_p50_ms light_p99_ms heavy_lists_per_s heavy_429s bytes_per_list"
 declare -A RES
 for r in $(seq "$ROUNDS"); do
-	for s in FAIR FIFO; do
+	for s in "${SERVERS[@]}"; do
 		for ph in idle loaded; do
 			n=0
 			[ "$ph" = loaded ] && n=$CLIENTS
@@ -99,7 +110,7 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 echo "# medians: server idle_p50 idle_p99 loaded_p50 loaded_p99 p99_ratio heavy_lists_per_s"
-for s in FAIR FIFO; do
+for s in "${SERVERS[@]}"; do
 	col() { printf '%s' "${RES[$s-$1]}" | awk -v c="$2" 'NF {print $c}' | median; }
 	ip50=$(col idle 1) ip99=$(col idle 2) lp50=$(col loaded 1) lp99=$(col loaded 2) hps=$(col loaded 3)
 	awk -v s="$s" -v a="$ip50" -v b="$ip99" -v c="$lp50" -v d="$lp99" -v h="$hps" \

@@ -176,6 +176,7 @@ struct opts {
 	const char *method, *data, *content_type, *expect, *update, *name;
 	const char *probe_token, *probe_path;
 	long long clients, duration, value_bytes, pod_bytes, count, repeat;
+	long long heavy_nice;
 	long long watchers, updates, watch_threads, rate, timeout, pid;
 	long long establish_timeout, drain_timeout;
 };
@@ -210,6 +211,9 @@ static const struct opt_def opt_table[] = {
 	OS("--probe-token", probe_token, "bearer token of the probing client (fairness)"),
 	OS("--probe-path", probe_path, "path the probing client GETs, one at a time (fairness)"),
 	OI("--clients", clients, 0, MAX_CLIENTS, "concurrent clients (default 8; fairness: 0 for none)"),
+	OI("--heavy-nice", heavy_nice, 0, 19,
+	   "fairness: the heavy clients' threads run at this nice value, the probe at 0 (a stand-in for "
+	   "clients on other machines; default 0)"),
 	OI("--duration", duration, 1, 86400, "seconds (default 10; with --count: upper bound, default 1800)"),
 	OI("--value-bytes", value_bytes, 1, MAX_VALUE_BYTES, "etcd value size (default 1500)"),
 	OI("--pod-bytes", pod_bytes, 200, MAX_VALUE_BYTES, "approximate pod JSON size (default 1500)"),
@@ -1445,6 +1449,8 @@ static void *fair_heavy(void *arg)
 	struct fair_ctx *f = arg;
 	struct http c;
 	uint64_t codes[NCODES] = { 0 };
+	if (f->o->heavy_nice > 0 && setpriority(PRIO_PROCESS, (id_t)gettid(), (int)f->o->heavy_nice) != 0)
+		perror("setpriority");
 	http_init(&c, f->o, NULL);
 	c.discard = true; /* the load's client costs the machine as little as it can */
 	while (mono_now() < f->deadline) {

@@ -167,6 +167,8 @@ int wcache_list_page(struct wcache *c, const struct wfilter *f, const char *afte
 struct cobj *wcache_get(struct wcache *c, const char *key);
 /* Number of objects (all tenants). */
 size_t wcache_size(struct wcache *c);
+/* The objects of tenant ("" for cluster-scoped ones) in the store. */
+size_t wcache_tenant_size(struct wcache *c, const char *tenant);
 
 /* Write hints. An API server about to write key with value (the compact JSON it encoded from
  * tree) says so first; when the watch brings back exactly those bytes, the cache builds the

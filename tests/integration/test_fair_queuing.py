@@ -13,7 +13,8 @@ seat); the waiting GETs get 429 "timed out in its queue" after 2 s; with etcd ba
 ends 201 and fa is served again (fb's GET is a list at resourceVersion 0, from the cache: etcd is paused).
 Watches: fa holds 3, the fourth gets 429, one closed makes room;
 the admin's watches are not counted. The rejections show in /metrics per tenant and reason.
-With --fair-queuing=false (a second server on the same etcd) nothing queues.
+With --fair-queuing=false (a second server on the same etcd) nothing queues. A LIST is weighed
+by its own tenant's objects: fa's LIST of 1,000 configmaps takes 3 seats, fb's of its own one.
 
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_fair_queuing.py"""
 
@@ -177,6 +178,61 @@ def test_fair_queuing_off():
     h.eq([w.status for w in ws], [200] * 5, "no watch limit without fair queuing")
     for w in ws:
         w.close()
+
+
+def test_small_tenants_list_is_narrow():
+    """A LIST is weighed by its tenant's objects of the kind, not every tenant's: with fa's
+    1,000 configmaps, fa's consistent LIST of them takes 3 seats (1 + 1,000/500) and, etcd paused,
+    holds them; fb's LIST of its own configmaps takes 1 and is served from the fourth seat at once
+    (weighed by the kind's 1,000-odd objects it would want 3 and wait until it timed out)."""
+    api = h.ApiServer(S["etcd"], extra_args=["--tenant-seats", "4", "--seats-per-tenant", "3",
+                                             "--queue-wait-seconds", "2"]).start()
+    h.at_cleanup(api.stop)
+    fa, fb = api.user_client("fa", "alice"), api.user_client("fb", "bob")
+    errs = []
+
+    def make(lo, hi):
+        for i in range(lo, hi):
+            r = fa.post("/api/v1/namespaces/default/configmaps",
+                        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n%04d" % i}})
+            if r.status not in (201, 409):
+                errs.append(r.status)
+    threads = [threading.Thread(target=make, args=(k * 125, (k + 1) * 125)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    h.eq(errs, [], "fa's 1,000 configmaps created")
+    h.wait_until(lambda: len(fa.get("/api/v1/namespaces/default/configmaps?resourceVersion=0").json["items"]) >= 1000,
+                 20, "fa's configmaps in the cache")
+    pid = S["etcd"].members[0]["proc"].pid
+    held = {}
+
+    def hold():
+        held["r"] = fa.get("/api/v1/namespaces/default/configmaps")  # consistent: waits for etcd
+    os.kill(pid, signal.SIGSTOP)
+    S["paused"] = True
+    t = threading.Thread(target=hold)
+    try:
+        t.start()
+        h.wait_until(lambda: metric(api_metrics(api), 'ursa_fairq_tenant_seats_in_use{level="workload",tenant="fa"}') == 3,
+                     10, "fa's LIST holds 3 seats")
+        t0 = time.monotonic()
+        r = fb.get("/api/v1/namespaces/default/configmaps?resourceVersion=0")
+        took = time.monotonic() - t0
+        h.expect_status(r, 200, "fb's LIST while fa's holds 3 of 4 seats")
+        h.check(took < 1.0, "fb's LIST took %.3fs" % took)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        S["paused"] = False
+    t.join(60)
+    h.eq(held["r"].status, 200, "fa's LIST once etcd is back")
+
+
+def api_metrics(api):
+    r = api.admin().get("/metrics")
+    h.expect_status(r, 200, "metrics")
+    return r.body.decode()
 
 
 def test_bad_flags():

@@ -5,8 +5,8 @@
  *             never queued, bounded by the workers as before;
  *   workload  everyone else, one flow per tenant: tenant_seats seats, at most seats_per_tenant
  *             of them for one tenant, the rest of a tenant's requests wait in a queue of its hand.
- * A LIST takes more seats the larger the kind's cache (1 + objects/500, up to the tenant's
- * cap): a tenant's heavy lists use up its own share first. A request that waits is parked
+ * A LIST takes more seats the more objects it reads (1 + the tenant's objects of the kind / 500,
+ * up to the tenant's cap): a tenant's heavy lists use up its own share first. A request that waits is parked
  * without its worker (http_deferred_rerun brings it back when its seats are given); one whose
  * queue is full, or that waited queue_wait_s, gets 429 TooManyRequests with Retry-After. Watches
  * hold a seat while they start and then count against the tenant's watch limit. */
@@ -137,11 +137,17 @@ static bool exempt(const struct identity *id)
 	return identity_is_system_admin(id) || identity_in_group(id, "system:nodes");
 }
 
+/* A LIST's seats by what it reads: the tenant's objects of the kind (another tenant's thousands
+ * do not make a small tenant's list wide), every object for a list across tenants. */
 static unsigned width_of(const struct req *q)
 {
 	if (strcmp(q->verb, "list") != 0 || !q->res || !q->res->cache)
 		return 1;
-	return 1 + (unsigned)(wcache_size(q->res->cache) / LIST_OBJECTS_PER_SEAT);
+	/* the tenant scope_request will give it (admission comes first) */
+	const char *t = q->path.tenant ? q->path.tenant : q->id.tenant;
+	bool one = q->res->r->scope != SCOPE_CLUSTER && t && *t && strcmp(t, TENANT_ALL) != 0;
+	size_t n = one ? wcache_tenant_size(q->res->cache, t) : wcache_size(q->res->cache);
+	return 1 + (unsigned)(n / LIST_OBJECTS_PER_SEAT);
 }
 
 int fairshare_admit(struct req *q)

@@ -124,11 +124,22 @@ static const char *node_of(const struct wcache *c, const struct cobj *o)
 	return o->fields[c->node_field];
 }
 
+/* The count of tenant's objects in the store moves by d (an entry goes at 0). */
+static void tenant_count(struct wcache *c, const char *tenant, int d)
+{
+	bool created;
+	struct strmap_ent *e = strmap_put(&c->by_tenant, tenant, &created);
+	if ((e->num += d) <= 0)
+		strmap_del(&c->by_tenant, tenant, NULL);
+}
+
 /* Takes o's reference; returns the replaced object's reference (or NULL). */
 static struct cobj *store_put(struct wcache *c, struct cobj *o)
 {
 	struct cobj *old = omap_put(c->store, o->key, o);
 	trees_drop(c, old);
+	if (!old)
+		tenant_count(c, o->tenant, 1);
 	if (c->node_field >= 0) {
 		if (old && strcmp(node_of(c, old), node_of(c, o)) != 0)
 			nidx_del(&c->nidx, node_of(c, old), old->key);
@@ -142,6 +153,8 @@ static struct cobj *store_del(struct wcache *c, const char *key)
 {
 	struct cobj *old = omap_del(c->store, key);
 	trees_drop(c, old);
+	if (old)
+		tenant_count(c, old->tenant, -1);
 	if (old && c->node_field >= 0)
 		nidx_del(&c->nidx, node_of(c, old), key);
 	return old;
@@ -294,6 +307,7 @@ struct wcache *wcache_new_detached(const struct api_resource *r, const struct wc
 	atomic_init(&c->refs, 1);
 	c->now_ms = mono_ms;
 	strmap_init(&c->by_node);
+	strmap_init(&c->by_tenant);
 	hints_init(c);
 	c->marker_key = xasprintf("%s" WCACHE_MARKER, c->key_prefix);
 	pthread_mutex_init(&c->prog_mu, NULL);
@@ -336,6 +350,7 @@ void wcache_free(struct wcache *c)
 	struct omap *store = c->store;
 	struct ring ring = c->ring;
 	nidx_release(&c->nidx);
+	strmap_release(&c->by_tenant, NULL);
 	trees_drop_all(c);
 	hist_drop(c);
 	c->store = NULL;
@@ -456,9 +471,13 @@ void wcache_install(struct wcache *c, struct cobj **objs, size_t n, int64_t rev)
 	c->store = store;
 	nidx_release(&c->nidx);
 	nidx_init(&c->nidx);
-	if (c->node_field >= 0)
-		for (struct omap_node *x = omap_first(store); x; x = omap_next(x))
+	strmap_release(&c->by_tenant, NULL);
+	strmap_init(&c->by_tenant);
+	for (struct omap_node *x = omap_first(store); x; x = omap_next(x)) {
+		if (c->node_field >= 0)
 			nidx_put(&c->nidx, node_of(c, x->val), x->val);
+		tenant_count(c, ((struct cobj *)x->val)->tenant, 1);
+	}
 	c->list_rev = c->hist_start = rev;
 	hints_clear(c); /* the events of the writes they were for are part of the list, or lost */
 	atomic_store(&c->ready, true);
@@ -639,6 +658,15 @@ struct cobj *wcache_get(struct wcache *c, const char *key)
 	struct cobj *o = cobj_ref(omap_get(c->store, key));
 	pthread_rwlock_unlock(&c->lock);
 	return o;
+}
+
+size_t wcache_tenant_size(struct wcache *c, const char *tenant)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	struct strmap_ent *e = strmap_get(&c->by_tenant, tenant);
+	size_t n = e ? (size_t)e->num : 0;
+	pthread_rwlock_unlock(&c->lock);
+	return n;
 }
 
 size_t wcache_size(struct wcache *c)

@@ -71,6 +71,7 @@ struct wcache {
 	 * every kubelet's watch of the partition. Lists linked by dprev/dnext. */
 	struct watcher *unindexed;
 	struct strmap by_node;    /* node -> struct wlist (never empty) */
+	struct strmap by_tenant;  /* tenant -> its objects in the store (num), under lock */
 	struct watcher **pending; /* got events in the current batch: notified at its end */
 	size_t npending, pending_cap;
 	bool dead;          /* wcache_free ran; only watcher_close may still use the struct */

@@ -1241,18 +1241,26 @@ static void test_nudge(void **state)
 	wcache_free(c);
 }
 
-/* A tenant's last change: its newest event in the ring (a delete too), else the ring's start. */
+/* A tenant's last change: its newest event in the ring (a delete too), else the ring's start;
+ * and its objects' count. */
 static void test_tenant_last_change(void **state)
 {
 	(void)state;
 	struct wcache *c = seeded(NULL, 100);
 	assert_int_equal(wcache_tenant_last_change(c, "t1"), 100); /* nothing since the list */
+	/* and a tenant's objects counted (what a tenant's LIST is weighed by, fairshare.c) */
+	assert_int_equal(wcache_tenant_size(c, "t1"), 4);
+	assert_int_equal(wcache_tenant_size(c, "t10"), 1);
+	assert_int_equal(wcache_tenant_size(c, "t"), 0);
 	apply1(c, pod_key("t1", "a", "q1"), pod_json("t1", "a", "q1", "y", "n1", "Running", 100), 104);
 	apply1(c, pod_key("t2", "a", "p1"), pod_json("t2", "a", "p1", "y", "n1", "Running", 100), 105);
 	assert_int_equal(wcache_tenant_last_change(c, "t1"), 104);
 	assert_int_equal(wcache_tenant_last_change(c, "t2"), 105);
 	assert_int_equal(wcache_tenant_last_change(c, "t10"), 100);
+	assert_int_equal(wcache_tenant_size(c, "t1"), 5);
+	assert_int_equal(wcache_tenant_size(c, "t2"), 1); /* p1 changed, not added */
 	apply1(c, pod_key("t1", "a", "q1"), NULL, 107);
+	assert_int_equal(wcache_tenant_size(c, "t1"), 4);
 	apply1(c, pod_key("t2", "a", "p1"), pod_json("t2", "a", "p1", "w", "n1", "Running", 100), 108);
 	assert_int_equal(wcache_tenant_last_change(c, "t1"), 107); /* the delete */
 	assert_int_equal(wcache_tenant_last_change(c, "t"), 100);  /* names are whole */
