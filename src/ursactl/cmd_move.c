@@ -572,8 +572,9 @@ static int record_load(struct move *m, struct region *r, const char *tenant)
 		m->fence_rev = json_integer_value(json_object_get(v, "fromRevision"));
 		m->to_rev = json_integer_value(json_object_get(v, "toRevision"));
 		json_t *fn = json_object_get(v, "fromNumber"), *tn = json_object_get(v, "toNumber");
-		m->from_number = json_is_integer(fn) ? (int)json_integer_value(fn) : 0;
-		m->to_number = json_is_integer(tn) ? (int)json_integer_value(tn) : 0;
+		/* -1 (not known yet when the record was written) or absent: bare revisions */
+		m->from_number = json_integer_value(fn) > 0 ? (int)json_integer_value(fn) : 0;
+		m->to_number = json_integer_value(tn) > 0 ? (int)json_integer_value(tn) : 0;
 	}
 	json_decref(v);
 	etcd_kv_release(&kv);

@@ -373,6 +373,20 @@ static bool drain(struct moves *m, const char *tenant)
 	return done;
 }
 
+/* Calls fn(sv, builtin, ud) for each kind the server serves and each custom resource tenant sees,
+ * until fn returns nonzero (returned). */
+static int each_kind(struct apiserver *s, const char *tenant, int (*fn)(struct served *sv, bool builtin, void *ud),
+		     void *ud)
+{
+	struct crd_view view = { 0 };
+	crd_view_get(s, tenant, &view);
+	int rc = 0;
+	for (size_t i = 0; i < s->nres + view.n && !rc; i++)
+		rc = i < s->nres ? fn(&s->res[i], true, ud) : fn(view.sv[i - s->nres], false, ud);
+	crd_view_release(&view);
+	return rc;
+}
+
 /* resourceVersions of a tenant that moved here -------------------------------------------------- */
 
 enum rv_where req_resolve_rv(struct req *q, int64_t shown, int64_t *ret_rev)
@@ -396,6 +410,26 @@ enum rv_where req_resolve_rv(struct req *q, int64_t shown, int64_t *ret_rev)
 	return w;
 }
 
+struct last_change {
+	const char *tenant;
+	int64_t through, last;
+};
+
+/* each_kind: a kind a move carries (not the tenant object, not events), its cache at through */
+static int kind_last_change(struct served *sv, bool builtin, void *ud)
+{
+	struct last_change *lc = ud;
+	if (sv->r->scope == SCOPE_CLUSTER || (builtin && !backup_covers(sv->r)))
+		return 0;
+	if (!sv->cache || !wcache_ready(sv->cache))
+		return E_UNAVAILABLE;
+	int rc = wcache_wait_current(sv->cache, lc->through, CACHE_WAIT_MS);
+	int64_t l = rc ? 0 : wcache_tenant_last_change(sv->cache, lc->tenant);
+	if (l > lc->last)
+		lc->last = l;
+	return rc;
+}
+
 void handle_tenant_last_change(struct req *q, const char *tenant)
 {
 	struct apiserver *s = q->s;
@@ -405,25 +439,9 @@ void handle_tenant_last_change(struct req *q, const char *tenant)
 		reply_status(q, E_BAD_REQUEST, "through must be a positive etcd revision");
 		return;
 	}
-	struct crd_view view = { 0 };
-	crd_view_get(s, tenant, &view);
-	int64_t last = 0;
-	int rc = 0;
-	for (size_t i = 0; i < s->nres + view.n && !rc; i++) {
-		struct served *sv = i < s->nres ? &s->res[i] : view.sv[i - s->nres];
-		if (sv->r->scope == SCOPE_CLUSTER || (i < s->nres && !backup_covers(sv->r)))
-			continue; /* what a move does not carry; the tenant object's changes are the move's */
-		if (!sv->cache || !wcache_ready(sv->cache)) {
-			rc = E_UNAVAILABLE;
-			break;
-		}
-		if ((rc = wcache_wait_current(sv->cache, through, CACHE_WAIT_MS)) != 0)
-			break;
-		int64_t l = wcache_tenant_last_change(sv->cache, tenant);
-		if (l > last)
-			last = l;
-	}
-	crd_view_release(&view);
+	struct last_change lc = { tenant, through, 0 };
+	int rc = each_kind(s, tenant, kind_last_change, &lc);
+	int64_t last = lc.last;
 	if (rc) {
 		reply_status(q, E_UNAVAILABLE, "this server's caches did not reach revision %lld (%s); retry", through,
 			     err_reason(rc));
@@ -438,6 +456,13 @@ void handle_tenant_last_change(struct req *q, const char *tenant)
 }
 
 /* The steps -------------------------------------------------------------------------------- */
+
+/* One step's call: the tenant, the move's id, the tenant object's key, the step's name, and the
+ * revisions an activate or finish may bring (0: none). */
+struct step_call {
+	const char *tenant, *id, *tkey, *step;
+	int64_t moved_from, moved_to;
+};
 
 static const char *move_id_of(const json_t *tobj)
 {
@@ -475,14 +500,13 @@ static void set_move(json_t *tobj, const char *phase, const char *id)
 		json_object_set_new(json_obj_child(tobj, "status"), "phase", json_string(phase));
 }
 
+/* The move's revisions on the target's tenant object (req_resolve_rv); to 0: from alone. */
 static void set_moved_revisions(json_t *tobj, int64_t from, int64_t to)
 {
 	json_t *ann = json_obj_child(json_obj_child(tobj, "metadata"), "annotations");
-	char v[32];
-	snprintf(v, sizeof(v), "%lld", (long long)from);
-	json_object_set_new(ann, MOVED_FROM_ANNOTATION, json_string(v));
-	snprintf(v, sizeof(v), "%lld", (long long)to);
-	json_object_set_new(ann, MOVED_TO_ANNOTATION, json_string(v));
+	json_object_set_new(ann, MOVED_FROM_ANNOTATION, json_sprintf("%lld", (long long)from));
+	if (to > 0)
+		json_object_set_new(ann, MOVED_TO_ANNOTATION, json_sprintf("%lld", (long long)to));
 }
 
 static void reply_step(struct req *q, const char *tenant, const char *id, const char *step, const char *what,
@@ -522,8 +546,9 @@ static int read_step(struct req *q, const char *tenant, const char *tkey, bool a
 
 #define CAS_TRIES 5
 
-static void step_fence(struct req *q, const char *tenant, const char *id, const char *tkey)
+static void step_fence(struct req *q, const struct step_call *c)
 {
+	const char *tenant = c->tenant, *id = c->id, *tkey = c->tkey;
 	struct moves *m = q->s->moves;
 	json_t *tobj = NULL;
 	int64_t rev, frev = 0;
@@ -584,9 +609,10 @@ out:
 /* unfence, activate, finish: one change of the tenant object from a state to another. An
  * activation given the move's revisions (from: the source's resourceVersion of the fence; to:
  * this partition's etcd revision holding that state) records them for req_resolve_rv. */
-static void step_change(struct req *q, const char *tenant, const char *id, const char *tkey, const char *step,
-			int64_t moved_from, int64_t moved_to)
+static void step_change(struct req *q, const struct step_call *c)
 {
+	const char *tenant = c->tenant, *id = c->id, *tkey = c->tkey, *step = c->step;
+	int64_t moved_from = c->moved_from, moved_to = c->moved_to;
 	bool unfence = strcmp(step, "unfence") == 0, activate = strcmp(step, "activate") == 0;
 	json_t *tobj = NULL;
 	int64_t rev, nrev = 0;
@@ -612,11 +638,8 @@ static void step_change(struct req *q, const char *tenant, const char *id, const
 		}
 		json_t *nobj = json_deep_copy(tobj);
 		set_move(nobj, activate || unfence ? "Active" : NULL, activate ? id : NULL);
-		if (!activate && !unfence && moved_from > 0)
-			json_object_set_new(json_obj_child(json_obj_child(nobj, "metadata"), "annotations"),
-					    MOVED_FROM_ANNOTATION, json_sprintf("%lld", (long long)moved_from));
-		if (activate && moved_from > 0 && moved_to > 0)
-			set_moved_revisions(nobj, moved_from, rv_show(moved_to));
+		if (moved_from > 0) /* activate: both; finish: a tighter from (handle_tenant_move checks) */
+			set_moved_revisions(nobj, moved_from, moved_to > 0 ? rv_show(moved_to) : 0);
 		rc = tenant_write(q->s, tkey, nobj, rev, &nrev);
 		json_decref(nobj);
 	}
@@ -690,6 +713,17 @@ static bool cr_key_of(const char *key, const char *tenant)
  * etcd's current revision (so every event of the tenant up to now reached its watchers), then
  * every plain watch of the tenant here ended. 0 with *ret_rev the tenant object's revision (0:
  * absent), or the reply is sent and nothing is held. */
+/* each_kind: a kind holding the tenant's objects (or the tenant object), its cache at *rev */
+static int kind_at(struct served *sv, bool builtin, void *ud)
+{
+	(void)builtin;
+	const int64_t *rev = ud;
+	if (!sv->cache || (sv->r->scope == SCOPE_CLUSTER && strcmp(sv->r->plural, "tenants") != 0) ||
+	    !wcache_ready(sv->cache))
+		return 0;
+	return wcache_wait_current(sv->cache, *rev, CACHE_WAIT_MS);
+}
+
 static int release(struct req *q, const char *tenant, const char *id, const char *tkey, int64_t *ret_rev)
 {
 	struct apiserver *s = q->s;
@@ -713,17 +747,10 @@ static int release(struct req *q, const char *tenant, const char *id, const char
 		rc = E_UNAVAILABLE;
 	} else if ((rc = etcd_current_revision(s->etcd, &cur)) != 0) {
 		reply_status(q, rc, "reading etcd's revision failed: %s", err_reason(rc));
+	} else if ((rc = each_kind(s, tenant, kind_at, &cur)) != 0) {
+		reply_status(q, E_UNAVAILABLE, "this server's caches did not reach etcd's revision %lld (%s); retry",
+			     (long long)cur, err_reason(rc));
 	}
-	struct crd_view view = { 0 };
-	crd_view_get(s, tenant, &view);
-	for (size_t i = 0; i < s->nres + view.n && !rc; i++) {
-		struct served *sv = i < s->nres ? &s->res[i] : view.sv[i - s->nres];
-		if (sv->cache && (sv->r->scope != SCOPE_CLUSTER || strcmp(sv->r->plural, "tenants") == 0) &&
-		    wcache_ready(sv->cache) && (rc = wcache_wait_current(sv->cache, cur, CACHE_WAIT_MS)) != 0)
-			reply_status(q, E_UNAVAILABLE, "this server's caches did not reach etcd's revision %lld (%s); retry",
-				     (long long)cur, err_reason(rc));
-	}
-	crd_view_release(&view);
 	if (rc) {
 		fence_release(m, tenant, false);
 		return rc;
@@ -735,17 +762,18 @@ static int release(struct req *q, const char *tenant, const char *id, const char
 /* release: a drop's first part alone, for every server of the source but the one that drops: its
  * watchers of the tenant are done before the drop's deletes reach its caches. Its memory fence
  * stays until its own drop. */
-static void step_release(struct req *q, const char *tenant, const char *id, const char *tkey)
+static void step_release(struct req *q, const struct step_call *c)
 {
 	int64_t rev;
-	if (release(q, tenant, id, tkey, &rev) == 0) {
-		log_info("tenant's watches ended for a move", "tenant=%s move=%s", tenant, id);
-		reply_step(q, tenant, id, "release", "revision", rev);
+	if (release(q, c->tenant, c->id, c->tkey, &rev) == 0) {
+		log_info("tenant's watches ended for a move", "tenant=%s move=%s", c->tenant, c->id);
+		reply_step(q, c->tenant, c->id, "release", "revision", rev);
 	}
 }
 
-static void step_drop(struct req *q, const char *tenant, const char *id, const char *tkey)
+static void step_drop(struct req *q, const struct step_call *c)
 {
+	const char *tenant = c->tenant, *id = c->id, *tkey = c->tkey;
 	struct apiserver *s = q->s;
 	struct moves *m = s->moves;
 	int64_t rev;
@@ -796,38 +824,40 @@ out:
 
 void handle_tenant_move(struct req *q, const char *tenant)
 {
+	static const struct {
+		const char *name;
+		void (*fn)(struct req *q, const struct step_call *c);
+		bool from, both; /* takes fromResourceVersion; with toRevision, both or neither */
+	} steps[] = {
+		{ "fence", step_fence, false, false },	{ "unfence", step_change, false, false },
+		{ "activate", step_change, true, true }, { "finish", step_change, true, false },
+		{ "drop", step_drop, false, false },	{ "release", step_release, false, false },
+	};
 	size_t len;
 	const char *text = http_body(q->http, &len);
 	struct buf err = BUF_INIT;
 	json_t *doc = json_parse_limited(text, len, 4, &err);
 	const char *id = json_str(doc, "move"), *step = json_str(doc, "step");
 	json_t *from = json_object_get(doc, "fromResourceVersion"), *to = json_object_get(doc, "toRevision");
-	static const char *const steps[] = { "fence", "unfence", "activate", "finish", "drop", "release" };
-	size_t i = 0;
-	while (step && i < sizeof(steps) / sizeof(steps[0]) && strcmp(step, steps[i]) != 0)
+	size_t i = 0, n = sizeof(steps) / sizeof(steps[0]);
+	while (step && i < n && strcmp(step, steps[i].name) != 0)
 		i++;
 	if (!q->s->moves) {
 		reply_status(q, E_NOT_FOUND, "the server could not find the requested resource");
-	} else if (!json_is_object(doc) || !id || !valid_dns1123_label(id) || !step || i == sizeof(steps) / sizeof(steps[0])) {
+	} else if (!json_is_object(doc) || !id || !valid_dns1123_label(id) || !step || i == n) {
 		reply_status(q, E_BAD_REQUEST,
 			     "a move step is {\"move\": <the move's id, a DNS label>, \"step\": fence, unfence, activate, finish, release or drop}%s%s",
 			     err.len ? ": " : "", buf_cstr(&err));
-	} else if ((from && (!json_is_integer(from) || json_integer_value(from) <= 0)) ||
-		   (to && (!json_is_integer(to) || json_integer_value(to) <= 0)) ||
-		   (i == 2 ? !from != !to : (to || (from && i != 3)))) {
+	} else if ((from && (!steps[i].from || !json_is_integer(from) || json_integer_value(from) <= 0)) ||
+		   (to && (!steps[i].both || !json_is_integer(to) || json_integer_value(to) <= 0)) ||
+		   (steps[i].both && !from != !to)) {
 		reply_status(q, E_BAD_REQUEST,
 			     "fromResourceVersion (the source's, of the fence) and toRevision (this etcd's) are positive "
 			     "integers: both or neither of an activate step, fromResourceVersion alone of a finish");
 	} else {
 		char *tkey = xasprintf("%s/tenants/%s", q->s->o.etcd_prefix, tenant);
-		if (i == 0)
-			step_fence(q, tenant, id, tkey);
-		else if (i == 4)
-			step_drop(q, tenant, id, tkey);
-		else if (i == 5)
-			step_release(q, tenant, id, tkey);
-		else
-			step_change(q, tenant, id, tkey, step, json_integer_value(from), json_integer_value(to));
+		const struct step_call c = { tenant, id, tkey, step, json_integer_value(from), json_integer_value(to) };
+		steps[i].fn(q, &c);
 		free(tkey);
 	}
 	buf_release(&err);
