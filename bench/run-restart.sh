@@ -378,10 +378,14 @@ def pct(v, q):
 
 
 def bins(reqs, t0, lo, hi):
-    """Per-second stats of requests started in [t0 + s, t0 + s + 1) for lo <= s < hi."""
+    """Per-second stats of requests started in [t0 + s, t0 + s + 1) for lo <= s < hi. A failure
+    started before the kill at t0 but ended after it was in flight when the server died: it counts
+    in the second it ended in, not among the errors before the kill."""
     out = {s: {"ok": [], "err": 0} for s in range(lo, hi)}
     for start, lat, code in reqs:
         s = int(math.floor(start - t0))
+        if code != 201 and start < t0 <= start + lat:
+            s = int(math.floor(start + lat - t0))
         if lo <= s < hi:
             if code == 201:
                 out[s]["ok"].append(lat * 1000)

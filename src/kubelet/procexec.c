@@ -99,9 +99,10 @@ static void child(const struct rt_stream_target *t, const char *prog, char *cons
 	fail_child(status_fd, errno == ENOENT ? 127 : 126);
 }
 
-int procexec_start(const struct rt_stream_target *t, char *const *cmd, bool tty, bool in, bool out, bool err,
-		   struct procexec *ret, char **ret_err)
+int procexec_start(const struct rt_stream_target *t, char *const *cmd, const struct procexec_tty *term, bool in,
+		   bool out, bool err, struct procexec *ret, char **ret_err)
 {
+	bool tty = term && term->on;
 	int code = 126;
 	const char *path = env_get(t->envp, "PATH");
 	char *prog = rt_find_program(cmd[0], path ? path : RT_DEFAULT_PATH, t->working_dir, &code, ret_err);
@@ -118,6 +119,10 @@ int procexec_start(const struct rt_stream_target *t, char *const *cmd, bool tty,
 		const char *name = ptsname(master);
 		if (!name || (slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0)
 			goto sys_fail;
+		if (term->width && term->height) {
+			struct winsize ws = { .ws_row = (unsigned short)term->height, .ws_col = (unsigned short)term->width };
+			ioctl(master, TIOCSWINSZ, &ws);
+		}
 	} else {
 		bool want[3] = { in, out, err };
 		for (int i = 0; i < 3; i++) {

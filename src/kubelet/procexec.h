@@ -15,11 +15,18 @@ struct procexec {
 	int pty;              /* the terminal's master side, or -1 */
 };
 
+/* A terminal for the command (on), of width x height when both are known (else the kernel's
+ * 0x0 until procexec_resize): set before the command starts, so it never sees another size. */
+struct procexec_tty {
+	bool on;
+	unsigned width, height;
+};
+
 /* Starts cmd (NULL-terminated, non-empty; looked up in the container's PATH). 0 with *ret filled;
  * otherwise the exit code Kubernetes reports for a command that cannot run (127: not found,
  * 126: not executable, or another failure) with *ret_err (new string) saying why. */
-int procexec_start(const struct rt_stream_target *t, char *const *cmd, bool tty, bool in, bool out, bool err,
-		   struct procexec *ret, char **ret_err);
+int procexec_start(const struct rt_stream_target *t, char *const *cmd, const struct procexec_tty *tty, bool in,
+		   bool out, bool err, struct procexec *ret, char **ret_err);
 
 /* Waits (without blocking) for the process: true with its exit code (128 + signal when killed). */
 bool procexec_reap(struct procexec *p, int *ret_code);

@@ -38,6 +38,7 @@
 #define TICK_MS 250
 #define CLOSE_WAIT_MS 2000   /* after our close frame, how long the peer has to answer */
 #define DRAIN_MS 1000        /* after the command ended, how long its output may still come */
+#define SIZE_WAIT_MS 300     /* with a terminal, how long the command waits for the client's size */
 
 void rt_stream_target_release(struct rt_stream_target *t)
 {
@@ -175,6 +176,9 @@ struct pexec {
 	struct procexec px;
 	struct buf in;         /* stdin bytes waiting for the command */
 	bool in_eof;           /* the client closed stdin (v5) */
+	bool started;
+	bool sized;            /* a size came before the start: w, h */
+	unsigned w, h;
 };
 
 static void on_exec_msg(void *ud, const uint8_t *data, size_t len, bool text)
@@ -189,8 +193,12 @@ static void on_exec_msg(void *ud, const uint8_t *data, size_t len, bool text)
 		break;
 	case RC_RESIZE: {
 		unsigned w, h;
-		if (rc_parse_resize(data + 1, len - 1, &w, &h) == 0)
+		if (rc_parse_resize(data + 1, len - 1, &w, &h) < 0)
+			break;
+		if (e->started)
 			procexec_resize(&e->px, w, h);
+		else
+			e->sized = true, e->w = w, e->h = h;
 		break;
 	}
 	case RC_CLOSE:
@@ -234,14 +242,42 @@ static void pump_out(struct stream *s, int *fd, int ch)
 	wsconn_send(s->wc, ch, chunk, (size_t)n);
 }
 
+/* A terminal's client sends its size right after the upgrade (kubectl does): the command starts
+ * once it came (or SIZE_WAIT_MS passed), so that it never sees a 0x0 terminal at first. False
+ * when the connection ended meanwhile. */
+static bool wait_for_size(struct pexec *e)
+{
+	struct stream *s = e->s;
+	for (int64_t until = mono_ms() + SIZE_WAIT_MS; !e->sized && mono_ms() < until;) {
+		if (stream_stopping(s))
+			return false;
+		short ev = wsconn_events(s->wc, true);
+		if (!ev)
+			return false;
+		struct pollfd p = { .fd = s->fd, .events = ev };
+		int r = poll(&p, 1, wsconn_pending_input(s->wc) ? 0 : 20);
+		if (r < 0 && errno != EINTR)
+			return false;
+		if (wsconn_io(s->wc, r > 0 ? p.revents : 0) < 0)
+			return false;
+	}
+	return true;
+}
+
 static void run_proc_exec(struct stream *s)
 {
 	struct pexec e = { .s = s };
 	char *err = NULL;
-	int code = procexec_start(&s->t, s->q.cmd, s->q.tty, s->q.in, s->q.out || s->q.tty, s->q.err && !s->q.tty,
-				  &e.px, &err);
 	s->msg_fn = on_exec_msg;
 	s->msg_ud = &e;
+	if (s->q.tty && !wait_for_size(&e)) {
+		buf_release(&e.in);
+		return;
+	}
+	struct procexec_tty tty = { s->q.tty, e.sized ? e.w : 0, e.sized ? e.h : 0 };
+	int code = procexec_start(&s->t, s->q.cmd, &tty, s->q.in, s->q.out || s->q.tty, s->q.err && !s->q.tty,
+				  &e.px, &err);
+	e.started = code == 0;
 	if (code != 0) {
 		exec_failed(s, code, err);
 		free(err);

@@ -188,6 +188,7 @@ def test_exec_large_output_backpressure():
 def test_exec_tty_and_resize():
     ws = ws_open(S["kl"].port, exec_path(["sh", "-c", "stty size; tty >/dev/null && echo is-a-tty"], stdin=1,
                                          stdout=1, tty=1), ["v5.channel.k8s.io"])
+    time.sleep(0.1)  # the size comes late: the command waits for it rather than see a 0x0 terminal
     out, _, status = run_stream(ws, resize=(91, 33), close_stdin=False)
     h.check(b"33 91" in out and b"is-a-tty" in out, "terminal with the size sent: %r" % out)
     h.eq(status["status"], "Success", "status")

@@ -1,4 +1,5 @@
 /* HTTP server on libmicrohttpd's internal epoll thread pool. */
+#define _GNU_SOURCE /* accept4 */
 #include "ursa/http.h"
 #include "ursa/log.h"
 #include "ursa/timeutil.h"
@@ -7,6 +8,8 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -135,6 +138,11 @@ struct http_server {
 	bool external;    /* driven by the caller's loop (http_server_run) */
 	bool quiesced;
 	MHD_socket lsock; /* the listening socket once quiesced (ours to close) */
+	/* Internal mode: our own listening socket and accept thread (see accept_main). */
+	int listen_fd;
+	int accept_wake;  /* eventfd: the accept thread ends */
+	pthread_t acceptor;
+	bool accepting;
 	void (*wake)(void *ud);
 	void *wake_ud;
 	atomic_int busy;  /* requests queued for or running on a worker, or deferred (their connection sleeps) */
@@ -142,6 +150,7 @@ struct http_server {
 };
 
 static struct http_request *request_of(struct http_reply *rp);
+static void close_listener(struct http_server *s);
 
 /* Every resume goes through here: in external mode the driving loop must hear of it. */
 static void resume(struct http_server *srv, struct MHD_Connection *conn)
@@ -934,6 +943,56 @@ static int parse_listen(const char *listen, struct sockaddr_in *ret)
 	return inet_pton(AF_INET, host, &ret->sin_addr) == 1 ? 0 : -1;
 }
 
+/* A listening socket (non-blocking) on addr, or -1 with errno set. */
+static int listen_on(const struct sockaddr_in *addr, bool reuse_port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	int on = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	if (reuse_port && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) < 0)
+		goto fail;
+	if (bind(fd, (const struct sockaddr *)addr, sizeof(*addr)) < 0 || listen(fd, 1024) < 0)
+		goto fail;
+	return fd;
+fail:;
+	int e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+/* Internal mode accepts here and hands each connection to libmicrohttpd (MHD_add_connection
+ * wakes a poll thread): libmicrohttpd 0.9.75's quiesce of an epoll daemon with its own threads
+ * races those threads over the listening socket and aborts the process now and then ("Failed
+ * to remove listen FD from epoll set"). Stopping to accept is then ours: http_server_quiesce
+ * wakes this thread through accept_wake and it ends. */
+static void *accept_main(void *arg)
+{
+	struct http_server *s = arg;
+	struct pollfd p[2] = { { .fd = s->listen_fd, .events = POLLIN }, { .fd = s->accept_wake, .events = POLLIN } };
+	for (;;) {
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		for (int i = 0; i < 256; i++) {
+			struct sockaddr_storage sa;
+			socklen_t len = sizeof(sa);
+			int fd = accept4(s->listen_fd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+			if (fd < 0) {
+				if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+					poll(p + 1, 1, 10); /* out of descriptors: others may close soon */
+				break;
+			}
+			/* On failure (the connection limit) libmicrohttpd closes it. */
+			MHD_add_connection(s->mhd, fd, (const struct sockaddr *)&sa, len);
+		}
+	}
+	return NULL;
+}
+
 struct http_server *http_server_start(const struct http_server_options *o, http_handler h, void *ud, char **ret_err)
 {
 	struct sockaddr_in addr;
@@ -959,15 +1018,28 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 	s->wake = o->wake;
 	s->wake_ud = o->wake_ud;
 	s->lsock = MHD_INVALID_SOCKET;
+	s->listen_fd = -1;
+	s->accept_wake = -1;
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
-	if (!s->external)
-		flags |= MHD_USE_INTERNAL_POLLING_THREAD;
+	if (!s->external) {
+		flags |= MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_NO_LISTEN_SOCKET;
+		s->listen_fd = listen_on(&addr, o->reuse_port);
+		if (s->listen_fd < 0) {
+			*ret_err = xasprintf("cannot listen on %s: %s", o->listen, strerror(errno));
+			stop_workers(s);
+			free(s);
+			return NULL;
+		}
+		s->accept_wake = eventfd(0, EFD_CLOEXEC);
+	}
 	char *cert = NULL, *key = NULL;
 	if (o->tls_cert && o->tls_key) {
 		cert = read_file(o->tls_cert);
 		key = read_file(o->tls_key);
 		if (!cert || !key) {
 			*ret_err = xasprintf("cannot read TLS certificate or key (%s, %s)", o->tls_cert, o->tls_key);
+			stop_workers(s);
+			close_listener(s);
 			free(cert), free(key), free(s);
 			return NULL;
 		}
@@ -988,7 +1060,7 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 		{ MHD_OPTION_END, 0, NULL },
 	};
 	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
-				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+				  MHD_OPTION_SOCK_ADDR, s->external ? (struct sockaddr *)&addr : NULL,
 				  MHD_OPTION_ARRAY, s->external ? pool_opts + 1 : pool_opts,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)60000,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(o->conn_timeout_s ? o->conn_timeout_s : 120),
@@ -997,15 +1069,20 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 				  MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
 				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
 				  MHD_OPTION_ARRAY, cert ? tls_opts : tls_opts + 2,
-				  MHD_OPTION_ARRAY, o->reuse_port ? reuse_opts : reuse_opts + 1,
+				  MHD_OPTION_ARRAY, o->reuse_port && s->external ? reuse_opts : reuse_opts + 1,
 				  MHD_OPTION_END);
 	s->cert = cert;
 	s->key = key;
 	if (!s->mhd) {
 		*ret_err = xasprintf("cannot listen on %s", o->listen);
 		stop_workers(s);
+		close_listener(s);
 		free(cert), free(key), free(s);
 		return NULL;
+	}
+	if (!s->external) {
+		pthread_create(&s->acceptor, NULL, accept_main, s);
+		s->accepting = true;
 	}
 	return s;
 }
@@ -1029,12 +1106,32 @@ long http_server_timeout_ms(struct http_server *s)
 	return t > 60000 ? 60000 : (long)t;
 }
 
+/* Ends the accept thread (if it runs) and closes our listening socket. */
+static void close_listener(struct http_server *s)
+{
+	if (s->accepting) {
+		uint64_t one = 1;
+		if (write(s->accept_wake, &one, sizeof(one)) != sizeof(one))
+			log_warn("http: cannot wake the accept thread", "error=\"%s\"", strerror(errno));
+		pthread_join(s->acceptor, NULL);
+		s->accepting = false;
+	}
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	if (s->accept_wake >= 0)
+		close(s->accept_wake);
+	s->listen_fd = s->accept_wake = -1;
+}
+
 void http_server_quiesce(struct http_server *s)
 {
 	if (s->quiesced)
 		return;
 	s->quiesced = true;
-	s->lsock = MHD_quiesce_daemon(s->mhd);
+	if (s->external)
+		s->lsock = MHD_quiesce_daemon(s->mhd); /* on the driving thread: no race */
+	else
+		close_listener(s);
 }
 
 /* Waits about 10 ms; in external mode the server is driven meanwhile (nobody else does). */

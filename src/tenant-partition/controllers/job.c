@@ -184,7 +184,7 @@ static long long create_pods(struct job_ctx *c, long long n)
 		idx = xcalloc((size_t)(n > 0 ? n : 1), sizeof(*idx));
 		n = job_pick_indexes(c->state, c->completions, n, idx);
 	}
-	tpc_expect_creations(tpc_exp(c->m, CTL_JOB), c->key, n, mono_ms());
+	tpc_expect_creations(tpc_exp(c->m, CTL_JOB), c->key, c->uid, n, mono_ms());
 	for (long long i = 0; i < n && !c->err; i++) {
 		json_t *pod = pod_from_template(c->job, idx ? idx[i] : -1), *resp = NULL;
 		int rc = tpc_send(c->m, "POST", path.ptr, pod, &resp);
@@ -202,7 +202,7 @@ static long long create_pods(struct job_ctx *c, long long n)
 		json_decref(resp);
 		json_decref(pod);
 	}
-	tpc_expect_created(tpc_exp(c->m, CTL_JOB), c->key, n - made); /* never made */
+	tpc_expect_created(tpc_exp(c->m, CTL_JOB), c->key, c->uid, n - made); /* never made */
 	free(idx);
 	buf_release(&path);
 	return made;
@@ -217,12 +217,12 @@ static long long delete_pods(struct job_ctx *c, long long n)
 		const char *pname = json_path_str(pod, "metadata.name");
 		struct buf path = BUF_INIT;
 		char *pk = object_key(pod);
-		tpc_expect_deletion(tpc_exp(c->m, CTL_JOB), c->key, pk, mono_ms());
+		tpc_expect_deletion(tpc_exp(c->m, CTL_JOB), c->key, c->uid, pk, mono_ms());
 		tpc_path(&path, "pods", c->tenant, c->ns, pname);
 		int rc = tpc_send(c->m, "DELETE", path.ptr, NULL, NULL);
 		buf_release(&path);
 		if (rc != 200 && rc != 202)
-			tpc_expect_deleted(tpc_exp(c->m, CTL_JOB), c->key, pk); /* nothing to observe */
+			tpc_expect_deleted(tpc_exp(c->m, CTL_JOB), c->key, c->uid, pk); /* nothing to observe */
 		free(pk);
 		if (rc == 200 || rc == 202 || rc == 404) {
 			gone++;
@@ -324,7 +324,7 @@ int tpc_sync_job(struct tpc *m, const char *key)
 		return rc;
 	rc = 0;
 	int64_t wait_ms;
-	if (!tpc_expect_satisfied(tpc_exp(m, CTL_JOB), key, mono_ms(), &wait_ms)) {
+	if (!tpc_expect_satisfied(tpc_exp(m, CTL_JOB), key, live.uid, mono_ms(), &wait_ms)) {
 		/* the pod informer has not seen all this controller wrote: its events re-queue the key */
 		wq_add_after(m->wq[CTL_JOB], key, wait_ms + 100);
 		goto out;

@@ -315,6 +315,7 @@ out:
 /* Expectations --------------------------------------------------------------------------------- */
 
 struct exp_rec {
+	char *uid;          /* the controller object's, or NULL */
 	long long adds;     /* creations not yet observed */
 	struct strmap dels; /* keys of objects whose deletion is not yet observed */
 	int64_t since_ms;   /* when last raised */
@@ -339,7 +340,14 @@ static void rec_free(void *v)
 {
 	struct exp_rec *r = v;
 	strmap_release(&r->dels, NULL);
+	free(r->uid);
 	free(r);
+}
+
+/* Whether record r may be counted for the object of uid (NULL on either side: unknown). */
+static bool rec_is(const struct exp_rec *r, const char *uid)
+{
+	return !r->uid || !uid || !strcmp(r->uid, uid);
 }
 
 void tpc_expect_free(struct tpc_expect *x)
@@ -351,16 +359,30 @@ void tpc_expect_free(struct tpc_expect *x)
 	free(x);
 }
 
-/* The record of key, made when absent (under x->mu). */
-static struct exp_rec *rec_of(struct tpc_expect *x, const char *key)
+/* The record of key for the object of uid, made when absent or another's (under x->mu). */
+static struct exp_rec *rec_of(struct tpc_expect *x, const char *key, const char *uid)
 {
 	struct strmap_ent *e = strmap_put(&x->recs, key, NULL);
+	if (e->val && !rec_is(e->val, uid)) {
+		rec_free(e->val);
+		e->val = NULL;
+	}
 	if (!e->val) {
 		struct exp_rec *r = xcalloc(1, sizeof(*r));
 		strmap_init(&r->dels);
 		e->val = r;
 	}
-	return e->val;
+	struct exp_rec *r = e->val;
+	if (!r->uid && uid)
+		r->uid = xstrdup(uid);
+	return r;
+}
+
+/* key's record if it is uid's (under x->mu). */
+static struct exp_rec *rec_get(struct tpc_expect *x, const char *key, const char *uid)
+{
+	struct strmap_ent *e = strmap_get(&x->recs, key);
+	return e && rec_is(e->val, uid) ? e->val : NULL;
 }
 
 static void rec_drop_if_met(struct tpc_expect *x, const char *key, struct exp_rec *r)
@@ -371,57 +393,57 @@ static void rec_drop_if_met(struct tpc_expect *x, const char *key, struct exp_re
 	}
 }
 
-void tpc_expect_creations(struct tpc_expect *x, const char *key, long long n, int64_t now_ms)
+void tpc_expect_creations(struct tpc_expect *x, const char *key, const char *uid, long long n, int64_t now_ms)
 {
 	if (!x || n <= 0)
 		return;
 	pthread_mutex_lock(&x->mu);
-	struct exp_rec *r = rec_of(x, key);
+	struct exp_rec *r = rec_of(x, key, uid);
 	r->adds = (r->adds > 0 ? r->adds : 0) + n;
 	r->since_ms = now_ms;
 	pthread_mutex_unlock(&x->mu);
 }
 
-void tpc_expect_deletion(struct tpc_expect *x, const char *key, const char *obj_key, int64_t now_ms)
+void tpc_expect_deletion(struct tpc_expect *x, const char *key, const char *uid, const char *obj_key,
+			 int64_t now_ms)
 {
 	if (!x || !obj_key)
 		return;
 	pthread_mutex_lock(&x->mu);
-	struct exp_rec *r = rec_of(x, key);
+	struct exp_rec *r = rec_of(x, key, uid);
 	strmap_put(&r->dels, obj_key, NULL);
 	r->since_ms = now_ms;
 	pthread_mutex_unlock(&x->mu);
 }
 
-void tpc_expect_created(struct tpc_expect *x, const char *key, long long n)
+void tpc_expect_created(struct tpc_expect *x, const char *key, const char *uid, long long n)
 {
 	if (!x || n <= 0)
 		return;
 	pthread_mutex_lock(&x->mu);
-	struct strmap_ent *e = strmap_get(&x->recs, key);
-	if (e) {
-		struct exp_rec *r = e->val;
+	struct exp_rec *r = rec_get(x, key, uid);
+	if (r) {
 		r->adds -= n;
 		rec_drop_if_met(x, key, r);
 	}
 	pthread_mutex_unlock(&x->mu);
 }
 
-void tpc_expect_deleted(struct tpc_expect *x, const char *key, const char *obj_key)
+void tpc_expect_deleted(struct tpc_expect *x, const char *key, const char *uid, const char *obj_key)
 {
 	if (!x || !obj_key)
 		return;
 	pthread_mutex_lock(&x->mu);
-	struct strmap_ent *e = strmap_get(&x->recs, key);
-	if (e) {
-		struct exp_rec *r = e->val;
+	struct exp_rec *r = rec_get(x, key, uid);
+	if (r) {
 		strmap_del(&r->dels, obj_key, NULL);
 		rec_drop_if_met(x, key, r);
 	}
 	pthread_mutex_unlock(&x->mu);
 }
 
-bool tpc_expect_satisfied(struct tpc_expect *x, const char *key, int64_t now_ms, int64_t *ret_wait_ms)
+bool tpc_expect_satisfied(struct tpc_expect *x, const char *key, const char *uid, int64_t now_ms,
+			  int64_t *ret_wait_ms)
 {
 	bool ok = true;
 	if (ret_wait_ms)
@@ -433,7 +455,10 @@ bool tpc_expect_satisfied(struct tpc_expect *x, const char *key, int64_t now_ms,
 	if (e) {
 		struct exp_rec *r = e->val;
 		int64_t left = r->since_ms + x->timeout_ms - now_ms;
-		if (r->adds <= 0 && r->dels.n == 0) {
+		if (!rec_is(r, uid)) { /* an earlier object's of the same name */
+			strmap_del(&x->recs, key, NULL);
+			rec_free(r);
+		} else if (r->adds <= 0 && r->dels.n == 0) {
 			rec_drop_if_met(x, key, r);
 		} else if (left <= 0) {
 			log_warn("expectations timed out: syncing anyway", "key=\"%s\" creations=%lld deletions=%zu",

@@ -65,11 +65,12 @@ static void owned_pod_event(struct tpc *m, struct workqueue *q, const json_t *o,
 	char *k = owner_key(o, kind);
 	if (!k)
 		return;
+	const char *uid = json_str(json_controller_ref(o), "uid");
 	if (ev == CTL_ADD)
-		tpc_expect_created(m->exp[c], k, 1);
+		tpc_expect_created(m->exp[c], k, uid, 1);
 	if (ev == CTL_DELETE || json_path(o, "metadata.deletionTimestamp")) {
 		char *pk = object_key(o);
-		tpc_expect_deleted(m->exp[c], k, pk);
+		tpc_expect_deleted(m->exp[c], k, uid, pk);
 		free(pk);
 	}
 	add_key(q, k);

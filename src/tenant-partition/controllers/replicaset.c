@@ -99,7 +99,7 @@ static void create_pods(struct rs_ctx *c, long long n)
 	tpc_path(&path, "pods", c->tenant, c->ns, NULL);
 	json_t *pod = pod_from_template(c->rs);
 	long long batch = 0, before = c->created;
-	tpc_expect_creations(tpc_exp(c->m, CTL_RS), c->key, n, mono_ms());
+	tpc_expect_creations(tpc_exp(c->m, CTL_RS), c->key, c->uid, n, mono_ms());
 	for (long long left = n; left > 0 && !c->err; left -= batch) {
 		batch = tpc_next_batch(batch, left);
 		for (long long i = 0; i < batch; i++) {
@@ -117,7 +117,7 @@ static void create_pods(struct rs_ctx *c, long long n)
 			json_decref(resp);
 		}
 	}
-	tpc_expect_created(tpc_exp(c->m, CTL_RS), c->key, n - (c->created - before)); /* never made */
+	tpc_expect_created(tpc_exp(c->m, CTL_RS), c->key, c->uid, n - (c->created - before)); /* never made */
 	json_decref(pod);
 	buf_release(&path);
 }
@@ -138,12 +138,12 @@ static void delete_pods(struct rs_ctx *c, long long n)
 		}
 		struct buf path = BUF_INIT;
 		char *pk = object_key(v[i]);
-		tpc_expect_deletion(tpc_exp(c->m, CTL_RS), c->key, pk, mono_ms());
+		tpc_expect_deletion(tpc_exp(c->m, CTL_RS), c->key, c->uid, pk, mono_ms());
 		tpc_path(&path, "pods", c->tenant, c->ns, pname);
 		int rc = tpc_send(c->m, "DELETE", path.ptr, NULL, NULL);
 		buf_release(&path);
 		if (rc != 200 && rc != 202)
-			tpc_expect_deleted(tpc_exp(c->m, CTL_RS), c->key, pk); /* nothing to observe */
+			tpc_expect_deleted(tpc_exp(c->m, CTL_RS), c->key, c->uid, pk); /* nothing to observe */
 		free(pk);
 		if (rc == 200 || rc == 202 || rc == 404) {
 			c->deleted++;
@@ -229,7 +229,7 @@ int tpc_sync_replicaset(struct tpc *m, const char *key)
 		return rc;
 	rc = 0;
 	int64_t wait_ms;
-	if (!tpc_expect_satisfied(tpc_exp(m, CTL_RS), key, mono_ms(), &wait_ms)) {
+	if (!tpc_expect_satisfied(tpc_exp(m, CTL_RS), key, live.uid, mono_ms(), &wait_ms)) {
 		/* the pod informer has not seen all this controller wrote: its events re-queue the key */
 		wq_add_after(m->wq[CTL_RS], key, wait_ms + 100);
 		goto out;

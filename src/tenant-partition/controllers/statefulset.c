@@ -288,10 +288,10 @@ static void create_pod(struct sts_ctx *c, long long ordinal, const char *rev)
 	json_t *pod = new_pod(c, ordinal, rev), *resp = NULL;
 	struct buf path = BUF_INIT;
 	tpc_path(&path, "pods", c->tenant, c->ns, NULL);
-	tpc_expect_creations(tpc_exp(c->m, CTL_STS), c->key, 1, mono_ms());
+	tpc_expect_creations(tpc_exp(c->m, CTL_STS), c->key, c->uid, 1, mono_ms());
 	int code = tpc_send(c->m, "POST", path.ptr, pod, &resp);
 	if (code != 201 && code != 200)
-		tpc_expect_created(tpc_exp(c->m, CTL_STS), c->key, 1); /* never made */
+		tpc_expect_created(tpc_exp(c->m, CTL_STS), c->key, c->uid, 1); /* never made */
 	if (code == 201 || code == 200)
 		tpc_event(c->m, c->set, "Normal", "SuccessfulCreate", "create Pod %s-%lld in StatefulSet %s successful",
 			  c->name, ordinal, c->name);
@@ -314,10 +314,10 @@ static void delete_pod(struct sts_ctx *c, long long ordinal)
 	char *pk = xasprintf("%s/%s/%s", c->tenant, c->ns, pname);
 	struct buf path = BUF_INIT;
 	tpc_path(&path, "pods", c->tenant, c->ns, pname);
-	tpc_expect_deletion(tpc_exp(c->m, CTL_STS), c->key, pk, mono_ms());
+	tpc_expect_deletion(tpc_exp(c->m, CTL_STS), c->key, c->uid, pk, mono_ms());
 	int code = tpc_send(c->m, "DELETE", path.ptr, NULL, NULL);
 	if (code != 200 && code != 202)
-		tpc_expect_deleted(tpc_exp(c->m, CTL_STS), c->key, pk); /* nothing to observe */
+		tpc_expect_deleted(tpc_exp(c->m, CTL_STS), c->key, c->uid, pk); /* nothing to observe */
 	free(pk);
 	if (code == 200 || code == 202)
 		tpc_event(c->m, c->set, "Normal", "SuccessfulDelete", "delete Pod %s in StatefulSet %s successful",
@@ -406,7 +406,7 @@ int tpc_sync_statefulset(struct tpc *m, const char *key)
 		return rc;
 	rc = 0;
 	int64_t wait_ms;
-	if (!tpc_expect_satisfied(tpc_exp(m, CTL_STS), key, mono_ms(), &wait_ms)) {
+	if (!tpc_expect_satisfied(tpc_exp(m, CTL_STS), key, live.uid, mono_ms(), &wait_ms)) {
 		/* the pod informer has not seen all this controller wrote: its events re-queue the key */
 		wq_add_after(m->wq[CTL_STS], key, wait_ms + 100);
 		goto out;

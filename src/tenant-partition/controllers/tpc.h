@@ -155,21 +155,24 @@ json_t *tpc_list_controlled(struct tpc *m, const char *plural, const char *tenan
  * timeout_ms passed since the expectations were last raised (so a lagging informer never
  * makes it create twice). Keys are the controller's keys; deletions are tracked by the deleted
  * object's store key, so an update setting deletionTimestamp and the final delete event count
- * once. Thread-safe; every function is NULL-safe on x. */
+ * once. A record belongs to the controller object of one uid: an object deleted and made again
+ * under the same name (a tenant restored at once) never waits on its predecessor's (uid NULL:
+ * unknown, matches any). Thread-safe; every function is NULL-safe on x. */
 #define TPC_EXPECT_TIMEOUT_MS (5 * 60 * 1000)
 struct tpc_expect;
 struct tpc_expect *tpc_expect_new(int64_t timeout_ms); /* <= 0: TPC_EXPECT_TIMEOUT_MS */
 void tpc_expect_free(struct tpc_expect *x);
-/* Raising: n more creations; one deletion of obj_key. */
-void tpc_expect_creations(struct tpc_expect *x, const char *key, long long n, int64_t now_ms);
-void tpc_expect_deletion(struct tpc_expect *x, const char *key, const char *obj_key, int64_t now_ms);
+/* Raising: n more creations; one deletion of obj_key. A record of another uid is replaced. */
+void tpc_expect_creations(struct tpc_expect *x, const char *key, const char *uid, long long n, int64_t now_ms);
+void tpc_expect_deletion(struct tpc_expect *x, const char *key, const char *uid, const char *obj_key, int64_t now_ms);
 /* Lowering: n creations observed (or not made after all); obj_key's deletion observed (or not
- * made). Unknown keys are ignored. */
-void tpc_expect_created(struct tpc_expect *x, const char *key, long long n);
-void tpc_expect_deleted(struct tpc_expect *x, const char *key, const char *obj_key);
-/* True when key may be synced; else false with *ret_wait_ms (may be NULL) the time left to the
- * timeout. Met or timed-out records are dropped. */
-bool tpc_expect_satisfied(struct tpc_expect *x, const char *key, int64_t now_ms, int64_t *ret_wait_ms);
+ * made). Unknown keys and records of another uid are left alone. */
+void tpc_expect_created(struct tpc_expect *x, const char *key, const char *uid, long long n);
+void tpc_expect_deleted(struct tpc_expect *x, const char *key, const char *uid, const char *obj_key);
+/* True when key (the object of uid) may be synced; else false with *ret_wait_ms (may be NULL)
+ * the time left to the timeout. Met, timed-out and other uids' records are dropped. */
+bool tpc_expect_satisfied(struct tpc_expect *x, const char *key, const char *uid, int64_t now_ms,
+			  int64_t *ret_wait_ms);
 void tpc_expect_forget(struct tpc_expect *x, const char *key); /* the controller object is gone */
 size_t tpc_expect_pending(struct tpc_expect *x);                /* keys with a record */
 /* The expectations of controller c (CTL_RS, CTL_JOB, CTL_STS), or NULL. */
