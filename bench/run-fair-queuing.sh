@@ -21,7 +21,8 @@
 # client threads, a stand-in for clients on other machines; the probe stays at 0), PROBE_PATH
 # (what light GETs; default one of its pods by name, a read from etcd), B (another build dir:
 # its ursa-tp-apiserver runs too, as FAIR_B and FIFO_B, in the same rounds; e.g. the commit
-# before a change).
+# before a change; FAIR_B_ARGS: FAIR_B's flags instead of FAIR_ARGS, e.g. B=build
+# FAIR_B_ARGS="--fair-bulk-send-buffer 0" for the same build without paced replies).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -60,7 +61,9 @@ for s in "${SERVERS[@]}"; do
 	extra=()
 	[ "${s%_B}" = FIFO ] && extra=(--fair-queuing=false)
 	# shellcheck disable=SC2206 # split at spaces, as documented
-	[ "${s%_B}" = FAIR ] && extra=(${FAIR_ARGS:-})
+	[ "$s" = FAIR ] && extra=(${FAIR_ARGS:-})
+	# shellcheck disable=SC2206
+	[ "$s" = FAIR_B ] && extra=(${FAIR_B_ARGS-${FAIR_ARGS:-}})
 	"${BIN[$s]}" --listen "127.0.0.1:$port" --etcd-servers "$ETCD_URL" --token-auth-file "$TMP/tokens.csv" \
 		--partition-id tp-1 "${extra[@]}" >"$TMP/apiserver-$s.log" 2>&1 &
 	PIDS+=("$!")
@@ -95,7 +98,7 @@ phase() { # phase SERVER CLIENTS: prints "p50 p99 heavy_per_s code429"
 	echo "$p50 $p99 $hps ${c429:-0} $(bench_result_field "$out" heavy_bytes)"
 }
 
-echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) rounds=$ROUNDS secs=$SECS clients=$CLIENTS pods=$PODS heavy=$HEAVY_PATH fair_args=\"${FAIR_ARGS:-}\" heavy_nice=${HEAVY_NICE:-0} $(nproc) cores; load: $(uptime | sed 's/.*load average: //')"
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) rounds=$ROUNDS secs=$SECS clients=$CLIENTS pods=$PODS heavy=$HEAVY_PATH fair_args=\"${FAIR_ARGS:-}\" fair_b_args=\"${FAIR_B_ARGS-}\" heavy_nice=${HEAVY_NICE:-0} $(nproc) cores; load: $(uptime | sed 's/.*load average: //')"
 echo "# per round: server round phase light_p50_ms light_p99_ms heavy_lists_per_s heavy_429s bytes_per_list"
 declare -A RES
 for r in $(seq "$ROUNDS"); do

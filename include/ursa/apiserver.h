@@ -37,6 +37,10 @@ struct apiserver_options {
 	 * shuffle-sharded queues of queue_length (0: 50) for at most queue_wait_s (0: 15) seconds.
 	 * A tenant may hold max_watches_per_tenant watches (0: no limit). */
 	unsigned tenant_seats, seats_per_tenant, queue_length, queue_wait_s, max_watches_per_tenant;
+	/* A wide request (a LIST of more than 500 of its tenant's objects) admitted while another
+	 * tenant is served sends its reply through a kernel send buffer of this many bytes (SO_SNDBUF;
+	 * 0: never bounded). */
+	unsigned bulk_send_buffer;
 	/* Start without serving: apiserver_listen serves (e.g. once the system namespaces exist). */
 	bool defer_listen;
 	/* Called after an object was created through the API (e.g. a Tenant's namespaces). */

@@ -39,7 +39,10 @@ struct fairq_item {
 	int64_t queued_us, started_us;
 	int64_t charged;         /* seat-µs charged to its queue at dispatch */
 	bool expired;            /* handed back by fairq_expire or fairq_flush: refuse it */
+	bool shared;             /* at dispatch, another flow of its level held seats or had a request
+				    arrive within FAIRQ_SHARED_US: it is not alone on the server */
 };
+#define FAIRQ_SHARED_US 1000000
 
 struct fairq;
 /* levels is copied (names borrowed). est_us: the service time charged per seat at dispatch,

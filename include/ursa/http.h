@@ -81,7 +81,10 @@ const char *http_query_string(const struct http_request *r);
 /* Replaces the path the request's handlers see (path borrowed: it must live as long as the
  * request, e.g. a suffix of http_path's). The gateway drops a client's /tenants/<t> prefix so. */
 void http_request_set_path(struct http_request *r, const char *path);
-const char *http_client_addr(const struct http_request *r); /* "127.0.0.1" */
+const char *http_client_addr(const struct http_request *r);
+/* Bounds the kernel's send buffer of r's connection to about bytes (SO_SNDBUF; the kernel
+ * doubles it), for the rest of the connection's life (its autotuning stays off). */
+void http_request_limit_send_buffer(struct http_request *r, int bytes); /* "127.0.0.1" */
 /* Per-request start time (mono µs), for latency metrics. */
 int64_t http_started_us(const struct http_request *r);
 /* One pointer the handlers may keep with a request (say, what the fast handler found out, for

@@ -15,10 +15,12 @@ Watches: fa holds 3, the fourth gets 429, one closed makes room;
 the admin's watches are not counted. The rejections show in /metrics per tenant and reason.
 With --fair-queuing=false (a second server on the same etcd) nothing queues. A LIST is weighed
 by its own tenant's objects: fa's LIST of 1,000 configmaps takes 3 seats, fb's of its own one.
+Such a wide LIST's reply goes through a bounded send buffer only while another tenant is served.
 
 Run alone: URSA_BUILD_DIR=build /usr/bin/python3 tests/integration/test_fair_queuing.py"""
 
 import os
+import re
 import signal
 import sys
 import threading
@@ -189,22 +191,7 @@ def test_small_tenants_list_is_narrow():
                                              "--queue-wait-seconds", "2"]).start()
     h.at_cleanup(api.stop)
     fa, fb = api.user_client("fa", "alice"), api.user_client("fb", "bob")
-    errs = []
-
-    def make(lo, hi):
-        for i in range(lo, hi):
-            r = fa.post("/api/v1/namespaces/default/configmaps",
-                        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n%04d" % i}})
-            if r.status not in (201, 409):
-                errs.append(r.status)
-    threads = [threading.Thread(target=make, args=(k * 125, (k + 1) * 125)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    h.eq(errs, [], "fa's 1,000 configmaps created")
-    h.wait_until(lambda: len(fa.get("/api/v1/namespaces/default/configmaps?resourceVersion=0").json["items"]) >= 1000,
-                 20, "fa's configmaps in the cache")
+    ensure_configmaps(fa, 1000)
     pid = S["etcd"].members[0]["proc"].pid
     held = {}
 
@@ -227,6 +214,64 @@ def test_small_tenants_list_is_narrow():
         S["paused"] = False
     t.join(60)
     h.eq(held["r"].status, 200, "fa's LIST once etcd is back")
+
+
+def server_sndbuf(port, client_port):
+    """The kernel send buffer (ss's skmem tb) of the server's socket of one connection, or None."""
+    rc, out, _ = h.run_cmd(["ss", "-tmnH", "state", "established", "( sport = :%d and dport = :%d )" % (port, client_port)],
+                           10)
+    m = re.search(r"\btb(\d+)", out)
+    return int(m.group(1)) if rc == 0 and m else None
+
+
+def test_wide_reply_paced_only_when_shared():
+    """A LIST of more than 500 of its tenant's objects (fa's 1,000 configmaps: 3 seats) sends its
+    reply through a 64 KiB send buffer (--fair-bulk-send-buffer, the kernel shows twice that) only
+    when another tenant is being served: alone, fa's LIST is not paced; right after fb's GET it
+    is, and /metrics counts it."""
+    api = h.ApiServer(S["etcd"]).start()
+    h.at_cleanup(api.stop)
+    fa, fb = api.user_client("fa", "alice"), api.user_client("fb", "bob")
+    ensure_configmaps(fa, 1000)
+    paced = lambda: metric(api_metrics(api), "ursa_fairq_paced_replies_total")  # noqa: E731
+    h.eq(paced(), 0, "nothing paced yet")
+    time.sleep(1.2)  # fa's own requests above were its; nobody else asked within a second
+    r = fa.get("/api/v1/namespaces/default/configmaps")
+    h.check(r.status == 200 and len(r.json["items"]) >= 1000, "fa's LIST alone: %s" % r.status)
+    h.eq(paced(), 0, "fa alone on the partition: its LIST not paced")
+    h.expect_status(fb.get("/api/v1/namespaces/default/configmaps"), 200, "fb's LIST")
+    conn = fa.connect()
+    try:
+        conn.request("GET", "/api/v1/namespaces/default/configmaps", headers=fa._headers(None, None, False))
+        resp = conn.getresponse()
+        body = resp.read()
+        h.check(resp.status == 200 and len(body) > 100000, "fa's LIST right after fb's: %s" % resp.status)
+        h.eq(server_sndbuf(api.port, conn.sock.getsockname()[1]), 2 * 65536, "the server's send buffer of that connection")
+    finally:
+        conn.close()
+    h.eq(paced(), 1, "fa's LIST while fb is served: paced")
+
+
+def ensure_configmaps(client, n):
+    have = len(client.get("/api/v1/namespaces/default/configmaps?resourceVersion=0").json["items"])
+    errs = []
+
+    def make(lo, hi):
+        for i in range(lo, hi):
+            r = client.post("/api/v1/namespaces/default/configmaps",
+                            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n%04d" % i}})
+            if r.status not in (201, 409):
+                errs.append(r.status)
+    if have < n:
+        step = (n + 7) // 8
+        threads = [threading.Thread(target=make, args=(k * step, min(n, (k + 1) * step))) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    h.eq(errs, [], "%d configmaps created" % n)
+    h.wait_until(lambda: len(client.get("/api/v1/namespaces/default/configmaps?resourceVersion=0").json["items"]) >= n,
+                 20, "the configmaps in the cache")
 
 
 def api_metrics(api):

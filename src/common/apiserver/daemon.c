@@ -16,7 +16,7 @@ struct apid {
 	const char *idkey, *kubelet_token, *sa_key;
 	long long workers, linger, hb_linger, trees_mb;
 	bool fair;
-	long long tenant_seats, seats_per_tenant, queue_length, queue_wait, max_watches;
+	long long tenant_seats, seats_per_tenant, queue_length, queue_wait, max_watches, bulk_buffer;
 	long long number;
 	struct apiserver *s;
 };
@@ -61,9 +61,9 @@ static int check(void *ud)
 		return -1;
 	}
 	if (a->queue_length < 1 || a->queue_length > 100000 || a->queue_wait < 1 || a->queue_wait > 3600 ||
-	    a->max_watches < 0 || a->max_watches > 10000000) {
+	    a->max_watches < 0 || a->max_watches > 10000000 || a->bulk_buffer < 0 || a->bulk_buffer > (64 << 20)) {
 		fprintf(stderr, "%s: --tenant-queue-length must be 1..100000, --queue-wait-seconds 1..3600, "
-				"--max-watches-per-tenant 0..10000000\n", a->d->program);
+				"--max-watches-per-tenant 0..10000000, --fair-bulk-send-buffer 0..67108864\n", a->d->program);
 		return -1;
 	}
 	return 0;
@@ -85,6 +85,7 @@ static int start(void *ud, struct daemon *dm, char **ret_err)
 							      : (unsigned)(a->workers > 1 ? a->workers / 2 : 1),
 		.seats_per_tenant = (unsigned)a->seats_per_tenant, .queue_length = (unsigned)a->queue_length,
 		.queue_wait_s = (unsigned)a->queue_wait, .max_watches_per_tenant = (unsigned)a->max_watches,
+		.bulk_send_buffer = (unsigned)a->bulk_buffer,
 	};
 	char *err = NULL;
 	a->s = apiserver_start(&o, &err);
@@ -117,6 +118,7 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		.d = d, .listen = d->default_listen, .etcd = "http://127.0.0.1:2379", .prefix = "/registry",
 		.partition = d->default_partition, .workers = d->default_workers > 0 ? d->default_workers : 16, .linger = d->default_write_linger_ms, .hb_linger = 40,
 		.trees_mb = 64, .fair = true, .queue_length = 50, .queue_wait = 15, .max_watches = 2000,
+		.bulk_buffer = 65536,
 	};
 	const struct opt opts[] = {
 		{ "listen", OPT_STRING, &a.listen, "address and port to serve on (IPv4:PORT)" },
@@ -158,6 +160,9 @@ int apiserver_main(const struct apiserver_daemon *d, int argc, char **argv)
 		{ "tenant-queue-length", OPT_INT, &a.queue_length,
 		  "requests waiting in one queue (a tenant joins the shortest of 6 of 64); more get 429" },
 		{ "queue-wait-seconds", OPT_INT, &a.queue_wait, "a request waiting longer for a seat gets 429" },
+		{ "fair-bulk-send-buffer", OPT_INT, &a.bulk_buffer,
+		  "a LIST of more than 500 of its tenant's objects, admitted while other tenants are served, sends its "
+		  "reply through a kernel send buffer of this many bytes, so that theirs come between (0: never)" },
 		{ "max-watches-per-tenant", OPT_INT, &a.max_watches,
 		  "watches one tenant may hold open on this server (0: no limit); more get 429" },
 		{ "watch-cache-trees-mb", OPT_INT, &a.trees_mb,

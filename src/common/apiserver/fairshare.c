@@ -9,7 +9,10 @@
  * up to the tenant's cap): a tenant's heavy lists use up its own share first. A request that waits is parked
  * without its worker (http_deferred_rerun brings it back when its seats are given); one whose
  * queue is full, or that waited queue_wait_s, gets 429 TooManyRequests with Retry-After. Watches
- * hold a seat while they start and then count against the tenant's watch limit. */
+ * hold a seat while they start and then count against the tenant's watch limit. A wide request
+ * that does not have the partition to itself (fairq's shared) sends its reply through a bounded
+ * kernel buffer (bulk_send_buffer), so its megabytes leave in steps the other tenants' replies
+ * come between (docs/architecture.md, "Fair shares"). */
 #include "internal.h"
 #include "ursa/fairq.h"
 #include "ursa/timeutil.h"
@@ -28,6 +31,8 @@ struct fairshare {
 	struct fairq *q;
 	int64_t max_wait_us;
 	unsigned max_watches;
+	int bulk_send_buffer;      /* bytes; 0: replies are never bounded */
+	unsigned long long paced;  /* replies sent through a bounded buffer */
 	bool stopped;     /* the server stops: nothing queues any more */
 	pthread_t expirer;  /* refuses requests that waited too long, 4 times a second */
 	pthread_cond_t wake;
@@ -80,6 +85,7 @@ void fairshare_start(struct apiserver *s)
 	f->q = fairq_new(lv, 2, 2000);
 	f->max_wait_us = (int64_t)(o->queue_wait_s ? o->queue_wait_s : 15) * 1000000;
 	f->max_watches = o->max_watches_per_tenant;
+	f->bulk_send_buffer = (int)o->bulk_send_buffer;
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -150,6 +156,19 @@ static unsigned width_of(const struct req *q)
 	return 1 + (unsigned)(n / LIST_OBJECTS_PER_SEAT);
 }
 
+/* Admitted with its seats: a wide request that shares the partition is paced. */
+static void admitted(struct req *q, struct admission *a)
+{
+	struct fairshare *f = a->f;
+	q->fair_seat = true;
+	if (a->it.width > 1 && a->it.shared && f->bulk_send_buffer > 0) {
+		http_request_limit_send_buffer(q->http, f->bulk_send_buffer);
+		pthread_mutex_lock(&f->lock);
+		f->paced++;
+		pthread_mutex_unlock(&f->lock);
+	}
+}
+
 int fairshare_admit(struct req *q)
 {
 	struct fairshare *f = q->s->fair;
@@ -158,7 +177,7 @@ int fairshare_admit(struct req *q)
 	struct admission *a = http_request_data(q->http);
 	if (a) { /* back from the queue */
 		if (a->admitted) {
-			q->fair_seat = true;
+			admitted(q, a);
 			return 0;
 		}
 		http_request_set_data(q->http, NULL);
@@ -193,8 +212,10 @@ int fairshare_admit(struct req *q)
 			     q->id.tenant);
 		return 1;
 	}
-	q->fair_seat = v == FAIRQ_RUN;
-	return v == FAIRQ_RUN ? 0 : 1;
+	if (v != FAIRQ_RUN)
+		return 1;
+	admitted(q, a);
+	return 0;
 }
 
 static void finish(void *ud)
@@ -256,5 +277,8 @@ void fairshare_render(struct apiserver *s, struct buf *out)
 		return;
 	pthread_mutex_lock(&f->lock);
 	fairq_render(f->q, out);
+	buf_addf(out, "# HELP ursa_fairq_paced_replies_total Wide replies sent through a bounded send buffer while "
+		      "other tenants were served.\n# TYPE ursa_fairq_paced_replies_total counter\n"
+		      "ursa_fairq_paced_replies_total %llu\n", f->paced);
 	pthread_mutex_unlock(&f->lock);
 }

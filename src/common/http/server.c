@@ -178,6 +178,13 @@ void http_request_on_complete(struct http_request *r, void (*fn)(void *ud), void
 }
 const char *http_client_addr(const struct http_request *r) { return r->client; }
 
+void http_request_limit_send_buffer(struct http_request *r, int bytes)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (i && setsockopt(i->connect_fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)) < 0)
+		log_warn("http: cannot bound a connection's send buffer", "error=\"%s\"", strerror(errno));
+}
+
 const char *http_query(const struct http_request *r, const char *key)
 {
 	if (!r)

@@ -29,6 +29,9 @@ struct level {
 	unsigned used;           /* seats in use */
 	size_t waiting;
 	int64_t vnow;            /* the given of the last queue served: where an idle queue starts */
+	/* The two flows whose requests arrived last (distinct, [0] the latest) and when. */
+	struct fairq_flow *recent[2];
+	int64_t recent_us[2];
 	struct queue *q;
 	struct strmap flows;     /* flow name -> struct fairq_flow */
 };
@@ -136,8 +139,28 @@ static bool only_capped_wait(const struct level *l)
 	return true;
 }
 
+static void note_arrival(struct level *l, struct fairq_flow *f, int64_t now_us)
+{
+	if (l->recent[0] != f) {
+		l->recent[1] = l->recent[0];
+		l->recent_us[1] = l->recent_us[0];
+		l->recent[0] = f;
+	}
+	l->recent_us[0] = now_us;
+}
+
+/* Whether a flow other than f holds seats of l or had a request arrive within FAIRQ_SHARED_US. */
+static bool shared(const struct level *l, const struct fairq_flow *f, int64_t now_us)
+{
+	if (l->used > f->seats)
+		return true;
+	int i = l->recent[0] == f ? 1 : 0;
+	return l->recent[i] && now_us - l->recent_us[i] <= FAIRQ_SHARED_US;
+}
+
 static void take(struct level *l, struct fairq_item *it, int64_t now_us, int64_t est_us)
 {
+	it->shared = shared(l, it->flow, now_us);
 	l->used += it->width;
 	it->flow->seats += it->width;
 	it->flow->dispatched++;
@@ -164,6 +187,7 @@ enum fairq_verdict fairq_arrive(struct fairq *q, unsigned level, const char *flo
 		return FAIRQ_RUN;
 	}
 	it->width = width < 1 ? 1 : width > l->c.flow_seats ? l->c.flow_seats : width;
+	note_arrival(l, it->flow, now_us);
 	/* the shortest queue of the flow's hand */
 	unsigned best = it->flow->hand[0];
 	for (unsigned i = 1; i < l->c.hand; i++)

@@ -192,6 +192,37 @@ static void test_wide(void **state)
 	fairq_free(q);
 }
 
+/* A request is shared when another tenant holds seats or asked within FAIRQ_SHARED_US; a tenant
+ * alone, however busy, is not. */
+static void test_shared(void **state)
+{
+	(void)state;
+	struct fairq *q = make(4, 3, 8, 2, 10);
+	struct fairq_item it[6];
+	assert_int_equal(fairq_arrive(q, WORK, "heavy", 3, &it[0], 0), FAIRQ_RUN);
+	assert_false(it[0].shared); /* alone */
+	assert_int_equal(fairq_arrive(q, WORK, "heavy", 3, &it[1], 1 * MS), FAIRQ_QUEUED);
+	assert_int_equal(fairq_arrive(q, WORK, "light", 1, &it[2], 2 * MS), FAIRQ_RUN);
+	assert_true(it[2].shared); /* heavy holds seats */
+	assert_null(fairq_finish(q, &it[2], 3 * MS));
+	/* heavy's next is dispatched: light left 7 ms ago but asked within the window */
+	assert_ptr_equal(fairq_finish(q, &it[0], 10 * MS), &it[1]);
+	assert_true(it[1].shared);
+	/* a second later than light's request, heavy is alone again, even after asking many times */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(fairq_arrive(q, WORK, "heavy", 1, &it[3 + i], 2 * MS + FAIRQ_SHARED_US + 11 * MS + i),
+				 FAIRQ_QUEUED);
+	struct fairq_item *go = fairq_finish(q, &it[1], 2 * MS + FAIRQ_SHARED_US + 20 * MS);
+	assert_int_equal(count(go), 3);
+	for (; go; go = go->next)
+		assert_false(go->shared);
+	/* light again: heavy is both recent and holding seats */
+	struct fairq_item l2;
+	assert_int_equal(fairq_arrive(q, WORK, "light", 1, &l2, 3 * S), FAIRQ_RUN);
+	assert_true(l2.shared);
+	fairq_free(q);
+}
+
 /* Hands: distinct queues in range, the same for the same name. */
 static void test_hands(void **state)
 {
@@ -242,7 +273,7 @@ int main(void)
 		cmocka_unit_test(test_seats_and_cap), cmocka_unit_test(test_turns),
 		cmocka_unit_test(test_full_queue),    cmocka_unit_test(test_expire_and_flush),
 		cmocka_unit_test(test_wide),          cmocka_unit_test(test_hands),
-		cmocka_unit_test(test_watches),
+		cmocka_unit_test(test_watches),       cmocka_unit_test(test_shared),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
