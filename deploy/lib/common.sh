@@ -18,7 +18,7 @@ URSA_PACKAGES=(build-essential cmake pkg-config libmicrohttpd-dev libjansson-dev
 	libcurl4-openssl-dev libuv1-dev libyaml-dev libcmocka-dev libssl-dev libhttp-parser-dev
 	etcd-server etcd-client haproxy python3-kubernetes openssl curl systemd
 	containerd runc containernetworking-plugins docker-registry umoci skopeo busybox-static
-	protobuf-c-compiler libprotobuf-c-dev libwslay-dev zlib1g-dev tmux python3-matplotlib)
+	protobuf-c-compiler libprotobuf-c-dev libwslay-dev zlib1g-dev tmux python3-matplotlib iproute2)
 
 say()  { printf '==> %s\n' "$*"; }
 warn() { printf 'WARNING: %s\n' "$*" >&2; }
