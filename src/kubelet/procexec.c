@@ -99,6 +99,13 @@ static void child(const struct rt_stream_target *t, const char *prog, char *cons
 	fail_child(status_fd, errno == ENOENT ? 127 : 126);
 }
 
+/* The terminal's size, on its master side. */
+static void set_size(int pty, unsigned width, unsigned height)
+{
+	struct winsize ws = { .ws_row = (unsigned short)height, .ws_col = (unsigned short)width };
+	ioctl(pty, TIOCSWINSZ, &ws);
+}
+
 int procexec_start(const struct rt_stream_target *t, char *const *cmd, const struct procexec_tty *term, bool in,
 		   bool out, bool err, struct procexec *ret, char **ret_err)
 {
@@ -119,10 +126,8 @@ int procexec_start(const struct rt_stream_target *t, char *const *cmd, const str
 		const char *name = ptsname(master);
 		if (!name || (slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0)
 			goto sys_fail;
-		if (term->width && term->height) {
-			struct winsize ws = { .ws_row = (unsigned short)term->height, .ws_col = (unsigned short)term->width };
-			ioctl(master, TIOCSWINSZ, &ws);
-		}
+		if (term->width && term->height)
+			set_size(master, term->width, term->height);
 	} else {
 		bool want[3] = { in, out, err };
 		for (int i = 0; i < 3; i++) {
@@ -249,8 +254,6 @@ void procexec_kill(struct procexec *p)
 
 void procexec_resize(struct procexec *p, unsigned width, unsigned height)
 {
-	if (p->pty < 0)
-		return;
-	struct winsize ws = { .ws_row = (unsigned short)height, .ws_col = (unsigned short)width };
-	ioctl(p->pty, TIOCSWINSZ, &ws);
+	if (p->pty >= 0)
+		set_size(p->pty, width, height);
 }

@@ -138,21 +138,27 @@ void stream_send_status(struct stream *s, const struct buf *status)
 	}
 }
 
+/* One turn of the WebSocket side alone: waits up to timeout_ms for the socket, then reads and
+ * writes what it can (messages go to msg_fn). -1 when the connection is done. */
+static int ws_turn(struct stream *s, int timeout_ms)
+{
+	short ev = wsconn_events(s->wc, true);
+	if (!ev)
+		return -1;
+	struct pollfd p = { .fd = s->fd, .events = ev };
+	int r = poll(&p, 1, wsconn_pending_input(s->wc) ? 0 : timeout_ms);
+	if (r < 0 && errno != EINTR)
+		return -1;
+	return wsconn_io(s->wc, r > 0 ? p.revents : 0) < 0 ? -1 : 0;
+}
+
 /* Runs the loop's tail: lets queued messages and our close frame go out (up to CLOSE_WAIT_MS). */
 void stream_linger(struct stream *s)
 {
 	int64_t until = mono_ms() + CLOSE_WAIT_MS;
-	while (s->wc && mono_ms() < until && !stream_stopping(s)) {
-		short ev = wsconn_events(s->wc, true);
-		if (!ev)
+	while (s->wc && mono_ms() < until && !stream_stopping(s))
+		if (ws_turn(s, TICK_MS) < 0)
 			break;
-		struct pollfd p = { .fd = s->fd, .events = ev };
-		int r = poll(&p, 1, TICK_MS);
-		if (r < 0 && errno != EINTR)
-			break;
-		if (wsconn_io(s->wc, r > 0 ? p.revents : 0) < 0)
-			break;
-	}
 	/* Closing a socket with unread input resets it, and the client may lose our last frames:
 	 * finish writing, then read what the client still sends until it closes (briefly). */
 	if (s->fd >= 0 && !stream_stopping(s)) {
@@ -248,19 +254,9 @@ static void pump_out(struct stream *s, int *fd, int ch)
 static bool wait_for_size(struct pexec *e)
 {
 	struct stream *s = e->s;
-	for (int64_t until = mono_ms() + SIZE_WAIT_MS; !e->sized && mono_ms() < until;) {
-		if (stream_stopping(s))
+	for (int64_t until = mono_ms() + SIZE_WAIT_MS; !e->sized && mono_ms() < until;)
+		if (stream_stopping(s) || ws_turn(s, 20) < 0)
 			return false;
-		short ev = wsconn_events(s->wc, true);
-		if (!ev)
-			return false;
-		struct pollfd p = { .fd = s->fd, .events = ev };
-		int r = poll(&p, 1, wsconn_pending_input(s->wc) ? 0 : 20);
-		if (r < 0 && errno != EINTR)
-			return false;
-		if (wsconn_io(s->wc, r > 0 ? p.revents : 0) < 0)
-			return false;
-	}
 	return true;
 }
 

@@ -1031,13 +1031,15 @@ struct http_server *http_server_start(const struct http_server_options *o, http_
 	if (!s->external) {
 		flags |= MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_NO_LISTEN_SOCKET;
 		s->listen_fd = listen_on(&addr, o->reuse_port);
-		if (s->listen_fd < 0) {
+		if (s->listen_fd >= 0)
+			s->accept_wake = eventfd(0, EFD_CLOEXEC);
+		if (s->listen_fd < 0 || s->accept_wake < 0) {
 			*ret_err = xasprintf("cannot listen on %s: %s", o->listen, strerror(errno));
+			close_listener(s);
 			stop_workers(s);
 			free(s);
 			return NULL;
 		}
-		s->accept_wake = eventfd(0, EFD_CLOEXEC);
 	}
 	char *cert = NULL, *key = NULL;
 	if (o->tls_cert && o->tls_key) {

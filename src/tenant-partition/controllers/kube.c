@@ -385,12 +385,21 @@ static struct exp_rec *rec_get(struct tpc_expect *x, const char *key, const char
 	return e && rec_is(e->val, uid) ? e->val : NULL;
 }
 
+static bool rec_met(const struct exp_rec *r)
+{
+	return r->adds <= 0 && r->dels.n == 0;
+}
+
+static void rec_drop(struct tpc_expect *x, const char *key, struct exp_rec *r)
+{
+	strmap_del(&x->recs, key, NULL);
+	rec_free(r);
+}
+
 static void rec_drop_if_met(struct tpc_expect *x, const char *key, struct exp_rec *r)
 {
-	if (r->adds <= 0 && r->dels.n == 0) {
-		strmap_del(&x->recs, key, NULL);
-		rec_free(r);
-	}
+	if (rec_met(r))
+		rec_drop(x, key, r);
 }
 
 void tpc_expect_creations(struct tpc_expect *x, const char *key, const char *uid, long long n, int64_t now_ms)
@@ -455,16 +464,12 @@ bool tpc_expect_satisfied(struct tpc_expect *x, const char *key, const char *uid
 	if (e) {
 		struct exp_rec *r = e->val;
 		int64_t left = r->since_ms + x->timeout_ms - now_ms;
-		if (!rec_is(r, uid)) { /* an earlier object's of the same name */
-			strmap_del(&x->recs, key, NULL);
-			rec_free(r);
-		} else if (r->adds <= 0 && r->dels.n == 0) {
-			rec_drop_if_met(x, key, r);
+		if (rec_met(r) || !rec_is(r, uid)) { /* met, or an earlier object's of the same name */
+			rec_drop(x, key, r);
 		} else if (left <= 0) {
 			log_warn("expectations timed out: syncing anyway", "key=\"%s\" creations=%lld deletions=%zu",
 				 key, r->adds, r->dels.n);
-			strmap_del(&x->recs, key, NULL);
-			rec_free(r);
+			rec_drop(x, key, r);
 		} else {
 			ok = false;
 			if (ret_wait_ms)
